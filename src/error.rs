@@ -1,0 +1,146 @@
+//! The crate's error type.
+
+/// Everything that can go wrong in `sgmcmc`.
+///
+/// Every variant names what was wrong (the parameter, the dimensions, the iteration), so a
+/// caller can react programmatically and a person can read the message. No function of this
+/// crate panics on user input; it returns one of these instead.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A setting is outside its valid range (non-positive step size, friction outside (0, 1], …).
+    #[error("invalid parameter `{name}` = {value}: {reason}")]
+    InvalidParameter {
+        /// The parameter's name, as spelled in its settings struct.
+        name: &'static str,
+        /// The offending value, formatted.
+        value: String,
+        /// What the valid range is.
+        reason: &'static str,
+    },
+    /// Two things that must have the same size do not.
+    #[error("dimension mismatch for {what}: expected {expected}, got {got}")]
+    DimensionMismatch {
+        /// What was being matched (e.g. `"initial state"`, `"targets"`).
+        what: &'static str,
+        /// The size that was required.
+        expected: usize,
+        /// The size that was given.
+        got: usize,
+    },
+    /// A model or data set with no data (N = 0) or no parameters (d = 0).
+    #[error("empty input: {what}")]
+    EmptyData {
+        /// What was empty.
+        what: &'static str,
+    },
+    /// A minibatch size of 0, or larger than the number of data items.
+    #[error("invalid batch size {batch_size} for a data set of {n_data} items (must be in 1..=N)")]
+    InvalidBatchSize {
+        /// The requested minibatch size.
+        batch_size: usize,
+        /// The number of data items N of the model.
+        n_data: usize,
+    },
+    /// A gradient estimate contained NaN or ±∞.
+    #[error("non-finite gradient at iteration {iteration}")]
+    NonFiniteGradient {
+        /// The iteration (1-based; 0 means the initial state) at which it was computed.
+        iteration: u64,
+    },
+    /// The state contained NaN or ±∞ (the sampler diverged: usually the step size is too large).
+    #[error("non-finite state at iteration {iteration} (step size too large?)")]
+    NonFiniteState {
+        /// The iteration (1-based; 0 means the initial state) after which it was found.
+        iteration: u64,
+    },
+    /// A potential value was NaN (a +∞ potential is a valid zero density).
+    #[error("non-finite potential at iteration {iteration}")]
+    NonFinitePotential {
+        /// The iteration (1-based; 0 means the initial state) at which it was computed.
+        iteration: u64,
+    },
+    /// The sampler needs a method of [`Model`](crate::Model) that the model does not provide.
+    #[error("the model does not implement `{method}`, which {needed_by} requires")]
+    Unsupported {
+        /// The missing [`Model`](crate::Model) method.
+        method: &'static str,
+        /// Who needed it.
+        needed_by: &'static str,
+    },
+    /// A sampler was stepped before [`Sampler::init`](crate::Sampler::init) bound it to a model.
+    #[error("the sampler was stepped before `init`")]
+    NotInitialised,
+    /// The requested output was not kept by the run (e.g. samples in streaming mode).
+    #[error("not available: {what}")]
+    NotStored {
+        /// What was asked for.
+        what: &'static str,
+    },
+    /// A run produced no sample to estimate from (e.g. burn-in ≥ number of iterations).
+    #[error("no samples were recorded: {reason}")]
+    NoSamples {
+        /// Why none were recorded.
+        reason: &'static str,
+    },
+    /// The weights of a (possibly signed) estimate sum to zero, so it cannot be normalised.
+    #[error("the total weight of the samples is zero or not finite")]
+    ZeroTotalWeight,
+    /// A dense linear system was singular or a matrix that must be positive definite was not.
+    #[error("linear algebra failure in {what}: {reason}")]
+    LinearAlgebra {
+        /// The computation that failed.
+        what: &'static str,
+        /// Why (e.g. "matrix not positive definite").
+        reason: &'static str,
+    },
+    /// An error raised inside one chain of a multi-chain run.
+    #[error("chain {chain}: {source}")]
+    Chain {
+        /// The index of the chain (0-based).
+        chain: usize,
+        /// The error that chain raised.
+        #[source]
+        source: Box<Error>,
+    },
+}
+
+impl Error {
+    /// For an error raised inside a chain of a run, the error itself; otherwise `self`.
+    ///
+    /// Convenient for matching: `err.root()` is the variant the sampler or model raised.
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::Chain { source, .. } => source.root(),
+            other => other,
+        }
+    }
+
+    pub(crate) fn invalid(name: &'static str, value: impl std::fmt::Display, reason: &'static str) -> Self {
+        Error::InvalidParameter { name, value: value.to_string(), reason }
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Checks that `x` is finite and strictly positive.
+pub(crate) fn check_positive(name: &'static str, x: f64) -> Result<()> {
+    if x.is_finite() && x > 0.0 { Ok(()) } else { Err(Error::invalid(name, x, "must be finite and > 0")) }
+}
+
+/// Checks that `x` is finite and non-negative.
+pub(crate) fn check_non_negative(name: &'static str, x: f64) -> Result<()> {
+    if x.is_finite() && x >= 0.0 { Ok(()) } else { Err(Error::invalid(name, x, "must be finite and >= 0")) }
+}
+
+/// Checks that a slice has length `expected`.
+pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<()> {
+    if expected == got { Ok(()) } else { Err(Error::DimensionMismatch { what, expected, got }) }
+}
+
+/// Checks that every entry of `x` is finite.
+pub(crate) fn all_finite(x: &[f64]) -> bool {
+    // A sum of `x * 0` is NaN exactly when some entry is NaN or infinite; one branch-free pass.
+    x.iter().fold(0.0, |acc, &v| acc + v * 0.0) == 0.0
+}

@@ -1,0 +1,240 @@
+//! Gradient estimators: how a sampler gets `∇Ũ(θ)` without knowing how it is estimated.
+//!
+//! A sampler owns one [`GradientEstimator`] and calls it once (or, for some samplers, several
+//! times on one draw) per iteration. Built in:
+//! - [`FullGradient`]: the exact `∇U(θ)` (cost N datum gradients);
+//! - [`Minibatch`]: `∇U₀(θ) + (N/n) Σ_{i∈S} ∇Uᵢ(θ)` with `S` of size n drawn with replacement
+//!   (the default) or without; unbiased either way (cost n).
+//!
+//! Control-variate and Taylor estimators are further implementations of the same trait, so every
+//! sampler works with them unchanged. Every estimator counts the datum-gradient evaluations it
+//! makes, including one-off setup passes.
+
+use crate::error::{Error, Result};
+use crate::model::{Model, check_model};
+use rand::{Rng, RngExt};
+
+/// An estimator of the gradient of the potential, `∇U(θ)`.
+///
+/// The estimate is split into drawing randomness ([`resample`](Self::resample)) and evaluating
+/// on that draw ([`eval`](Self::eval)), so that a sampler can evaluate one minibatch at two points
+/// (HAMCMC needs this). [`estimate`](Self::estimate) does both.
+pub trait GradientEstimator: Clone + Send + Sync {
+    /// Binds the estimator to `model`: validates its settings against the model (batch size
+    /// against N, dimensions) and allocates its buffers. Called by a sampler's `init`; calling it
+    /// again re-binds (and keeps the cost counter).
+    fn prepare<M: Model + ?Sized>(&mut self, model: &M) -> Result<()>;
+
+    /// Draws fresh randomness (a new minibatch). No-op for deterministic estimators.
+    fn resample<R: Rng + ?Sized>(&mut self, rng: &mut R);
+
+    /// Writes the estimate at `theta` on the current draw into `out` (overwriting it).
+    /// Allocates nothing.
+    fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]);
+
+    /// [`resample`](Self::resample) then [`eval`](Self::eval).
+    #[inline]
+    fn estimate<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, theta: &[f64], rng: &mut R, out: &mut [f64]) {
+        self.resample(rng);
+        self.eval(model, theta, out);
+    }
+
+    /// Datum-gradient evaluations made so far (setup passes included).
+    fn n_datum_gradients(&self) -> u64;
+
+    /// Whether the estimate is exact (no randomness), as for [`FullGradient`].
+    fn is_exact(&self) -> bool {
+        false
+    }
+}
+
+/// The exact gradient `∇U(θ) = ∇U₀(θ) + Σᵢ₌₁ᴺ ∇Uᵢ(θ)`; costs N datum gradients per call.
+#[derive(Debug, Clone, Default)]
+pub struct FullGradient {
+    all: Vec<usize>,
+    scratch: Vec<f64>,
+    count: u64,
+}
+
+impl FullGradient {
+    /// A full-gradient estimator (bound to a model by the sampler's `init`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl GradientEstimator for FullGradient {
+    fn prepare<M: Model + ?Sized>(&mut self, model: &M) -> Result<()> {
+        check_model(model)?;
+        let n = model.n_data();
+        if self.all.len() != n {
+            self.all = (0..n).collect();
+        }
+        self.scratch.resize(model.dim(), 0.0);
+        Ok(())
+    }
+
+    #[inline]
+    fn resample<R: Rng + ?Sized>(&mut self, _rng: &mut R) {}
+
+    fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) {
+        model.grad_data_sum(theta, &self.all, out);
+        model.grad_prior(theta, &mut self.scratch);
+        for (o, s) in out.iter_mut().zip(&self.scratch) {
+            *o += s;
+        }
+        self.count += self.all.len() as u64;
+    }
+
+    fn n_datum_gradients(&self) -> u64 {
+        self.count
+    }
+
+    fn is_exact(&self) -> bool {
+        true
+    }
+}
+
+/// Draws minibatch index sets from `0..N`, with or without replacement, without allocating.
+///
+/// The building block of every subsampling estimator ([`Minibatch`], and the control-variate
+/// and Taylor estimators).
+#[derive(Debug, Clone)]
+pub struct Subsample {
+    batch_size: usize,
+    replacement: bool,
+    n_data: usize,
+    idx: Vec<usize>,
+    /// A permutation of `0..N`, kept between draws (without replacement only).
+    perm: Vec<usize>,
+}
+
+impl Subsample {
+    /// Minibatches of `batch_size` indices, with or without replacement.
+    pub fn new(batch_size: usize, replacement: bool) -> Self {
+        Subsample { batch_size, replacement, n_data: 0, idx: Vec::new(), perm: Vec::new() }
+    }
+
+    /// Validates against a data set of `n_data` items and allocates.
+    ///
+    /// Errors: [`Error::EmptyData`] if N = 0, [`Error::InvalidBatchSize`] if the batch size is 0
+    /// or above N.
+    pub fn prepare(&mut self, n_data: usize) -> Result<()> {
+        if n_data == 0 {
+            return Err(Error::EmptyData { what: "model has no data (N = 0)" });
+        }
+        if self.batch_size == 0 || self.batch_size > n_data {
+            return Err(Error::InvalidBatchSize { batch_size: self.batch_size, n_data });
+        }
+        self.n_data = n_data;
+        self.idx.resize(self.batch_size, 0);
+        if !self.replacement && self.perm.len() != n_data {
+            self.perm = (0..n_data).collect();
+        }
+        Ok(())
+    }
+
+    /// Draws a new index set.
+    ///
+    /// With replacement: n independent uniform indices. Without: a partial Fisher–Yates shuffle
+    /// of the kept permutation, which gives a uniformly random n-subset whatever the
+    /// permutation's current order.
+    #[inline]
+    pub fn draw<R: Rng + ?Sized>(&mut self, rng: &mut R) {
+        let n_data = self.n_data;
+        if self.replacement {
+            for i in self.idx.iter_mut() {
+                *i = rng.random_range(0..n_data);
+            }
+        } else {
+            for j in 0..self.batch_size {
+                let k = rng.random_range(j..n_data);
+                self.perm.swap(j, k);
+                self.idx[j] = self.perm[j];
+            }
+        }
+    }
+
+    /// The current index set.
+    #[inline]
+    pub fn indices(&self) -> &[usize] {
+        &self.idx
+    }
+
+    /// The minibatch size n.
+    pub fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    /// Whether indices are drawn with replacement.
+    pub fn with_replacement(&self) -> bool {
+        self.replacement
+    }
+
+    /// The scale `N / n` that makes a minibatch sum unbiased for the full sum.
+    #[inline]
+    pub fn scale(&self) -> f64 {
+        self.n_data as f64 / self.batch_size as f64
+    }
+}
+
+/// The minibatch estimator `∇Ũ(θ) = ∇U₀(θ) + (N/n) Σ_{i∈S} ∇Uᵢ(θ)`, unbiased for `∇U(θ)`;
+/// costs n datum gradients per call.
+#[derive(Debug, Clone)]
+pub struct Minibatch {
+    sub: Subsample,
+    scratch: Vec<f64>,
+    count: u64,
+}
+
+impl Minibatch {
+    /// Minibatches of size `batch_size` drawn **with** replacement (the default of the crate).
+    pub fn new(batch_size: usize) -> Self {
+        Self::with_replacement(batch_size)
+    }
+
+    /// Minibatches of size `batch_size` drawn with replacement.
+    pub fn with_replacement(batch_size: usize) -> Self {
+        Minibatch { sub: Subsample::new(batch_size, true), scratch: Vec::new(), count: 0 }
+    }
+
+    /// Minibatches of size `batch_size` drawn without replacement (keeps a permutation of
+    /// `0..N`, i.e. N machine words of memory).
+    pub fn without_replacement(batch_size: usize) -> Self {
+        Minibatch { sub: Subsample::new(batch_size, false), scratch: Vec::new(), count: 0 }
+    }
+
+    /// The index sampler.
+    pub fn subsample(&self) -> &Subsample {
+        &self.sub
+    }
+}
+
+impl GradientEstimator for Minibatch {
+    fn prepare<M: Model + ?Sized>(&mut self, model: &M) -> Result<()> {
+        check_model(model)?;
+        self.sub.prepare(model.n_data())?;
+        self.scratch.resize(model.dim(), 0.0);
+        Ok(())
+    }
+
+    #[inline]
+    fn resample<R: Rng + ?Sized>(&mut self, rng: &mut R) {
+        self.sub.draw(rng);
+    }
+
+    #[inline]
+    fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) {
+        model.grad_data_sum(theta, self.sub.indices(), out);
+        model.grad_prior(theta, &mut self.scratch);
+        let scale = self.sub.scale();
+        for (o, s) in out.iter_mut().zip(&self.scratch) {
+            *o = scale * *o + s;
+        }
+        self.count += self.sub.batch_size() as u64;
+    }
+
+    fn n_datum_gradients(&self) -> u64 {
+        self.count
+    }
+}

@@ -1,0 +1,102 @@
+//! The [`Model`] trait: what a sampler needs to know about a posterior.
+
+use crate::error::{Error, Result};
+
+/// A Bayesian model, seen through the gradients of its potential.
+///
+/// # Sign convention (the one place it is stated)
+///
+/// The target is `π(θ) ∝ exp(−U(θ))`, θ ∈ ℝᵈ, with the **potential**
+///
+/// `U(θ) = U₀(θ) + Σᵢ₌₁ᴺ Uᵢ(θ)`,  `U₀ = −log p(θ)` (prior),  `Uᵢ = −log p(xᵢ | θ)` (datum i).
+///
+/// Potentials are *negative* log densities; gradients are gradients of potentials, so they point
+/// *away* from the mode. Additive constants may be dropped.
+///
+/// # What to implement
+///
+/// Four required methods: [`dim`](Model::dim), [`n_data`](Model::n_data),
+/// [`grad_prior`](Model::grad_prior) and [`grad_data_sum`](Model::grad_data_sum). Gradients are
+/// written into a buffer the caller owns (of length `dim()`), which they **overwrite**; a model
+/// should not allocate in them, so that a sampler step allocates nothing.
+///
+/// Optional methods, with documented defaults:
+/// - [`potential_prior`](Model::potential_prior) / [`potential_data_sum`](Model::potential_data_sum):
+///   needed by MALA and by diagnostics; default `None` ("not available").
+/// - [`hvp_prior`](Model::hvp_prior) / [`hvp_data_sum`](Model::hvp_data_sum): Hessian-vector
+///   products, needed by the Taylor gradient estimator of ML-SGLD; default
+///   [`Error::Unsupported`].
+///
+/// Models take `&self` and are `Sync`, so many chains can share one model across threads.
+///
+/// ```
+/// use sgmcmc::Model;
+///
+/// /// Gaussian mean with known unit variance and a N(0, 10² I) prior.
+/// struct GaussianMean { data: Vec<[f64; 2]> }
+///
+/// impl Model for GaussianMean {
+///     fn dim(&self) -> usize { 2 }
+///     fn n_data(&self) -> usize { self.data.len() }
+///     fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+///         for (o, t) in out.iter_mut().zip(theta) { *o = t / 100.0; }
+///     }
+///     fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+///         out.fill(0.0);
+///         for &i in idx {
+///             for j in 0..2 { out[j] += theta[j] - self.data[i][j]; }
+///         }
+///     }
+/// }
+/// ```
+pub trait Model: Sync {
+    /// The dimension d of θ.
+    fn dim(&self) -> usize;
+
+    /// The number of data items N.
+    fn n_data(&self) -> usize;
+
+    /// Writes `∇U₀(θ)` (the gradient of the prior potential) into `out`, overwriting it.
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]);
+
+    /// Writes `Σ_{i ∈ idx} ∇Uᵢ(θ)` into `out`, overwriting it.
+    ///
+    /// `idx` may repeat indices (minibatches drawn with replacement): a repeated index counts
+    /// as many times as it appears. Every index is `< n_data()`.
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]);
+
+    /// The prior potential `U₀(θ)`, or `None` if the model does not provide it (the default).
+    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+        let _ = theta;
+        None
+    }
+
+    /// `Σ_{i ∈ idx} Uᵢ(θ)`, or `None` if the model does not provide it (the default).
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+        let _ = (theta, idx);
+        None
+    }
+
+    /// Writes `∇²U₀(θ) v` into `out`. Default: [`Error::Unsupported`].
+    fn hvp_prior(&self, theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
+        let _ = (theta, v, out);
+        Err(Error::Unsupported { method: "hvp_prior", needed_by: "a Hessian-vector product" })
+    }
+
+    /// Writes `Σ_{i ∈ idx} ∇²Uᵢ(θ) v` into `out`. Default: [`Error::Unsupported`].
+    fn hvp_data_sum(&self, theta: &[f64], v: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        let _ = (theta, v, idx, out);
+        Err(Error::Unsupported { method: "hvp_data_sum", needed_by: "a Hessian-vector product" })
+    }
+}
+
+/// Checks a model's own shape: `d ≥ 1`, `N ≥ 1`.
+pub(crate) fn check_model<M: Model + ?Sized>(model: &M) -> Result<()> {
+    if model.dim() == 0 {
+        return Err(Error::EmptyData { what: "model dimension d is 0" });
+    }
+    if model.n_data() == 0 {
+        return Err(Error::EmptyData { what: "model has no data (N = 0)" });
+    }
+    Ok(())
+}

@@ -1,0 +1,196 @@
+//! Bayesian linear regression with a Gaussian prior: the exactly solvable test model.
+
+use super::{Rows, axpy, dot, normal_array, prior_precision};
+use crate::error::{Error, Result, check_len, check_positive};
+use crate::model::Model;
+use crate::rng::stream;
+use ndarray::{Array1, Array2, ArrayView2};
+
+/// Bayesian linear regression `xᵢ = aᵢᵀθ + εᵢ`, `εᵢ ~ N(0, σx²)`, prior `θ ~ N(0, σθ² I)`.
+///
+/// Potentials (constants dropped): `U₀(θ) = ‖θ‖² / (2σθ²)`, `Uᵢ(θ) = (xᵢ − aᵢᵀθ)² / (2σx²)`.
+///
+/// The posterior is Gaussian with precision `P = I/σθ² + AᵀA/σx²` and mean
+/// `μ = P⁻¹ Aᵀx / σx²`, available from [`posterior_mean`](Self::posterior_mean),
+/// [`posterior_covariance`](Self::posterior_covariance) and
+/// [`posterior_precision`](Self::posterior_precision) (computed once, by Cholesky).
+#[derive(Debug, Clone)]
+pub struct LinearGaussian {
+    rows: Rows,
+    targets: Vec<f64>,
+    noise_var: f64,
+    prior_var: f64,
+    inv_noise: f64,
+    inv_prior: f64,
+    post_prec: Array2<f64>,
+    post_cov: Array2<f64>,
+    post_mean: Array1<f64>,
+    true_theta: Option<Array1<f64>>,
+}
+
+impl LinearGaussian {
+    /// The model for design `A` (N × d, one datum per row), targets `x` (N), noise variance
+    /// `σx²` and prior variance `σθ²`.
+    ///
+    /// Errors: [`Error::EmptyData`] for N = 0 or d = 0, [`Error::DimensionMismatch`] if
+    /// `targets.len() != N`, [`Error::InvalidParameter`] for non-positive variances or non-finite
+    /// data.
+    pub fn new(design: &Array2<f64>, targets: &Array1<f64>, noise_var: f64, prior_var: f64) -> Result<Self> {
+        let rows = Rows::from_array(design, "design")?;
+        check_len("targets", rows.n, targets.len())?;
+        if targets.iter().any(|x| !x.is_finite()) {
+            return Err(Error::invalid("targets", "non-finite entry", "every entry must be finite"));
+        }
+        check_positive("noise_var", noise_var)?;
+        let inv_prior = prior_precision(prior_var)?;
+        let inv_noise = 1.0 / noise_var;
+        let mut post_prec = rows.weighted_gram(|_| inv_noise);
+        for j in 0..rows.d {
+            post_prec[[j, j]] += inv_prior;
+        }
+        let mut atx = Array1::zeros(rows.d);
+        for i in 0..rows.n {
+            axpy(targets[i] * inv_noise, rows.row(i), atx.as_slice_mut().expect("contiguous"));
+        }
+        let post_cov = crate::linalg::spd_inverse("posterior precision", &post_prec)?;
+        let post_mean = crate::linalg::spd_solve("posterior precision", &post_prec, &atx)?;
+        Ok(LinearGaussian {
+            rows,
+            targets: targets.to_vec(),
+            noise_var,
+            prior_var,
+            inv_noise,
+            inv_prior,
+            post_prec,
+            post_cov,
+            post_mean,
+            true_theta: None,
+        })
+    }
+
+    /// A synthetic data set: `aᵢ ~ N(0, I_d)`, `θ_true ~ N(0, σθ² I)`,
+    /// `xᵢ = aᵢᵀθ_true + N(0, σx²)`, from a seeded generator.
+    pub fn synthetic(n_data: usize, dim: usize, noise_var: f64, prior_var: f64, seed: u64) -> Result<Self> {
+        Self::synthetic_scaled(n_data, dim, 1.0, noise_var, prior_var, seed)
+    }
+
+    /// As [`synthetic`](Self::synthetic) with `aᵢ ~ N(0, s² I_d)`, `s = design_sd`
+    /// (the SGRRLD paper's §5.1 uses `aᵢ ~ N(0, 0.5)`).
+    pub fn synthetic_scaled(
+        n_data: usize,
+        dim: usize,
+        design_sd: f64,
+        noise_var: f64,
+        prior_var: f64,
+        seed: u64,
+    ) -> Result<Self> {
+        check_positive("design_sd", design_sd)?;
+        check_positive("noise_var", noise_var)?;
+        check_positive("prior_var", prior_var)?;
+        let mut rng = stream(seed, &[0x11_6a55]);
+        let theta = normal_array(&mut rng, dim) * prior_var.sqrt();
+        let design = Array2::from_shape_fn((n_data, dim), |_| design_sd * super::standard_normal(&mut rng));
+        let noise = normal_array(&mut rng, n_data) * noise_var.sqrt();
+        let targets = design.dot(&theta) + noise;
+        let mut m = Self::new(&design, &targets, noise_var, prior_var)?;
+        m.true_theta = Some(theta);
+        Ok(m)
+    }
+
+    /// The exact posterior mean `μ`.
+    pub fn posterior_mean(&self) -> &Array1<f64> {
+        &self.post_mean
+    }
+
+    /// The exact posterior covariance `P⁻¹`.
+    pub fn posterior_covariance(&self) -> &Array2<f64> {
+        &self.post_cov
+    }
+
+    /// The posterior precision `P = I/σθ² + AᵀA/σx²` (the Hessian of U, constant).
+    pub fn posterior_precision(&self) -> &Array2<f64> {
+        &self.post_prec
+    }
+
+    /// The parameter the synthetic data were generated from (None for user data).
+    pub fn true_theta(&self) -> Option<&Array1<f64>> {
+        self.true_theta.as_ref()
+    }
+
+    /// The design matrix A (N × d).
+    pub fn design(&self) -> ArrayView2<'_, f64> {
+        ArrayView2::from_shape((self.rows.n, self.rows.d), &self.rows.data).expect("shape matches storage")
+    }
+
+    /// The targets x (N).
+    pub fn targets(&self) -> &[f64] {
+        &self.targets
+    }
+
+    /// The noise variance σx².
+    pub fn noise_var(&self) -> f64 {
+        self.noise_var
+    }
+
+    /// The prior variance σθ².
+    pub fn prior_var(&self) -> f64 {
+        self.prior_var
+    }
+}
+
+impl Model for LinearGaussian {
+    fn dim(&self) -> usize {
+        self.rows.d
+    }
+
+    fn n_data(&self) -> usize {
+        self.rows.n
+    }
+
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+        for (o, t) in out.iter_mut().zip(theta) {
+            *o = t * self.inv_prior;
+        }
+    }
+
+    #[inline]
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+        out.fill(0.0);
+        for &i in idx {
+            let a = self.rows.row(i);
+            let r = (dot(a, theta) - self.targets[i]) * self.inv_noise;
+            axpy(r, a, out);
+        }
+    }
+
+    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+        Some(0.5 * self.inv_prior * dot(theta, theta))
+    }
+
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+        Some(
+            idx.iter()
+                .map(|&i| {
+                    let r = dot(self.rows.row(i), theta) - self.targets[i];
+                    0.5 * self.inv_noise * r * r
+                })
+                .sum(),
+        )
+    }
+
+    fn hvp_prior(&self, _theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
+        for (o, x) in out.iter_mut().zip(v) {
+            *o = x * self.inv_prior;
+        }
+        Ok(())
+    }
+
+    fn hvp_data_sum(&self, _theta: &[f64], v: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        out.fill(0.0);
+        for &i in idx {
+            let a = self.rows.row(i);
+            axpy(dot(a, v) * self.inv_noise, a, out);
+        }
+        Ok(())
+    }
+}
