@@ -1,0 +1,80 @@
+//! A counting global allocator shows that sampler steps allocate nothing after the first.
+//!
+//! The count is per thread (a const thread-local, which itself never allocates), so tests
+//! running in parallel do not disturb each other.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use sgmcmc::*;
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(|c| c.get())
+}
+
+/// Allocations made by 1 000 steps after the first one.
+fn steps_allocations<S: Sampler, M: Model>(mut s: S, model: &M) -> u64 {
+    let mut rng = sgmcmc::rng::stream(1, &[0]);
+    s.init(model, &vec![0.0; model.dim()], &mut rng).unwrap();
+    s.step(model, &mut rng).unwrap();
+    let before = allocations();
+    for _ in 0..1_000 {
+        s.step(model, &mut rng).unwrap();
+    }
+    allocations() - before
+}
+
+#[test]
+fn the_counter_counts() {
+    let before = allocations();
+    let v: Vec<u64> = Vec::with_capacity(10);
+    std::hint::black_box(&v);
+    assert!(allocations() > before, "the counting allocator is not active");
+}
+
+#[test]
+fn sgld_and_sghmc_steps_do_not_allocate() {
+    let logistic = LogisticRegression::synthetic(2_000, 10, 1.0, 1).unwrap();
+    let linear = LinearGaussian::synthetic(2_000, 10, 1.0, 1.0, 1).unwrap();
+    let sgld = |e| Sgld::new(SgldSettings { step_size: StepSize::Polynomial { gamma1: 1e-5, alpha: 0.5 } }, e).unwrap();
+    let sghmc =
+        |e| Sghmc::new(SghmcSettings { learning_rate: StepSize::Constant(1e-7), ..Default::default() }, e).unwrap();
+    assert_eq!(steps_allocations(sgld(Minibatch::new(32)), &logistic), 0);
+    assert_eq!(steps_allocations(sgld(Minibatch::without_replacement(32)), &logistic), 0);
+    assert_eq!(steps_allocations(sgld(Minibatch::new(32)), &linear), 0);
+    assert_eq!(
+        steps_allocations(Sgld::lmc(SgldSettings { step_size: StepSize::Constant(1e-6) }).unwrap(), &logistic),
+        0
+    );
+    assert_eq!(steps_allocations(sghmc(Minibatch::new(32)), &logistic), 0);
+    assert_eq!(steps_allocations(sghmc(Minibatch::without_replacement(32)), &linear), 0);
+    let mala = Mala::new(MalaSettings { step_size: 1e-4, ..Default::default() }).unwrap();
+    assert_eq!(steps_allocations(mala, &logistic), 0);
+}

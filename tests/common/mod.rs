@@ -1,0 +1,217 @@
+//! Shared helpers of the statistical tests: exact stationary laws and Monte Carlo error.
+#![allow(dead_code)]
+
+use ndarray::{Array1, Array2};
+use sgmcmc::{Estimate, LinearGaussian, Model};
+
+/// Linear-Gaussian model with a correlated design: rows `a = (u, ρu + √(1−ρ²)v)`, `u, v ~ N(0,1)`.
+pub fn correlated_model(n_data: usize, rho: f64, noise_var: f64, prior_var: f64, seed: u64) -> LinearGaussian {
+    let base = LinearGaussian::synthetic(n_data, 2, noise_var, prior_var, seed).unwrap();
+    let a = base.design();
+    let design = Array2::from_shape_fn((n_data, 2), |(i, j)| {
+        if j == 0 { a[[i, 0]] } else { rho * a[[i, 0]] + (1.0 - rho * rho).sqrt() * a[[i, 1]] }
+    });
+    let theta = Array1::from_vec(vec![0.7, -0.4]);
+    let targets = design.dot(&theta) + Array1::from_vec(base.targets().to_vec()) - a.dot(base.true_theta().unwrap());
+    LinearGaussian::new(&design, &targets, noise_var, prior_var).unwrap()
+}
+
+/// The minibatch-noise structure of the linear-Gaussian model, for the exact stationary laws.
+///
+/// With `gᵢ(θ) = N(Aᵢθ − bᵢ)` (`Aᵢ = aᵢaᵢᵀ/σx²`, `bᵢ = aᵢxᵢ/σx²`), a minibatch estimate is
+/// `∇Ũ(θ) = ∇U(θ) + ξ` with `E[ξ | θ] = 0` and `Cov(ξ | θ) = (f/n) meanᵢ (Dᵢe + rᵢ)(Dᵢe + rᵢ)ᵀ`,
+/// `e = θ − μ`, `Dᵢ = N Aᵢ − Σⱼ Aⱼ`, `rᵢ = Dᵢμ − (N bᵢ − Σⱼ bⱼ)`, and `f = 1` with replacement,
+/// `f = (N − n)/(N − 1)` without (finite-population correction).
+pub struct NoiseModel {
+    pub h: Array2<f64>,
+    pub mu: Array1<f64>,
+    pub d_i: Vec<Array2<f64>>,
+    pub r_i: Vec<Array1<f64>>,
+    pub factor: f64,
+}
+
+impl NoiseModel {
+    /// `batch_size = None` means the exact gradient (no minibatch noise).
+    pub fn new(model: &LinearGaussian, batch_size: Option<(usize, bool)>) -> Self {
+        let n = model.n_data();
+        let d = model.dim();
+        let s2 = model.noise_var();
+        let a = model.design();
+        let x = model.targets();
+        let mu = model.posterior_mean().clone();
+        let h = model.posterior_precision().clone();
+        let (factor, with_noise) = match batch_size {
+            None => (0.0, false),
+            Some((b, true)) => (1.0 / b as f64, true),
+            Some((b, false)) => ((n - b) as f64 / ((n - 1) as f64 * b as f64), true),
+        };
+        let mut d_i = Vec::new();
+        let mut r_i = Vec::new();
+        if with_noise {
+            let mut sum_a = Array2::<f64>::zeros((d, d));
+            let mut sum_b = Array1::<f64>::zeros(d);
+            let ai: Vec<Array2<f64>> = (0..n)
+                .map(|i| {
+                    let r = a.row(i);
+                    Array2::from_shape_fn((d, d), |(p, q)| r[p] * r[q] / s2)
+                })
+                .collect();
+            let bi: Vec<Array1<f64>> = (0..n).map(|i| a.row(i).to_owned() * (x[i] / s2)).collect();
+            for i in 0..n {
+                sum_a += &ai[i];
+                sum_b += &bi[i];
+            }
+            for i in 0..n {
+                let di = &ai[i] * n as f64 - &sum_a;
+                let ri = di.dot(&mu) - (&bi[i] * n as f64 - &sum_b);
+                d_i.push(di);
+                r_i.push(ri);
+            }
+        }
+        NoiseModel { h, mu, d_i, r_i, factor }
+    }
+
+    /// `factor · meanᵢ (Dᵢ Σ Dᵢᵀ + rᵢ rᵢᵀ)`: the stationary average of the gradient-noise
+    /// covariance when the position covariance is Σ.
+    pub fn noise_cov(&self, sigma: &Array2<f64>, include_r: bool) -> Array2<f64> {
+        let d = self.mu.len();
+        let mut acc = Array2::zeros((d, d));
+        if self.d_i.is_empty() {
+            return acc;
+        }
+        for (di, ri) in self.d_i.iter().zip(&self.r_i) {
+            acc += &di.dot(sigma).dot(&di.t());
+            if include_r {
+                for p in 0..d {
+                    for q in 0..d {
+                        acc[[p, q]] += ri[p] * ri[q];
+                    }
+                }
+            }
+        }
+        acc * (self.factor / self.d_i.len() as f64)
+    }
+}
+
+/// Solves `X = T(X) + C` for a linear map T on m × m matrices, by vectorisation.
+pub fn solve_fixed_point(m: usize, t: impl Fn(&Array2<f64>) -> Array2<f64>, c: &Array2<f64>) -> Array2<f64> {
+    let k = m * m;
+    let mut mat = Array2::<f64>::zeros((k, k));
+    for col in 0..k {
+        let mut e = Array2::zeros((m, m));
+        e[[col / m, col % m]] = 1.0;
+        let te = t(&e);
+        for row in 0..k {
+            mat[[row, col]] = e[[row / m, row % m]] - te[[row / m, row % m]];
+        }
+    }
+    let rhs = Array1::from_iter(c.iter().copied());
+    let x = sgmcmc::linalg::solve("fixed point", &mat, &rhs).unwrap();
+    Array2::from_shape_fn((m, m), |(i, j)| x[i * m + j])
+}
+
+/// The exact stationary covariance of SGLD with constant step γ on the linear-Gaussian model:
+/// `Σ = (I − γH)Σ(I − γH) + γ² noise_cov(Σ) + 2γI` (mean: exactly μ).
+pub fn sgld_stationary_cov(nm: &NoiseModel, gamma: f64) -> Array2<f64> {
+    let d = nm.mu.len();
+    let f = Array2::<f64>::eye(d) - &nm.h * gamma;
+    let c = nm.noise_cov(&Array2::zeros((d, d)), true) * gamma * gamma + Array2::<f64>::eye(d) * (2.0 * gamma);
+    solve_fixed_point(d, |s| f.dot(s).dot(&f.t()) + nm.noise_cov(s, false) * (gamma * gamma), &c)
+}
+
+/// The exact stationary covariance of θ under SGHMC (β̂ = 0) with constant η and friction α:
+/// state `x = (e, v)`, `x' = F x + [I; I](−ηξ + √(2αη) Z)`,
+/// `F = [[I − ηH, (1−α)I], [−ηH, (1−α)I]]`. Returns the θ block.
+pub fn sghmc_stationary_cov(nm: &NoiseModel, eta: f64, alpha: f64) -> Array2<f64> {
+    let d = nm.mu.len();
+    let m = 2 * d;
+    let mut f = Array2::<f64>::zeros((m, m));
+    for i in 0..d {
+        for j in 0..d {
+            let id = if i == j { 1.0 } else { 0.0 };
+            f[[i, j]] = id - eta * nm.h[[i, j]];
+            f[[i, d + j]] = (1.0 - alpha) * id;
+            f[[d + i, j]] = -eta * nm.h[[i, j]];
+            f[[d + i, d + j]] = (1.0 - alpha) * id;
+        }
+    }
+    let spread = |q: &Array2<f64>| Array2::from_shape_fn((m, m), |(i, j)| q[[i % d, j % d]]);
+    let c0 = nm.noise_cov(&Array2::zeros((d, d)), true) * (eta * eta) + Array2::<f64>::eye(d) * (2.0 * alpha * eta);
+    let c = spread(&c0);
+    let x = solve_fixed_point(
+        m,
+        |s| {
+            let see = s.slice(ndarray::s![..d, ..d]).to_owned();
+            f.dot(s).dot(&f.t()) + spread(&(nm.noise_cov(&see, false) * (eta * eta)))
+        },
+        &c,
+    );
+    x.slice(ndarray::s![..d, ..d]).to_owned()
+}
+
+/// The exact stationary covariance of full-gradient ULA on a Gaussian with precision P:
+/// `(P (I − γP/2))⁻¹`.
+pub fn ula_stationary_cov(p: &Array2<f64>, gamma: f64) -> Array2<f64> {
+    let d = p.nrows();
+    let m = p.dot(&(Array2::<f64>::eye(d) - p * (gamma / 2.0)));
+    sgmcmc::linalg::spd_inverse("ULA", &((&m + &m.t()) * 0.5)).unwrap()
+}
+
+/// Per-chain statistics: the mean, and the second moment **about the exact mean `mu`** (so
+/// that its expectation at stationarity is exactly the stationary covariance, with no
+/// finite-chain bias from centring at the chain's own mean).
+pub fn per_chain(est: &Estimate, mu: &Array1<f64>) -> (Vec<Array1<f64>>, Vec<Array2<f64>>) {
+    let d = mu.len();
+    (0..est.n_parts())
+        .map(|c| {
+            let p = est.part(c).unwrap();
+            let cov =
+                Array2::from_shape_fn((d, d), |(i, j)| p.expectation(|t| (t[i] - mu[i]) * (t[j] - mu[j])).unwrap());
+            (p.mean().unwrap(), cov)
+        })
+        .unzip()
+}
+
+/// Grand mean and its standard error across independent replicates.
+pub fn mean_se(xs: &[f64]) -> (f64, f64) {
+    let r = xs.len() as f64;
+    let m = xs.iter().sum::<f64>() / r;
+    let v = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (r - 1.0);
+    (m, (v / r).sqrt())
+}
+
+/// Z-scores of replicate statistics (mean and each covariance entry) against targets.
+/// Returns (label, estimate, target, se, z) rows.
+pub fn z_scores(
+    est: &Estimate,
+    mean_target: &Array1<f64>,
+    cov_target: &Array2<f64>,
+) -> Vec<(String, f64, f64, f64, f64)> {
+    let (means, covs) = per_chain(est, mean_target);
+    let d = mean_target.len();
+    let mut rows = Vec::new();
+    for i in 0..d {
+        let xs: Vec<f64> = means.iter().map(|m| m[i]).collect();
+        let (m, se) = mean_se(&xs);
+        rows.push((format!("mean[{i}]"), m, mean_target[i], se, (m - mean_target[i]) / se));
+    }
+    for i in 0..d {
+        for j in i..d {
+            let xs: Vec<f64> = covs.iter().map(|c| c[[i, j]]).collect();
+            let (m, se) = mean_se(&xs);
+            rows.push((format!("cov[{i},{j}]"), m, cov_target[[i, j]], se, (m - cov_target[[i, j]]) / se));
+        }
+    }
+    rows
+}
+
+/// Asserts every |z| ≤ `limit`, printing the table.
+pub fn assert_z(label: &str, rows: &[(String, f64, f64, f64, f64)], limit: f64) {
+    eprintln!("{label}:");
+    for (name, est, target, se, z) in rows {
+        eprintln!("  {name:10} est {est:+.6e} target {target:+.6e} se {se:.2e} z {z:+.2}");
+    }
+    for (name, est, target, se, z) in rows {
+        assert!(z.abs() <= limit, "{label}: {name} = {est:e} vs {target:e}: z = {z:.2} (se {se:.2e}) beyond {limit}");
+    }
+}

@@ -1,0 +1,271 @@
+//! Every error variant is produced by the input that should produce it, and nothing panics.
+
+use ndarray::{Array1, Array2, array};
+use rand::Rng;
+use sgmcmc::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+fn lg() -> LinearGaussian {
+    LinearGaussian::synthetic(100, 2, 1.0, 1.0, 1).unwrap()
+}
+
+fn sgld(step: f64, batch: usize) -> Sgld {
+    Sgld::new(SgldSettings { step_size: StepSize::Constant(step) }, Minibatch::new(batch)).unwrap()
+}
+
+fn quick() -> RunSettings {
+    RunSettings { n_iter: 100, burn_in: 10, ..Default::default() }
+}
+
+fn is_param(e: Error, name: &str) -> bool {
+    matches!(e, Error::InvalidParameter { name: n, .. } if n == name)
+}
+
+#[test]
+fn invalid_parameters_name_the_field() {
+    let bad = |s: f64| Sgld::new(SgldSettings { step_size: StepSize::Constant(s) }, Minibatch::new(1)).unwrap_err();
+    assert!(is_param(bad(0.0), "step_size"));
+    assert!(is_param(bad(-1.0), "step_size"));
+    assert!(is_param(bad(f64::NAN), "step_size"));
+    assert!(is_param(bad(f64::INFINITY), "step_size"));
+    let poly = SgldSettings { step_size: StepSize::Polynomial { gamma1: 1.0, alpha: -0.5 } };
+    assert!(is_param(Sgld::new(poly, Minibatch::new(1)).unwrap_err(), "step_size"));
+    let sh = |f: f64, b: f64| {
+        Sghmc::new(
+            SghmcSettings { learning_rate: StepSize::Constant(1e-3), friction: f, noise_estimate: b },
+            Minibatch::new(1),
+        )
+        .unwrap_err()
+    };
+    assert!(is_param(sh(0.0, 0.0), "friction"));
+    assert!(is_param(sh(1.5, 0.0), "friction"));
+    assert!(is_param(sh(0.1, 0.1), "noise_estimate"));
+    assert!(is_param(sh(0.1, -0.1), "noise_estimate"));
+    let sh_lr =
+        SghmcSettings { learning_rate: StepSize::Shifted { a: 1.0, b: -2.0, c: 0.5 }, ..SghmcSettings::default() };
+    assert!(is_param(Sghmc::new(sh_lr, Minibatch::new(1)).unwrap_err(), "learning_rate"));
+    assert!(is_param(Mala::new(MalaSettings { step_size: 0.0, ..Default::default() }).unwrap_err(), "step_size"));
+    assert!(is_param(
+        Mala::new(MalaSettings { target_accept: 1.0, ..Default::default() }).unwrap_err(),
+        "target_accept"
+    ));
+    let m = lg();
+    let s = sgld(1e-3, 10);
+    let r = |rs: RunSettings| run(&m, &s, &[0.0, 0.0], &rs).unwrap_err();
+    assert!(is_param(r(RunSettings { n_iter: 0, burn_in: 0, ..quick() }), "n_iter"));
+    assert!(is_param(r(RunSettings { n_iter: 10, burn_in: 10, ..quick() }), "burn_in"));
+    assert!(is_param(r(RunSettings { thin: 0, ..quick() }), "thin"));
+    assert!(is_param(r(RunSettings { n_chains: 0, ..quick() }), "n_chains"));
+    assert!(is_param(LinearGaussian::synthetic(10, 2, 0.0, 1.0, 1).unwrap_err(), "noise_var"));
+    assert!(is_param(LinearGaussian::synthetic(10, 2, 1.0, -1.0, 1).unwrap_err(), "prior_var"));
+    assert!(is_param(LinearGaussian::new(&array![[1.0, f64::NAN]], &array![1.0], 1.0, 1.0).unwrap_err(), "design"));
+    assert!(is_param(LinearGaussian::new(&array![[1.0, 2.0]], &array![f64::NAN], 1.0, 1.0).unwrap_err(), "targets"));
+    assert!(is_param(LogisticRegression::new(&array![[1.0]], &array![0.5], 1.0).unwrap_err(), "labels"));
+    assert!(is_param(Estimate::from_weighted(array![[1.0]], array![f64::INFINITY]).unwrap_err(), "weights"));
+}
+
+#[test]
+fn dimension_mismatches_say_what_and_sizes() {
+    let m = lg();
+    let e = run(&m, &sgld(1e-3, 10), &[0.0, 0.0, 0.0], &quick()).unwrap_err();
+    assert_eq!(e.root(), &Error::DimensionMismatch { what: "initial state theta0", expected: 2, got: 3 });
+    assert!(matches!(e, Error::Chain { chain: 0, .. }));
+    let e = LinearGaussian::new(&Array2::zeros((3, 2)), &Array1::zeros(4), 1.0, 1.0).unwrap_err();
+    assert_eq!(e, Error::DimensionMismatch { what: "targets", expected: 3, got: 4 });
+    let e = run_chains(&m, &sgld(1e-3, 10), &[&[0.0, 0.0]], &RunSettings { n_chains: 2, ..quick() }).unwrap_err();
+    assert!(matches!(e, Error::DimensionMismatch { expected: 2, got: 1, .. }));
+    // A sampler bound to a d = 2 model, stepped with a d = 3 model.
+    let mut s = sgld(1e-3, 10);
+    let mut rng = sgmcmc::rng::stream(0, &[0]);
+    s.init(&m, &[0.0, 0.0], &mut rng).unwrap();
+    let m3 = LinearGaussian::synthetic(100, 3, 1.0, 1.0, 1).unwrap();
+    assert!(matches!(s.step(&m3, &mut rng), Err(Error::DimensionMismatch { expected: 2, got: 3, .. })));
+    assert!(matches!(
+        s.step_with_noise(&m, 1e-3, &[0.0; 3], &mut rng),
+        Err(Error::DimensionMismatch { what: "noise increment z", .. })
+    ));
+    let mut mo = Moments::new(2);
+    assert!(matches!(mo.push(&[1.0], 1.0), Err(Error::DimensionMismatch { .. })));
+}
+
+/// A user model with configurable size and a gradient that turns NaN at a chosen call.
+struct Custom {
+    n: usize,
+    d: usize,
+    nan_from_call: u64,
+    calls: AtomicU64,
+    potential: Option<f64>,
+}
+
+impl Custom {
+    fn new(n: usize, d: usize) -> Self {
+        Custom { n, d, nan_from_call: u64::MAX, calls: AtomicU64::new(0), potential: None }
+    }
+}
+
+impl Model for Custom {
+    fn dim(&self) -> usize {
+        self.d
+    }
+    fn n_data(&self) -> usize {
+        self.n
+    }
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+        out.copy_from_slice(theta);
+    }
+    fn grad_data_sum(&self, theta: &[f64], _idx: &[usize], out: &mut [f64]) {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let v = if call >= self.nan_from_call { f64::NAN } else { 0.0 };
+        for (o, t) in out.iter_mut().zip(theta) {
+            *o = t * 0.0 + v;
+        }
+    }
+    fn potential_prior(&self, _theta: &[f64]) -> Option<f64> {
+        self.potential
+    }
+    fn potential_data_sum(&self, _theta: &[f64], _idx: &[usize]) -> Option<f64> {
+        self.potential
+    }
+}
+
+#[test]
+fn empty_data_and_batch_sizes() {
+    let e = run(&Custom::new(0, 2), &sgld(1e-3, 1), &[0.0, 0.0], &quick()).unwrap_err();
+    assert!(matches!(e.root(), Error::EmptyData { .. }));
+    let e = run(&Custom::new(5, 0), &sgld(1e-3, 1), &[], &quick()).unwrap_err();
+    assert!(matches!(e.root(), Error::EmptyData { .. }));
+    assert!(matches!(
+        LinearGaussian::new(&Array2::zeros((0, 2)), &Array1::zeros(0), 1.0, 1.0),
+        Err(Error::EmptyData { .. })
+    ));
+    let m = lg();
+    let e = run(&m, &sgld(1e-3, 0), &[0.0, 0.0], &quick()).unwrap_err();
+    assert_eq!(e.root(), &Error::InvalidBatchSize { batch_size: 0, n_data: 100 });
+    let e = run(&m, &sgld(1e-3, 101), &[0.0, 0.0], &quick()).unwrap_err();
+    assert_eq!(e.root(), &Error::InvalidBatchSize { batch_size: 101, n_data: 100 });
+    let wo = Sgld::new(SgldSettings::default(), Minibatch::without_replacement(101)).unwrap();
+    assert!(matches!(run(&m, &wo, &[0.0, 0.0], &quick()).unwrap_err().root(), Error::InvalidBatchSize { .. }));
+    // n = N is valid.
+    assert!(run(&m, &sgld(1e-4, 100), &[0.0, 0.0], &quick()).is_ok());
+}
+
+#[test]
+fn non_finite_values_report_the_iteration() {
+    // Gradient call 1 is at θ₀ (iteration 0); call k + 1 is at the end of step k.
+    let mut m = Custom::new(10, 2);
+    m.nan_from_call = 6;
+    let e = run(&m, &sgld(1e-3, 2), &[0.0, 0.0], &quick()).unwrap_err();
+    assert_eq!(e.root(), &Error::NonFiniteGradient { iteration: 5 });
+    let mut m = Custom::new(10, 2);
+    m.nan_from_call = 1;
+    let e = run(&m, &sgld(1e-3, 2), &[0.0, 0.0], &quick()).unwrap_err();
+    assert_eq!(e.root(), &Error::NonFiniteGradient { iteration: 0 });
+    // A non-finite starting point.
+    let e = run(&lg(), &sgld(1e-3, 2), &[f64::NAN, 0.0], &quick()).unwrap_err();
+    assert_eq!(e.root(), &Error::NonFiniteState { iteration: 0 });
+    // Divergence: a step far beyond the stability limit 2/λ_max.
+    let e = run(&lg(), &sgld(10.0, 10), &[1.0, 1.0], &RunSettings { n_iter: 10_000, ..quick() }).unwrap_err();
+    match e.root() {
+        Error::NonFiniteState { iteration } => assert!(*iteration > 1 && *iteration < 1_000),
+        other => panic!("expected NonFiniteState, got {other:?}"),
+    }
+    let sghmc =
+        Sghmc::new(SghmcSettings { learning_rate: StepSize::Constant(10.0), ..Default::default() }, Minibatch::new(10))
+            .unwrap();
+    assert!(matches!(
+        run(&lg(), &sghmc, &[1.0, 1.0], &RunSettings { n_iter: 10_000, ..quick() }).unwrap_err().root(),
+        Error::NonFiniteState { .. }
+    ));
+    // MALA: a NaN potential.
+    let mut m = Custom::new(10, 2);
+    m.potential = Some(f64::NAN);
+    let mala = Mala::new(MalaSettings::default()).unwrap();
+    assert_eq!(run(&m, &mala, &[0.0, 0.0], &quick()).unwrap_err().root(), &Error::NonFinitePotential { iteration: 0 });
+}
+
+#[test]
+fn missing_model_methods_are_unsupported() {
+    let m = Custom::new(10, 2);
+    let mala = Mala::new(MalaSettings::default()).unwrap();
+    let e = run(&m, &mala, &[0.0, 0.0], &quick()).unwrap_err();
+    assert_eq!(e.root(), &Error::Unsupported { method: "potential_prior", needed_by: "MALA" });
+    let mut out = [0.0; 2];
+    assert!(matches!(m.hvp_data_sum(&[0.0; 2], &[1.0; 2], &[0], &mut out), Err(Error::Unsupported { .. })));
+    assert!(matches!(m.hvp_prior(&[0.0; 2], &[1.0; 2], &mut out), Err(Error::Unsupported { .. })));
+}
+
+/// A sampler that keeps no gradient (the trait's default), to test storage requests.
+#[derive(Clone, Debug)]
+struct NoGrad(Vec<f64>, u64);
+
+impl Sampler for NoGrad {
+    fn init<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, theta0: &[f64], _rng: &mut R) -> Result<()> {
+        let _ = model;
+        self.0 = theta0.to_vec();
+        Ok(())
+    }
+    fn step<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, _model: &M, rng: &mut R) -> Result<()> {
+        self.0[0] = rng.next_u32() as f64;
+        self.1 += 1;
+        Ok(())
+    }
+    fn position(&self) -> &[f64] {
+        &self.0
+    }
+    fn iteration(&self) -> u64 {
+        self.1
+    }
+    fn cost(&self) -> Cost {
+        Cost::default()
+    }
+}
+
+#[test]
+fn not_initialised_not_stored_no_samples_zero_weight() {
+    let m = lg();
+    let mut s = sgld(1e-3, 10);
+    let mut rng = sgmcmc::rng::stream(0, &[0]);
+    assert_eq!(s.step(&m, &mut rng), Err(Error::NotInitialised));
+    let mut mala = Mala::new(MalaSettings::default()).unwrap();
+    assert_eq!(mala.step(&m, &mut rng), Err(Error::NotInitialised));
+    let e = run(&m, &NoGrad(vec![], 0), &[0.0, 0.0], &RunSettings { storage: Storage::SamplesAndGradients, ..quick() })
+        .unwrap_err();
+    assert!(matches!(e.root(), Error::NotStored { .. }));
+    let out = run(&m, &sgld(1e-3, 10), &[0.0, 0.0], &RunSettings { storage: Storage::Moments, ..quick() }).unwrap();
+    assert!(out.estimate.mean().is_ok());
+    assert!(matches!(out.estimate.expectation(|t| t[0]), Err(Error::NotStored { .. })));
+    assert!(matches!(out.estimate.stacked_draws(), Err(Error::NotStored { .. })));
+    assert!(matches!(Estimate::combine(Vec::new()), Err(Error::NoSamples { .. })));
+    assert!(matches!(Estimate::from_moments(Moments::new(2)).covariance(), Err(Error::NoSamples { .. })));
+    let signed = Estimate::from_weighted(array![[1.0], [2.0]], array![0.5, -0.5]).unwrap();
+    assert_eq!(signed.mean(), Err(Error::ZeroTotalWeight));
+}
+
+#[test]
+fn linear_algebra_failures() {
+    let e = sgmcmc::linalg::spd_inverse("test", &array![[1.0, 2.0], [2.0, 1.0]]).unwrap_err();
+    assert!(matches!(e, Error::LinearAlgebra { what: "test", .. }));
+    let e = sgmcmc::linalg::solve("test", &array![[1.0, 2.0], [2.0, 4.0]], &array![1.0, 1.0]).unwrap_err();
+    assert!(matches!(e, Error::LinearAlgebra { .. }));
+}
+
+#[test]
+fn user_inputs_are_not_changed() {
+    let m = lg();
+    let theta0 = vec![0.25, -0.5];
+    let s = sgld(1e-3, 10);
+    let out = run(&m, &s, &theta0, &quick()).unwrap();
+    assert_eq!(theta0, vec![0.25, -0.5]);
+    // The template sampler is unchanged (never initialised); each chain got its own clone.
+    let mut t = s.clone();
+    assert_eq!(t.step(&m, &mut sgmcmc::rng::stream(0, &[0])), Err(Error::NotInitialised));
+    assert_eq!(out.chains[0].sampler.iteration(), 100);
+}
+
+#[test]
+fn errors_display_their_details() {
+    let e = Error::Chain { chain: 3, source: Box::new(Error::NonFiniteGradient { iteration: 17 }) };
+    assert_eq!(e.to_string(), "chain 3: non-finite gradient at iteration 17");
+    let e = Error::InvalidBatchSize { batch_size: 0, n_data: 10 };
+    assert!(e.to_string().contains("batch size 0"));
+}
