@@ -426,11 +426,7 @@ mod tests {
         assert!((c1[[0, 0]] - var0).abs() < 1e-12);
         assert!((e1.expectation(|t| t[0]).unwrap() - mean0).abs() < 1e-12);
         // Pooling two halves gives the whole.
-        let a = Estimate::from_weighted(
-            array![[1.0, 2.0], [3.0, -1.0]],
-            array![1.0, -0.5],
-        )
-        .unwrap();
+        let a = Estimate::from_weighted(array![[1.0, 2.0], [3.0, -1.0]], array![1.0, -0.5]).unwrap();
         let b = Estimate::from_moments({
             let mut m = Moments::new(2);
             m.push(&[0.5, 0.5], 2.0).unwrap();
