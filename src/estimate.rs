@@ -127,9 +127,9 @@ impl Moments {
         for i in 0..d {
             let wi = w * self.centred[i];
             self.s1[i] += wi;
-            let row = &mut self.s2[i * d..(i + 1) * d];
-            for j in i..d {
-                row[j] += wi * self.centred[j];
+            let row = &mut self.s2[i * d + i..(i + 1) * d];
+            for (r, c) in row.iter_mut().zip(&self.centred[i..]) {
+                *r += wi * c;
             }
         }
         Ok(())

@@ -45,12 +45,12 @@ fn check(estimator: Minibatch, fpc: bool) {
         .collect();
     let mut est = estimator;
     est.prepare(&model).unwrap();
-    let mut draws = vec![vec![0.0; M]; d];
+    let mut draws = vec![Vec::with_capacity(M); d];
     let mut g = vec![0.0; d];
-    for k in 0..M {
+    for _ in 0..M {
         est.estimate(&model, &theta, &mut rng, &mut g);
-        for j in 0..d {
-            draws[j][k] = g[j];
+        for (col, &v) in draws.iter_mut().zip(&g) {
+            col.push(v);
         }
     }
     assert_eq!(est.n_datum_gradients(), (M as u64) * n as u64, "cost counter");
