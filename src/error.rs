@@ -94,6 +94,25 @@ pub enum Error {
         /// Why (e.g. "matrix not positive definite").
         reason: &'static str,
     },
+    /// An iterative computation stopped before meeting its tolerance.
+    #[error("{what} did not converge in {iterations} iterations (residual {residual:e})")]
+    NotConverged {
+        /// The computation.
+        what: &'static str,
+        /// Iterations made.
+        iterations: u64,
+        /// The residual (e.g. gradient norm) where it stopped.
+        residual: f64,
+    },
+    /// Too few samples for the requested estimate (e.g. ZV regression with more control variates
+    /// than draws).
+    #[error("too few samples: {needed} needed, {got} given")]
+    TooFewSamples {
+        /// The minimum number required.
+        needed: usize,
+        /// The number given.
+        got: usize,
+    },
     /// An error raised inside one chain of a multi-chain run.
     #[error("chain {chain}: {source}")]
     Chain {

@@ -10,9 +10,10 @@
 //! sampler works with them unchanged. Every estimator counts the datum-gradient evaluations it
 //! makes, including one-off setup passes.
 
+use crate::cost::Cost;
 use crate::error::{Error, Result};
 use crate::model::{Model, check_model};
-use rand::{Rng, RngExt};
+use rand::Rng;
 
 /// An estimator of the gradient of the potential, `∇U(θ)`.
 ///
@@ -39,8 +40,16 @@ pub trait GradientEstimator: Clone + Send + Sync {
         self.eval(model, theta, out);
     }
 
-    /// Datum-gradient evaluations made so far (setup passes included).
+    /// Datum-gradient evaluations made by this estimator's estimates so far (one-off setup
+    /// excluded: see [`setup_cost`](Self::setup_cost)).
     fn n_datum_gradients(&self) -> u64;
+
+    /// The one-off cost of building the estimator (e.g. a control variate's optimisation and
+    /// full-gradient pass), shared by all its clones; [`run`](crate::run()) adds it to a run's
+    /// cost once. Default: nothing.
+    fn setup_cost(&self) -> Cost {
+        Cost::default()
+    }
 
     /// Whether the estimate is exact (no randomness), as for [`FullGradient`].
     fn is_exact(&self) -> bool {
@@ -139,16 +148,20 @@ impl Subsample {
     /// With replacement: n independent uniform indices. Without: a partial Fisher–Yates shuffle
     /// of the kept permutation, which gives a uniformly random n-subset whatever the
     /// permutation's current order.
+    ///
+    /// Uniform integers come from `uniform_below` (one 64-bit draw each, almost always), which
+    /// is defined here rather than taken from `rand` so that the index sets of a seed do not
+    /// change with the version of `rand`.
     #[inline]
     pub fn draw<R: Rng + ?Sized>(&mut self, rng: &mut R) {
-        let n_data = self.n_data;
+        let n_data = self.n_data as u64;
         if self.replacement {
             for i in self.idx.iter_mut() {
-                *i = rng.random_range(0..n_data);
+                *i = uniform_below(rng, n_data) as usize;
             }
         } else {
             for j in 0..self.batch_size {
-                let k = rng.random_range(j..n_data);
+                let k = j + uniform_below(rng, n_data - j as u64) as usize;
                 self.perm.swap(j, k);
                 self.idx[j] = self.perm[j];
             }
@@ -176,6 +189,28 @@ impl Subsample {
     pub fn scale(&self) -> f64 {
         self.n_data as f64 / self.batch_size as f64
     }
+}
+
+/// A uniform integer in `0..range` (`range ≥ 1`), exactly unbiased.
+///
+/// Lemire's multiply-shift method with rejection (D. Lemire, *Fast random integer generation in
+/// an interval*, ACM TOMACS 2019): the high word of `u · range` for a uniform 64-bit `u`,
+/// redrawn when the low word falls below `2⁶⁴ mod range`. A redraw has probability below
+/// `range / 2⁶⁴`, and the division computing that threshold is only done when one may be needed,
+/// so the cost is one 64-bit draw and one multiplication. The generator's state stays in
+/// registers when this is inlined into a loop (`rand`'s `random_range` is an out-of-line call
+/// per index).
+#[inline(always)]
+pub(crate) fn uniform_below<R: Rng + ?Sized>(rng: &mut R, range: u64) -> u64 {
+    debug_assert!(range > 0, "empty range");
+    let mut m = u128::from(rng.next_u64()) * u128::from(range);
+    if (m as u64) < range {
+        let threshold = range.wrapping_neg() % range;
+        while (m as u64) < threshold {
+            m = u128::from(rng.next_u64()) * u128::from(range);
+        }
+    }
+    (m >> 64) as u64
 }
 
 /// The minibatch estimator `∇Ũ(θ) = ∇U₀(θ) + (N/n) Σ_{i∈S} ∇Uᵢ(θ)`, unbiased for `∇U(θ)`;
@@ -236,5 +271,57 @@ impl GradientEstimator for Minibatch {
 
     fn n_datum_gradients(&self) -> u64 {
         self.count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::stream;
+
+    /// In range, uniform (chi-square on a small range), and correct on a range where about half
+    /// of the draws are rejected.
+    #[test]
+    fn uniform_below_is_uniform() {
+        let mut rng = stream(11, &[0]);
+        let mut counts = [0u32; 7];
+        let n = 70_000;
+        for _ in 0..n {
+            counts[uniform_below(&mut rng, 7) as usize] += 1;
+        }
+        let expected = f64::from(n) / 7.0;
+        let chi2: f64 = counts.iter().map(|&c| (f64::from(c) - expected).powi(2) / expected).sum();
+        assert!(chi2 < 22.5, "chi-square {chi2} with 6 degrees of freedom"); // p ≈ 0.001
+        assert_eq!(uniform_below(&mut rng, 1), 0);
+        let big = (1u64 << 63) + 1;
+        let mut upper = 0;
+        for _ in 0..2_000 {
+            let x = uniform_below(&mut rng, big);
+            assert!(x < big);
+            upper += u32::from(x >= big / 2);
+        }
+        assert!((900..1_100).contains(&upper), "{upper} of 2000 in the upper half");
+    }
+
+    /// Without replacement, every index set has distinct members; with replacement, all are in
+    /// range.
+    #[test]
+    fn subsample_draws() {
+        let mut rng = stream(12, &[0]);
+        let mut s = Subsample::new(10, false);
+        s.prepare(12).unwrap();
+        for _ in 0..100 {
+            s.draw(&mut rng);
+            let mut v = s.indices().to_vec();
+            v.sort_unstable();
+            v.dedup();
+            assert_eq!(v.len(), 10);
+            assert!(v.iter().all(|&i| i < 12));
+        }
+        let mut s = Subsample::new(50, true);
+        s.prepare(3).unwrap_err();
+        s.prepare(60).unwrap();
+        s.draw(&mut rng);
+        assert!(s.indices().iter().all(|&i| i < 60));
     }
 }

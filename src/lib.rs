@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod control_variate;
 pub mod cost;
 pub mod error;
 pub mod estimate;
@@ -9,27 +10,32 @@ pub mod gradient;
 pub mod linalg;
 pub mod model;
 pub mod models;
+pub mod optim;
 pub mod rng;
 pub mod run;
 pub mod samplers;
 pub mod schedule;
+pub mod zv;
 
+pub use control_variate::{ControlVariate, CvSettings};
 pub use cost::Cost;
 pub use error::{Error, Result};
 pub use estimate::{Estimate, Moments, Samples};
 pub use gradient::{FullGradient, GradientEstimator, Minibatch, Subsample};
 pub use model::Model;
 pub use models::{LinearGaussian, LogisticRegression};
+pub use optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
 pub use rng::{ChainRng, DEFAULT_SEED};
 pub use run::{ChainReport, RunOutput, RunSettings, Storage, run, run_chains};
 pub use samplers::{Lmc, Mala, MalaSettings, Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings};
 pub use schedule::StepSize;
+pub use zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
 
 /// The common imports: `use sgmcmc::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Cost, Error, Estimate, FullGradient, GradientEstimator, LinearGaussian, LogisticRegression, Mala, MalaSettings,
-        Minibatch, Model, RunOutput, RunSettings, Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, StepSize, Storage,
-        run, run_chains,
+        ControlVariate, Cost, CvSettings, Error, Estimate, FullGradient, GradientEstimator, LinearGaussian,
+        LogisticRegression, Mala, MalaSettings, Minibatch, Model, RunOutput, RunSettings, Sampler, Sghmc,
+        SghmcSettings, Sgld, SgldSettings, StepSize, Storage, ZvOrder, run, run_chains,
     };
 }

@@ -87,7 +87,8 @@ pub struct ChainReport<S> {
     /// The sampler in its final state (its position, and sampler-specific statistics such as
     /// [`Mala::acceptance_rate`](crate::Mala::acceptance_rate)).
     pub sampler: S,
-    /// The chain's cost, initial gradient included.
+    /// The chain's cost, initial gradient included (the one-off setup cost is not: it is in
+    /// [`RunOutput::setup_cost`]).
     pub cost: Cost,
     /// The chain's wall time, `init` included.
     pub wall_time: Duration,
@@ -100,8 +101,10 @@ pub struct RunOutput<S> {
     pub estimate: Estimate,
     /// One report per chain, in chain order.
     pub chains: Vec<ChainReport<S>>,
-    /// Total cost over chains.
+    /// Total cost: every chain's, plus the sampler's one-off setup cost once.
     pub cost: Cost,
+    /// The one-off setup cost included in `cost` (e.g. a control variate's centring).
+    pub setup_cost: Cost,
     /// Wall time of the whole run.
     pub wall_time: Duration,
     /// Iterations per chain.
@@ -175,8 +178,16 @@ pub fn run_chains<M: Model + ?Sized, S: Sampler>(
         estimates.push(e);
         chains.push(c);
     }
-    let cost = chains.iter().map(|c| c.cost).sum();
-    Ok(RunOutput { estimate: Estimate::combine(estimates)?, chains, cost, wall_time, n_iter: settings.n_iter })
+    let setup_cost = sampler.setup_cost();
+    let cost = chains.iter().map(|c| c.cost).sum::<Cost>() + setup_cost;
+    Ok(RunOutput {
+        estimate: Estimate::combine(estimates)?,
+        chains,
+        cost,
+        setup_cost,
+        wall_time,
+        n_iter: settings.n_iter,
+    })
 }
 
 fn run_one<M: Model + ?Sized, S: Sampler>(

@@ -57,8 +57,15 @@ pub trait Sampler: Clone + Send + Sync {
     /// Iterations done since `init`.
     fn iteration(&self) -> u64;
 
-    /// Work done since construction, in datum evaluations.
+    /// Work done by this sampler's steps (and `init`), in datum evaluations; one-off setup
+    /// excluded.
     fn cost(&self) -> Cost;
+
+    /// One-off setup cost shared by every clone (e.g. a control variate's centring), which
+    /// [`run`](crate::run()) counts once per run. Default: nothing.
+    fn setup_cost(&self) -> Cost {
+        Cost::default()
+    }
 }
 
 /// Shared state of the Langevin-type samplers: position, gradient at it, a noise buffer.

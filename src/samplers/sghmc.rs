@@ -181,4 +181,8 @@ impl<E: GradientEstimator> Sampler for Sghmc<E> {
     fn cost(&self) -> Cost {
         Cost::gradients(self.estimator.n_datum_gradients())
     }
+
+    fn setup_cost(&self) -> Cost {
+        self.estimator.setup_cost()
+    }
 }

@@ -146,4 +146,8 @@ impl<E: GradientEstimator> Sampler for Sgld<E> {
     fn cost(&self) -> Cost {
         Cost::gradients(self.estimator.n_datum_gradients())
     }
+
+    fn setup_cost(&self) -> Cost {
+        self.estimator.setup_cost()
+    }
 }

@@ -33,6 +33,17 @@ pub struct NoiseModel {
 impl NoiseModel {
     /// `batch_size = None` means the exact gradient (no minibatch noise).
     pub fn new(model: &LinearGaussian, batch_size: Option<(usize, bool)>) -> Self {
+        Self::build(model, batch_size, None)
+    }
+
+    /// The control-variate estimator centred at `centre`: its noise is that of the plain
+    /// minibatch estimator applied to `gᵢ(θ) − gᵢ(θ̂) = N Aᵢ (θ − θ̂)`, i.e. the same `Dᵢ` with
+    /// `rᵢ = Dᵢ(μ − θ̂)`.
+    pub fn control_variate(model: &LinearGaussian, batch_size: (usize, bool), centre: &Array1<f64>) -> Self {
+        Self::build(model, Some(batch_size), Some(centre))
+    }
+
+    fn build(model: &LinearGaussian, batch_size: Option<(usize, bool)>, centre: Option<&Array1<f64>>) -> Self {
         let n = model.n_data();
         let d = model.dim();
         let s2 = model.noise_var();
@@ -63,7 +74,10 @@ impl NoiseModel {
             }
             for i in 0..n {
                 let di = &ai[i] * n as f64 - &sum_a;
-                let ri = di.dot(&mu) - (&bi[i] * n as f64 - &sum_b);
+                let ri = match centre {
+                    Some(c) => di.dot(&(&mu - c)),
+                    None => di.dot(&mu) - (&bi[i] * n as f64 - &sum_b),
+                };
                 d_i.push(di);
                 r_i.push(ri);
             }

@@ -1,0 +1,235 @@
+//! Optimisers that find a centring value: SGD on minibatches (Baker et al. 2019, §3.4) and a
+//! deterministic full-gradient L-BFGS mode finder (for SGLDFP, Brosse et al. 2018).
+//!
+//! Both count their datum-gradient evaluations, so the setup cost of control-variate methods
+//! is part of every cost comparison.
+
+use crate::cost::Cost;
+use crate::error::{Error, Result, all_finite, check_len};
+use crate::gradient::{FullGradient, GradientEstimator, Minibatch};
+use crate::model::{Model, check_model};
+use crate::rng::{DEFAULT_SEED, stream};
+use crate::schedule::StepSize;
+use std::collections::VecDeque;
+
+/// The result of an optimiser.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Optimum {
+    /// The point found.
+    pub theta: Vec<f64>,
+    /// Its cost in datum evaluations.
+    pub cost: Cost,
+    /// Iterations made.
+    pub iterations: u64,
+    /// `‖∇U(θ)‖` at the point, if the optimiser computed the full gradient there (L-BFGS); `None`
+    /// for SGD, which never sees it.
+    pub grad_norm: Option<f64>,
+}
+
+/// Settings of [`sgd`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SgdSettings {
+    /// Minibatch size n (with replacement). Default 100.
+    pub batch_size: usize,
+    /// Passes over the data: the number of iterations is `⌈n_passes · N / n⌉`. Default 1
+    /// (Baker et al. show one pass suffices for log-concave posteriors).
+    pub n_passes: f64,
+    /// Step schedule `h_k` on the **normalised** potential `U/N`: the update is
+    /// `θ ← θ − (h_k / N) ∇Ũ(θ)`, so the step does not have to be rescaled with N.
+    /// Default `Shifted { a: 1, b: 10, c: 0.6 }`, i.e. `h_k = (10 + k)^(−0.6)`.
+    pub step_size: StepSize,
+    /// Seed of the minibatch stream. Default [`DEFAULT_SEED`].
+    pub seed: u64,
+}
+
+impl Default for SgdSettings {
+    fn default() -> Self {
+        SgdSettings {
+            batch_size: 100,
+            n_passes: 1.0,
+            step_size: StepSize::Shifted { a: 1.0, b: 10.0, c: 0.6 },
+            seed: DEFAULT_SEED,
+        }
+    }
+}
+
+impl SgdSettings {
+    /// Checks every field (the batch size is checked against N when run).
+    pub fn validate(&self) -> Result<()> {
+        crate::error::check_positive("n_passes", self.n_passes)?;
+        self.step_size.validate("step_size")
+    }
+}
+
+/// Stochastic gradient descent `θ_{k+1} = θ_k − (h_k/N) ∇Ũ(θ_k)` from `theta0`, with minibatches
+/// drawn with replacement; returns the last iterate.
+///
+/// Errors: invalid settings or batch size; [`Error::DimensionMismatch`] for `theta0`;
+/// [`Error::NonFiniteState`] / [`Error::NonFiniteGradient`] (with the iteration) if it diverges.
+pub fn sgd<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &SgdSettings) -> Result<Optimum> {
+    settings.validate()?;
+    check_model(model)?;
+    check_len("initial state theta0", model.dim(), theta0.len())?;
+    let mut est = Minibatch::new(settings.batch_size);
+    est.prepare(model)?;
+    let n = model.n_data() as f64;
+    let iters = (settings.n_passes * n / settings.batch_size as f64).ceil().max(1.0) as u64;
+    let mut rng = stream(settings.seed, &[SGD_STREAM]);
+    let mut theta = theta0.to_vec();
+    let mut g = vec![0.0; theta.len()];
+    for k in 1..=iters {
+        est.estimate(model, &theta, &mut rng, &mut g);
+        if !all_finite(&g) {
+            return Err(Error::NonFiniteGradient { iteration: k });
+        }
+        let h = settings.step_size.at(k) / n;
+        for (t, gi) in theta.iter_mut().zip(&g) {
+            *t -= h * gi;
+        }
+        if !all_finite(&theta) {
+            return Err(Error::NonFiniteState { iteration: k });
+        }
+    }
+    Ok(Optimum { theta, cost: Cost::gradients(est.n_datum_gradients()), iterations: iters, grad_norm: None })
+}
+
+/// A fixed stream index for SGD's generator (distinct from chain streams).
+const SGD_STREAM: u64 = 0x56D0_0000;
+
+/// Settings of [`find_mode`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModeSettings {
+    /// Maximum number of L-BFGS iterations. Default 500.
+    pub max_iter: u64,
+    /// Number of (s, y) pairs kept. Default 10.
+    pub memory: usize,
+    /// Stop when `‖∇U(θ)‖ ≤ grad_tol · (N + 1)` (the gradient grows with N). Default 1e-10.
+    pub grad_tol: f64,
+}
+
+impl Default for ModeSettings {
+    fn default() -> Self {
+        ModeSettings { max_iter: 500, memory: 10, grad_tol: 1e-10 }
+    }
+}
+
+impl ModeSettings {
+    /// Checks every field.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_iter == 0 {
+            return Err(Error::invalid("max_iter", self.max_iter, "must be >= 1"));
+        }
+        if self.memory == 0 {
+            return Err(Error::invalid("memory", self.memory, "must be >= 1"));
+        }
+        crate::error::check_positive("grad_tol", self.grad_tol)
+    }
+}
+
+fn dotp(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The posterior mode θ* by L-BFGS on the full potential, from `theta0`.
+///
+/// Uses only gradients (so it works for models without potentials): the line search looks for a
+/// step where the directional derivative has fallen to at most 0.9 of its initial magnitude
+/// (the strong Wolfe curvature condition), by doubling then bisection — sound for the
+/// log-concave posteriors control variates are meant for. Every gradient is a full pass
+/// (N datum gradients), counted in the result.
+///
+/// Errors: invalid settings; [`Error::DimensionMismatch`] for `theta0`; [`Error::NonFiniteGradient`]
+/// at the start; [`Error::NotConverged`] after `max_iter` iterations (with the gradient norm).
+pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSettings) -> Result<Optimum> {
+    settings.validate()?;
+    check_model(model)?;
+    let d = model.dim();
+    check_len("initial state theta0", d, theta0.len())?;
+    let mut est = FullGradient::new();
+    est.prepare(model)?;
+    let mut rng = stream(0, &[0]);
+    let tol = settings.grad_tol * (model.n_data() as f64 + 1.0);
+    let mut x = theta0.to_vec();
+    let mut g = vec![0.0; d];
+    est.estimate(model, &x, &mut rng, &mut g);
+    if !all_finite(&g) {
+        return Err(Error::NonFiniteGradient { iteration: 0 });
+    }
+    let mut pairs: VecDeque<(Vec<f64>, Vec<f64>, f64)> = VecDeque::with_capacity(settings.memory);
+    let (mut xt, mut gt, mut dir) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+    let mut alpha = vec![0.0; settings.memory];
+    let mut done = 0;
+    for it in 1..=settings.max_iter {
+        done = it;
+        let gn = dotp(&g, &g).sqrt();
+        if gn <= tol {
+            let cost = Cost::gradients(est.n_datum_gradients());
+            return Ok(Optimum { theta: x, cost, iterations: it - 1, grad_norm: Some(gn) });
+        }
+        // Two-loop recursion: dir = −H g.
+        dir.copy_from_slice(&g);
+        for (j, (s, y, rho)) in pairs.iter().enumerate().rev() {
+            alpha[j] = rho * dotp(s, &dir);
+            for (q, yi) in dir.iter_mut().zip(y) {
+                *q -= alpha[j] * yi;
+            }
+        }
+        let scale = match pairs.back() {
+            Some((s, y, _)) => dotp(s, y) / dotp(y, y),
+            None => 1.0 / gn,
+        };
+        dir.iter_mut().for_each(|q| *q *= scale);
+        for (j, (s, y, rho)) in pairs.iter().enumerate() {
+            let beta = rho * dotp(y, &dir);
+            for (q, si) in dir.iter_mut().zip(s) {
+                *q += (alpha[j] - beta) * si;
+            }
+        }
+        dir.iter_mut().for_each(|q| *q = -*q);
+        let mut dphi0 = dotp(&g, &dir);
+        if !(dphi0 < 0.0) {
+            // Not a descent direction (numerical trouble): restart from steepest descent.
+            pairs.clear();
+            for (q, gi) in dir.iter_mut().zip(&g) {
+                *q = -gi / gn;
+            }
+            dphi0 = dotp(&g, &dir);
+        }
+        // Line search on φ'(t) = ∇U(x + t·dir)ᵀdir.
+        let (mut lo, mut hi, mut t) = (0.0f64, f64::INFINITY, 1.0f64);
+        let mut found = false;
+        for _ in 0..60 {
+            for ((xi, x0), di) in xt.iter_mut().zip(&x).zip(&dir) {
+                *xi = x0 + t * di;
+            }
+            est.estimate(model, &xt, &mut rng, &mut gt);
+            let dphi = dotp(&gt, &dir);
+            if !dphi.is_finite() || !all_finite(&gt) {
+                hi = t;
+            } else if dphi.abs() <= 0.9 * dphi0.abs() {
+                found = true;
+                break;
+            } else if dphi < 0.0 {
+                lo = t;
+            } else {
+                hi = t;
+            }
+            t = if hi.is_finite() { 0.5 * (lo + hi) } else { 2.0 * t };
+        }
+        if !found {
+            break;
+        }
+        let s: Vec<f64> = xt.iter().zip(&x).map(|(a, b)| a - b).collect();
+        let y: Vec<f64> = gt.iter().zip(&g).map(|(a, b)| a - b).collect();
+        let sy = dotp(&s, &y);
+        if sy > 1e-300 {
+            if pairs.len() == settings.memory {
+                pairs.pop_front();
+            }
+            pairs.push_back((s, y, 1.0 / sy));
+        }
+        std::mem::swap(&mut x, &mut xt);
+        std::mem::swap(&mut g, &mut gt);
+    }
+    Err(Error::NotConverged { what: "L-BFGS mode search", iterations: done, residual: dotp(&g, &g).sqrt() })
+}
