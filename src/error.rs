@@ -113,6 +113,22 @@ pub enum Error {
         /// The number given.
         got: usize,
     },
+    /// A line of a data file could not be parsed.
+    #[error("parse error on line {line}: {reason}")]
+    Parse {
+        /// The 1-based line number.
+        line: usize,
+        /// What was wrong.
+        reason: String,
+    },
+    /// A file could not be read or written.
+    #[error("I/O error on {path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The system's message.
+        message: String,
+    },
     /// An error raised inside one chain of a multi-chain run.
     #[error("chain {chain}: {source}")]
     Chain {

@@ -23,7 +23,7 @@ pub use error::{Error, Result};
 pub use estimate::{Estimate, Moments, Samples};
 pub use gradient::{FullGradient, GradientEstimator, Minibatch, Subsample};
 pub use model::Model;
-pub use models::{LinearGaussian, LogisticRegression};
+pub use models::{LinearGaussian, LogisticRegression, Pmf, Ratings};
 pub use optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
 pub use rng::{ChainRng, DEFAULT_SEED};
 pub use run::{ChainReport, RunOutput, RunSettings, Storage, run, run_chains};
