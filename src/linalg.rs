@@ -67,6 +67,20 @@ pub fn solve(what: &'static str, a: &Array2<f64>, b: &Array1<f64>) -> Result<Arr
     }
 }
 
+/// The eigenvalues of a symmetric matrix, in increasing order.
+pub fn symmetric_eigenvalues(what: &'static str, a: &Array2<f64>) -> Result<Array1<f64>> {
+    check_square(what, a)?;
+    if a.iter().any(|x| !x.is_finite()) {
+        return Err(Error::LinearAlgebra { what, reason: "matrix has non-finite entries" });
+    }
+    let ev = to_faer(a)
+        .self_adjoint_eigenvalues(faer::Side::Lower)
+        .map_err(|_| Error::LinearAlgebra { what, reason: "eigenvalue iteration did not converge" })?;
+    let mut v: Vec<f64> = ev.into_iter().collect();
+    v.sort_by(f64::total_cmp);
+    Ok(Array1::from_vec(v))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +101,8 @@ mod tests {
         let l = cholesky_lower("t", &a).unwrap();
         assert!((l.dot(&l.t()) - &a).iter().all(|v| v.abs() < 1e-14));
         assert!(spd_inverse("t", &array![[1.0, 2.0], [2.0, 1.0]]).is_err());
+        let ev = symmetric_eigenvalues("t", &array![[2.0, 1.0], [1.0, 2.0]]).unwrap();
+        assert!((ev[0] - 1.0).abs() < 1e-14 && (ev[1] - 3.0).abs() < 1e-14);
         assert!(solve("t", &array![[1.0, 2.0], [2.0, 4.0]], &b).is_err());
     }
 }

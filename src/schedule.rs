@@ -32,6 +32,13 @@ impl Default for StepSize {
     }
 }
 
+impl From<f64> for StepSize {
+    /// A constant step: `StepSize::from(1e-4) == StepSize::Constant(1e-4)`.
+    fn from(gamma: f64) -> Self {
+        StepSize::Constant(gamma)
+    }
+}
+
 impl StepSize {
     /// Checks the parameters; `name` is the settings field the schedule belongs to.
     pub fn validate(&self, name: &'static str) -> Result<()> {

@@ -29,6 +29,11 @@ impl Default for SghmcSettings {
 }
 
 impl SghmcSettings {
+    /// Settings with a constant learning rate η, friction α and no noise estimate (β̂ = 0).
+    pub fn constant(eta: f64, friction: f64) -> Self {
+        SghmcSettings { learning_rate: StepSize::Constant(eta), friction, noise_estimate: 0.0 }
+    }
+
     /// Checks every field.
     pub fn validate(&self) -> Result<()> {
         self.learning_rate.validate("learning_rate")?;

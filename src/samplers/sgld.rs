@@ -17,6 +17,11 @@ pub struct SgldSettings {
 }
 
 impl SgldSettings {
+    /// Settings with a constant step size γ.
+    pub fn constant(gamma: f64) -> Self {
+        SgldSettings { step_size: StepSize::Constant(gamma) }
+    }
+
     /// Checks every field.
     pub fn validate(&self) -> Result<()> {
         self.step_size.validate("step_size")
