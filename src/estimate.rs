@@ -269,6 +269,23 @@ impl Estimate {
         Ok(out)
     }
 
+    /// The same estimate with every weight multiplied by `c` (e.g. `−1` for the subtracted
+    /// chain of a Richardson–Romberg extrapolation). Normalised statistics are unchanged when all
+    /// parts are scaled alike; scaling some parts changes their share in the pooled measure.
+    pub fn scaled(mut self, c: f64) -> Estimate {
+        for p in &mut self.parts {
+            match p {
+                Part::Samples(s) => s.weights.mapv_inplace(|w| w * c),
+                Part::Moments(m) => {
+                    m.total_weight *= c;
+                    m.s1.iter_mut().for_each(|x| *x *= c);
+                    m.s2.iter_mut().for_each(|x| *x *= c);
+                }
+            }
+        }
+        self
+    }
+
     /// The dimension d.
     pub fn dim(&self) -> usize {
         self.dim

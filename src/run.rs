@@ -202,39 +202,69 @@ fn run_one<M: Model + ?Sized, S: Sampler>(
     let mut rng = stream(settings.seed, &[chain as u64]);
     let mut s = sampler.clone();
     s.init(model, theta0, &mut rng).map_err(wrap)?;
-    let d = model.dim();
-    let n_rec = settings.n_recorded() as usize;
-    let want_grad = settings.storage == Storage::SamplesAndGradients;
-    if want_grad && s.gradient().is_none() {
-        return Err(wrap(Error::NotStored { what: "gradient estimates (this sampler keeps none)" }));
-    }
-    let mut samples = match settings.storage {
-        Storage::Moments => None,
-        _ => Some(Samples::with_capacity(n_rec, d, want_grad)),
-    };
-    let mut moments = match settings.storage {
-        Storage::Moments => Some(Moments::new(d)),
-        _ => None,
-    };
-    let mut i = 0usize;
+    let mut rec = Recorder::new(settings, model.dim(), 1, s.gradient().is_some()).map_err(wrap)?;
     for k in 1..=settings.n_iter {
         s.step(model, &mut rng).map_err(wrap)?;
-        if k > settings.burn_in && (k - settings.burn_in) % settings.thin == 0 && i < n_rec {
-            let w = s.weight();
-            if let Some(st) = samples.as_mut() {
-                st.set(i, s.position(), w, if want_grad { s.gradient() } else { None });
-            }
-            if let Some(m) = moments.as_mut() {
-                m.push(s.position(), w).map_err(wrap)?;
-            }
-            i += 1;
+        if settings.keeps(k) {
+            rec.record(s.position(), s.weight(), s.gradient());
         }
     }
-    let estimate = match (samples, moments) {
-        (Some(st), _) => Estimate::from_samples(st),
-        (None, Some(m)) => Estimate::from_moments(m),
-        (None, None) => unreachable!("one storage is always chosen"),
-    };
     let cost = s.cost();
-    Ok((estimate, ChainReport { sampler: s, cost, wall_time: start.elapsed() }))
+    Ok((rec.finish(), ChainReport { sampler: s, cost, wall_time: start.elapsed() }))
+}
+
+impl RunSettings {
+    /// Whether iteration k (1-based) is recorded: after burn-in, every `thin`-th.
+    pub(crate) fn keeps(&self, k: u64) -> bool {
+        k > self.burn_in && (k - self.burn_in) % self.thin == 0
+    }
+}
+
+/// Records draws of one chain according to the storage mode; allocates everything up front.
+pub(crate) struct Recorder {
+    samples: Option<Samples>,
+    moments: Option<Moments>,
+    with_gradients: bool,
+    i: usize,
+    capacity: usize,
+}
+
+impl Recorder {
+    /// Room for `per_iteration` draws per recorded iteration. Errors with [`Error::NotStored`]
+    /// if gradients are to be stored but the sampler keeps none.
+    pub(crate) fn new(settings: &RunSettings, d: usize, per_iteration: usize, has_gradients: bool) -> Result<Self> {
+        let with_gradients = settings.storage == Storage::SamplesAndGradients;
+        if with_gradients && !has_gradients {
+            return Err(Error::NotStored { what: "gradient estimates (this sampler keeps none)" });
+        }
+        let capacity = settings.n_recorded() as usize * per_iteration;
+        let (samples, moments) = match settings.storage {
+            Storage::Moments => (None, Some(Moments::new(d))),
+            _ => (Some(Samples::with_capacity(capacity, d, with_gradients)), None),
+        };
+        Ok(Recorder { samples, moments, with_gradients, i: 0, capacity })
+    }
+
+    #[inline]
+    pub(crate) fn record(&mut self, theta: &[f64], w: f64, grad: Option<&[f64]>) {
+        if self.i >= self.capacity {
+            return;
+        }
+        if let Some(st) = self.samples.as_mut() {
+            st.set(self.i, theta, w, if self.with_gradients { grad } else { None });
+        }
+        if let Some(m) = self.moments.as_mut() {
+            // The length always matches: θ comes from a sampler bound to a model of dimension d.
+            let _ = m.push(theta, w);
+        }
+        self.i += 1;
+    }
+
+    pub(crate) fn finish(self) -> Estimate {
+        match (self.samples, self.moments) {
+            (Some(st), _) => Estimate::from_samples(st),
+            (_, Some(m)) => Estimate::from_moments(m),
+            (None, None) => Estimate::from_moments(Moments::new(0)),
+        }
+    }
 }

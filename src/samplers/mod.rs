@@ -15,6 +15,8 @@ pub use mala::{Mala, MalaSettings};
 pub use sghmc::{Sghmc, SghmcSettings};
 pub use sgld::{Lmc, Sgld, SgldSettings};
 
+pub(crate) use check_fraction as fraction_ok;
+
 use crate::cost::Cost;
 use crate::error::Result;
 use crate::model::Model;
@@ -65,6 +67,38 @@ pub trait Sampler: Clone + Send + Sync {
     /// [`run`](crate::run()) counts once per run. Default: nothing.
     fn setup_cost(&self) -> Cost {
         Cost::default()
+    }
+}
+
+/// A sampler that discretises a diffusion with a time step, and whose Gaussian increments can be
+/// supplied from outside: what coupled-chain methods need (Richardson–Romberg extrapolation
+/// shares increments between a chain and one with half its step; multilevel methods likewise).
+pub trait Discretisation: Sampler {
+    /// The nominal time step `h_k` of the 1-based iteration k: `γ_k` for SGLD, `√η_k` for SGHMC.
+    fn time_step(&self, k: u64) -> f64;
+
+    /// One step of `fraction × h_k` (fraction in (0, 1]) driven by the standard-normal increment
+    /// `z` (length d, not drawn by the sampler), then a fresh gradient estimate at the new
+    /// position (drawing its minibatch from `rng`).
+    ///
+    /// The increment is scaled so that a step of size h driven by `(z₁ + z₂)/√2` has the law of
+    /// two steps of size h/2 driven by `z₁`, `z₂`: they share one Brownian path.
+    fn step_fraction<M: Model + ?Sized, R: Rng + ?Sized>(
+        &mut self,
+        model: &M,
+        k: u64,
+        fraction: f64,
+        z: &[f64],
+        rng: &mut R,
+    ) -> Result<()>;
+}
+
+/// Checks a step fraction.
+pub(crate) fn check_fraction(fraction: f64) -> Result<()> {
+    if fraction > 0.0 && fraction <= 1.0 {
+        Ok(())
+    } else {
+        Err(crate::Error::invalid("fraction", fraction, "must be in (0, 1]"))
     }
 }
 

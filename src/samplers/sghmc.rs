@@ -1,6 +1,6 @@
 //! Stochastic gradient Hamiltonian Monte Carlo, in its practical (learning-rate, friction) form.
 
-use super::{LangevinState, Sampler};
+use super::{Discretisation, LangevinState, Sampler, fraction_ok};
 use crate::cost::Cost;
 use crate::error::{Error, Result, check_len, check_non_negative};
 use crate::gradient::{GradientEstimator, Minibatch};
@@ -189,5 +189,31 @@ impl<E: GradientEstimator> Sampler for Sghmc<E> {
 
     fn setup_cost(&self) -> Cost {
         self.estimator.setup_cost()
+    }
+}
+
+impl<E: GradientEstimator> Discretisation for Sghmc<E> {
+    /// `h_k = √η_k`.
+    fn time_step(&self, k: u64) -> f64 {
+        self.settings.learning_rate.at(k).sqrt()
+    }
+
+    /// A step of time step `f·h_k`: learning rate `f²η_k`, friction `fα`, noise estimate `fβ̂`
+    /// (friction C = α/h and the noise level stay those of the settings).
+    fn step_fraction<M: Model + ?Sized, R: Rng + ?Sized>(
+        &mut self,
+        model: &M,
+        k: u64,
+        fraction: f64,
+        z: &[f64],
+        rng: &mut R,
+    ) -> Result<()> {
+        fraction_ok(fraction)?;
+        self.state.check_ready(model)?;
+        check_len("noise increment z", self.state.theta.len(), z.len())?;
+        let eta = fraction * fraction * self.settings.learning_rate.at(k);
+        let (alpha, beta) = (fraction * self.settings.friction, fraction * self.settings.noise_estimate);
+        Self::advance(&mut self.state.theta, &mut self.v, &self.state.grad, eta, alpha, beta, z);
+        self.finish_step(model, rng)
     }
 }

@@ -1,6 +1,6 @@
 //! Stochastic gradient Langevin dynamics, and full-gradient Langevin (ULA) as its special case.
 
-use super::{LangevinState, Sampler};
+use super::{Discretisation, LangevinState, Sampler, fraction_ok};
 use crate::cost::Cost;
 use crate::error::{Result, check_len};
 use crate::gradient::{FullGradient, GradientEstimator, Minibatch};
@@ -154,5 +154,24 @@ impl<E: GradientEstimator> Sampler for Sgld<E> {
 
     fn setup_cost(&self) -> Cost {
         self.estimator.setup_cost()
+    }
+}
+
+impl<E: GradientEstimator> Discretisation for Sgld<E> {
+    fn time_step(&self, k: u64) -> f64 {
+        self.settings.step_size.at(k)
+    }
+
+    /// `θ ← θ − fγ_k ∇Ũ(θ) + √(2fγ_k) z`.
+    fn step_fraction<M: Model + ?Sized, R: Rng + ?Sized>(
+        &mut self,
+        model: &M,
+        k: u64,
+        fraction: f64,
+        z: &[f64],
+        rng: &mut R,
+    ) -> Result<()> {
+        fraction_ok(fraction)?;
+        self.step_with_noise(model, fraction * self.settings.step_size.at(k), z, rng)
     }
 }
