@@ -7,6 +7,7 @@ pub mod cost;
 pub mod error;
 pub mod estimate;
 pub mod gradient;
+pub mod lbfgs;
 pub mod linalg;
 pub mod model;
 pub mod models;
@@ -23,13 +24,17 @@ pub use cost::Cost;
 pub use error::{Error, Result};
 pub use estimate::{Estimate, Moments, Samples};
 pub use gradient::{FullGradient, GradientEstimator, Minibatch, Subsample};
+pub use lbfgs::Lbfgs;
 pub use model::Model;
 pub use models::{LinearGaussian, LogisticRegression, Pmf, Ratings};
 pub use optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
 pub use richardson::{NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, run_rr};
 pub use rng::{ChainRng, DEFAULT_SEED};
 pub use run::{ChainReport, RunOutput, RunSettings, Storage, run, run_chains};
-pub use samplers::{Discretisation, Lmc, Mala, MalaSettings, Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings};
+pub use samplers::{
+    Discretisation, Hamcmc, HamcmcSettings, Lmc, Mala, MalaSettings, PreconditionedSgld, Psgld, PsgldSettings, Sampler,
+    Sghmc, SghmcSettings, Sgld, SgldSettings,
+};
 pub use schedule::StepSize;
 pub use zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
 

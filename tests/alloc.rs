@@ -78,3 +78,25 @@ fn sgld_and_sghmc_steps_do_not_allocate() {
     let mala = Mala::new(MalaSettings { step_size: 1e-4, ..Default::default() }).unwrap();
     assert_eq!(steps_allocations(mala, &logistic), 0);
 }
+
+#[test]
+fn other_sampler_steps_do_not_allocate() {
+    let logistic = LogisticRegression::synthetic(2_000, 10, 1.0, 1).unwrap();
+    let hamcmc = |m| {
+        let s = HamcmcSettings { step_size: StepSize::Constant(1e-6), memory: m, ..Default::default() };
+        Hamcmc::new(s, Minibatch::new(32)).unwrap()
+    };
+    assert_eq!(steps_allocations(hamcmc(2), &logistic), 0);
+    assert_eq!(steps_allocations(hamcmc(5), &logistic), 0);
+    let psgld =
+        Psgld::new(PsgldSettings { step_size: StepSize::Constant(1e-5), ..Default::default() }, Minibatch::new(32));
+    assert_eq!(steps_allocations(psgld.unwrap(), &logistic), 0);
+    let g = ndarray::Array2::<f64>::eye(10) * 1e-3;
+    let pre = PreconditionedSgld::new(SgldSettings::constant(1e-3), &g, Minibatch::new(32)).unwrap();
+    assert_eq!(steps_allocations(pre, &logistic), 0);
+    let map = logistic.map().unwrap();
+    let cv =
+        ControlVariate::at(&logistic, map.as_slice().unwrap(), CvSettings { batch_size: 32, ..Default::default() });
+    let sgld_cv = Sgld::new(SgldSettings::constant(1e-5), cv.unwrap()).unwrap();
+    assert_eq!(steps_allocations(sgld_cv, &logistic), 0);
+}

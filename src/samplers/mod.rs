@@ -6,12 +6,21 @@
 //! | [`Lmc`] (ULA) | SGLD with the exact gradient | [`FullGradient`](crate::FullGradient) | Roberts & Tweedie (1996) |
 //! | [`Sghmc`] | `v ← (1−α)v − η∇Ũ(θ) + √(2(α−β̂)η) Z`, `θ ← θ + v` | any | Chen, Fox & Guestrin (2014) |
 //! | [`Mala`] | Langevin proposal + Metropolis–Hastings test | exact | Roberts & Tweedie (1996) |
+//! | [`Hamcmc`] | `θ_t = θ_{t−M} − ε H_t ∇Ũ(θ_{t−M}) + √(2ε) S_t Z` (L-BFGS `H_t`) | any | Şimşekli et al. (2016) |
+//! | [`Psgld`] | RMSprop-diagonal preconditioned SGLD | any | Li et al. (2016) |
+//! | [`PreconditionedSgld`] | `θ ← θ − γ G∇Ũ(θ) + √(2γ) L Z`, `G = LLᵀ` constant | any | Patterson & Teh (2013) |
 
+mod hamcmc;
 mod mala;
+mod precond;
+mod psgld;
 mod sghmc;
 mod sgld;
 
+pub use hamcmc::{Hamcmc, HamcmcSettings};
 pub use mala::{Mala, MalaSettings};
+pub use precond::PreconditionedSgld;
+pub use psgld::{Psgld, PsgldSettings};
 pub use sghmc::{Sghmc, SghmcSettings};
 pub use sgld::{Lmc, Sgld, SgldSettings};
 

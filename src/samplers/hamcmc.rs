@@ -1,0 +1,355 @@
+//! Hessian-approximated MCMC: stochastic quasi-Newton Langevin with L-BFGS preconditioning.
+
+use super::Sampler;
+use crate::cost::Cost;
+use crate::error::{Error, Result, all_finite, check_len, check_positive};
+use crate::gradient::{GradientEstimator, Minibatch};
+use crate::lbfgs::Lbfgs;
+use crate::model::{Model, check_model};
+use crate::rng::fill_standard_normal;
+use crate::schedule::StepSize;
+use rand::Rng;
+
+/// Settings of [`Hamcmc`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HamcmcSettings {
+    /// The step schedule `ε_t`, held constant within blocks of M iterations (Condition 1 of the
+    /// paper): iteration t uses `ε` at the first iteration of its block. Default `Constant(1e-4)`.
+    pub step_size: StepSize,
+    /// Memory M ≥ 2: steps are taken from θ_{t−M}, and H_t uses the M − 1 most recent pairs.
+    /// Default 3.
+    pub memory: usize,
+    /// Trust-region parameter λ > 0 (`y ← y + λ s`, i.e. L-BFGS approximates `(∇²U + λI)⁻¹`).
+    /// Default 1.
+    pub trust_region: f64,
+    /// Initial scale γ of the inverse Hessian, `H⁰ = γ I`. Default 1e-3.
+    pub initial_scale: f64,
+    /// Step size of the SGLD warm-up that produces the 2M + 1 starting samples when the user
+    /// gives only θ₀. Default 1e-4.
+    pub warmup_step_size: f64,
+}
+
+impl Default for HamcmcSettings {
+    fn default() -> Self {
+        HamcmcSettings {
+            step_size: StepSize::Constant(1e-4),
+            memory: 3,
+            trust_region: 1.0,
+            initial_scale: 1e-3,
+            warmup_step_size: 1e-4,
+        }
+    }
+}
+
+impl HamcmcSettings {
+    /// Checks every field.
+    pub fn validate(&self) -> Result<()> {
+        self.step_size.validate("step_size")?;
+        if self.memory < 2 {
+            return Err(Error::invalid("memory", self.memory, "must be >= 2 (steps start from θ_{t−M})"));
+        }
+        check_positive("trust_region", self.trust_region)?;
+        check_positive("initial_scale", self.initial_scale)?;
+        check_positive("warmup_step_size", self.warmup_step_size)
+    }
+}
+
+/// Hessian-approximated MCMC (HAMCMC), Algorithm 1 of Şimşekli, Badeau, Cemgil & Richard (2016).
+///
+/// With memory M, iteration t draws a minibatch Ω_t and `z ~ N(0, I)` and sets
+///
+/// `θ_t = θ_{t−M} − ε_t H_t ∇Ũ_{Ω_t}(θ_{t−M}) + √(2ε_t) S_t z`,  `S_t S_tᵀ = H_t`,
+///
+/// where `H_t` is the L-BFGS inverse Hessian (initial scale γ) built from the M − 1 most recent
+/// pairs `(s_τ, y_τ)`, τ = t−M+1 … t−1. Those pairs never involve θ_{t−M}, which is why the
+/// Riemannian correction term Γ vanishes; building H from pairs containing θ_{t−M}, or stepping
+/// from θ_{t−1}, gives the biased "naive" sampler of the paper's §3.1. After the step:
+/// `s_t = θ_t − θ_{t−M}`, `y_t = ∇Ũ_{Ω_t}(θ_t) − ∇Ũ_{Ω_t}(θ_{t−M}) + λ s_t`, both gradients on the
+/// same minibatch (two minibatch gradients per iteration). A pair with `sᵀy ≤ 0` is not used
+/// (counted in [`n_skipped_pairs`](Self::n_skipped_pairs)).
+///
+/// `init` runs 2M SGLD warm-up steps from θ₀ (or take 2M + 1 samples of your own with
+/// [`init_history`](Self::init_history)) and builds the first M − 1 pairs from them. Samples are
+/// weighted by `ε_t` (the paper's eq. 12). Cost per iteration: O(M²D) beyond the gradients;
+/// memory O(MD); no D × D matrix.
+///
+/// Needs from the model: the gradients only. Any gradient estimator plugs in.
+///
+/// Reference: U. Şimşekli, R. Badeau, A. T. Cemgil, G. Richard, *Stochastic quasi-Newton Langevin
+/// Monte Carlo*, ICML 2016.
+#[derive(Debug, Clone)]
+pub struct Hamcmc<E = Minibatch> {
+    settings: HamcmcSettings,
+    estimator: E,
+    lbfgs: Option<Lbfgs>,
+    /// The last M samples θ_{t−M} … θ_{t−1} (ring, oldest at `oldest`).
+    history: Vec<Vec<f64>>,
+    oldest: usize,
+    /// Iteration index of each stored pair (ring order is the L-BFGS's own).
+    pair_iter: std::collections::VecDeque<u64>,
+    theta: Vec<f64>,
+    grad: Vec<f64>,
+    g_old: Vec<f64>,
+    step: Vec<f64>,
+    noise: Vec<f64>,
+    sz: Vec<f64>,
+    s_buf: Vec<f64>,
+    y_buf: Vec<f64>,
+    /// Iterations since init (t − 2M in the paper's numbering).
+    k: u64,
+    ready: bool,
+}
+
+impl<E: GradientEstimator> Hamcmc<E> {
+    /// HAMCMC with the given settings and gradient estimator; errors on invalid settings.
+    pub fn new(settings: HamcmcSettings, estimator: E) -> Result<Self> {
+        settings.validate()?;
+        Ok(Hamcmc {
+            settings,
+            estimator,
+            lbfgs: None,
+            history: Vec::new(),
+            oldest: 0,
+            pair_iter: std::collections::VecDeque::new(),
+            theta: Vec::new(),
+            grad: Vec::new(),
+            g_old: Vec::new(),
+            step: Vec::new(),
+            noise: Vec::new(),
+            sz: Vec::new(),
+            s_buf: Vec::new(),
+            y_buf: Vec::new(),
+            k: 0,
+            ready: false,
+        })
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &HamcmcSettings {
+        &self.settings
+    }
+
+    /// Pairs rejected because `sᵀy ≤ 0` so far.
+    pub fn n_skipped_pairs(&self) -> u64 {
+        self.lbfgs.as_ref().map_or(0, Lbfgs::n_skipped)
+    }
+
+    /// The current L-BFGS approximation (after `init`).
+    pub fn lbfgs(&self) -> Option<&Lbfgs> {
+        self.lbfgs.as_ref()
+    }
+
+    /// The step size of iteration k (1-based), constant within blocks of M.
+    pub fn step_size_at(&self, k: u64) -> f64 {
+        let m = self.settings.memory as u64;
+        let block_start = ((k.max(1) - 1) / m) * m + 1;
+        self.settings.step_size.at(block_start)
+    }
+
+    /// Binds to `model` with user-supplied starting samples θ₀ … θ_{2M} (exactly 2M + 1 of them,
+    /// oldest first), builds the first M − 1 pairs from them (2(M − 1) minibatch gradients).
+    pub fn init_history<M: Model + ?Sized, R: Rng + ?Sized>(
+        &mut self,
+        model: &M,
+        samples: &[&[f64]],
+        rng: &mut R,
+    ) -> Result<()> {
+        let m = self.settings.memory;
+        check_len("HAMCMC starting samples (2M + 1)", 2 * m + 1, samples.len())?;
+        self.bind(model)?;
+        for s in samples {
+            check_len("starting sample", model.dim(), s.len())?;
+            if !all_finite(s) {
+                return Err(Error::NonFiniteState { iteration: 0 });
+            }
+        }
+        // Pairs τ = M+2 … 2M (the M − 1 most recent before t = 2M + 1), each on its own minibatch.
+        for tau in (m + 2)..=(2 * m) {
+            self.make_pair(model, samples[tau], samples[tau - m], rng, tau as u64)?;
+        }
+        // History: θ_{M+1} … θ_{2M}; current position θ_{2M}.
+        for (j, h) in self.history.iter_mut().enumerate() {
+            h.copy_from_slice(samples[m + 1 + j]);
+        }
+        self.oldest = 0;
+        self.theta.copy_from_slice(samples[2 * m]);
+        self.estimator.estimate(model, &self.theta, rng, &mut self.grad);
+        if !all_finite(&self.grad) {
+            return Err(Error::NonFiniteGradient { iteration: 0 });
+        }
+        self.k = 0;
+        self.ready = true;
+        Ok(())
+    }
+
+    fn bind<M: Model + ?Sized>(&mut self, model: &M) -> Result<()> {
+        check_model(model)?;
+        self.estimator.prepare(model)?;
+        let (d, m) = (model.dim(), self.settings.memory);
+        self.lbfgs = Some(Lbfgs::new(d, m - 1, self.settings.initial_scale)?);
+        self.history = vec![vec![0.0; d]; m];
+        self.pair_iter.clear();
+        for b in [&mut self.theta, &mut self.grad, &mut self.g_old, &mut self.step, &mut self.noise, &mut self.sz] {
+            b.clear();
+            b.resize(d, 0.0);
+        }
+        self.s_buf.resize(d, 0.0);
+        self.y_buf.resize(d, 0.0);
+        self.ready = false;
+        Ok(())
+    }
+
+    /// Pair from (new, old) on one fresh minibatch: s = new − old, y = ∇Ũ(new) − ∇Ũ(old) + λ s.
+    fn make_pair<M: Model + ?Sized, R: Rng + ?Sized>(
+        &mut self,
+        model: &M,
+        new: &[f64],
+        old: &[f64],
+        rng: &mut R,
+        tau: u64,
+    ) -> Result<()> {
+        self.estimator.resample(rng);
+        self.estimator.eval(model, new, &mut self.y_buf);
+        self.estimator.eval(model, old, &mut self.g_old);
+        self.push_pair(new, old, tau)
+    }
+
+    /// Uses `y_buf` = ∇Ũ(new) and `g_old` = ∇Ũ(old) (same minibatch).
+    fn push_pair(&mut self, new: &[f64], old: &[f64], tau: u64) -> Result<()> {
+        let lambda = self.settings.trust_region;
+        for (((s, n), o), (y, go)) in
+            self.s_buf.iter_mut().zip(new).zip(old).zip(self.y_buf.iter_mut().zip(&self.g_old))
+        {
+            *s = n - o;
+            *y = *y - go + lambda * *s;
+        }
+        if !all_finite(&self.y_buf) {
+            return Err(Error::NonFiniteGradient { iteration: self.k });
+        }
+        let lb = self.lbfgs.as_mut().ok_or(Error::NotInitialised)?;
+        let was_full = lb.len() == self.settings.memory - 1;
+        if lb.push(&self.s_buf, &self.y_buf)? {
+            if was_full {
+                // The L-BFGS dropped its oldest pair; keep the iteration record aligned.
+                self.pair_iter.pop_front();
+            }
+            self.pair_iter.push_back(tau);
+        }
+        Ok(())
+    }
+
+    /// The iteration indices τ of the pairs in use (oldest first), in the paper's numbering
+    /// (the first HAMCMC iteration after init is t = 2M + 1).
+    pub fn pair_iterations(&self) -> impl Iterator<Item = u64> + '_ {
+        self.pair_iter.iter().copied()
+    }
+}
+
+impl<E: GradientEstimator> Sampler for Hamcmc<E> {
+    /// 2M SGLD warm-up steps (step `warmup_step_size`, the sampler's estimator) from θ₀, then
+    /// [`init_history`](Hamcmc::init_history) with θ₀ … θ_{2M}.
+    fn init<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, theta0: &[f64], rng: &mut R) -> Result<()> {
+        check_model(model)?;
+        check_len("initial state theta0", model.dim(), theta0.len())?;
+        if !all_finite(theta0) {
+            return Err(Error::NonFiniteState { iteration: 0 });
+        }
+        self.estimator.prepare(model)?;
+        let m = self.settings.memory;
+        let d = model.dim();
+        let h = self.settings.warmup_step_size;
+        let mut path = vec![theta0.to_vec()];
+        let mut g = vec![0.0; d];
+        let mut z = vec![0.0; d];
+        for _ in 0..2 * m {
+            let cur = path.last().expect("path starts non-empty").clone();
+            self.estimator.estimate(model, &cur, rng, &mut g);
+            if !all_finite(&g) {
+                return Err(Error::NonFiniteGradient { iteration: 0 });
+            }
+            fill_standard_normal(rng, &mut z);
+            let next: Vec<f64> =
+                cur.iter().zip(&g).zip(&z).map(|((t, gi), zi)| t - h * gi + (2.0 * h).sqrt() * zi).collect();
+            if !all_finite(&next) {
+                return Err(Error::NonFiniteState { iteration: 0 });
+            }
+            path.push(next);
+        }
+        let refs: Vec<&[f64]> = path.iter().map(Vec::as_slice).collect();
+        self.init_history(model, &refs, rng)
+    }
+
+    fn step<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, rng: &mut R) -> Result<()> {
+        if !self.ready {
+            return Err(Error::NotInitialised);
+        }
+        check_len("model dimension", self.theta.len(), model.dim())?;
+        let m = self.settings.memory as u64;
+        self.k += 1;
+        let t = self.k + 2 * m; // the paper's iteration index
+        let eps = self.step_size_at(self.k);
+        // Pairs must come from τ ∈ [t − M + 1, t − 1]: drop any older one (none is, normally,
+        // since one pair is pushed per iteration, but skipped pairs leave gaps).
+        let lb = self.lbfgs.as_mut().ok_or(Error::NotInitialised)?;
+        while self.pair_iter.front().is_some_and(|&tau| tau + m < t + 1) {
+            self.pair_iter.pop_front();
+            lb.pop_oldest();
+        }
+        self.estimator.resample(rng);
+        fill_standard_normal(rng, &mut self.noise);
+        let old = self.oldest;
+        self.estimator.eval(model, &self.history[old], &mut self.g_old);
+        if !all_finite(&self.g_old) {
+            return Err(Error::NonFiniteGradient { iteration: self.k });
+        }
+        lb.apply_h(&self.g_old, &mut self.step)?;
+        lb.apply_s(&self.noise, &mut self.sz)?;
+        let sn = (2.0 * eps).sqrt();
+        for (((th, o), st), sz) in self.theta.iter_mut().zip(&self.history[old]).zip(&self.step).zip(&self.sz) {
+            *th = o - eps * st + sn * sz;
+        }
+        if !all_finite(&self.theta) {
+            return Err(Error::NonFiniteState { iteration: self.k });
+        }
+        self.estimator.eval(model, &self.theta, &mut self.grad);
+        if !all_finite(&self.grad) {
+            return Err(Error::NonFiniteGradient { iteration: self.k });
+        }
+        // The new pair (s_t, y_t) on the same minibatch; then θ_t replaces θ_{t−M} in the history.
+        self.y_buf.copy_from_slice(&self.grad);
+        let old_theta = std::mem::take(&mut self.history[old]);
+        let theta = std::mem::take(&mut self.theta);
+        let pushed = self.push_pair(&theta, &old_theta, t);
+        self.theta = theta;
+        self.history[old] = old_theta;
+        pushed?;
+        self.history[old].copy_from_slice(&self.theta);
+        self.oldest = (old + 1) % self.history.len();
+        Ok(())
+    }
+
+    fn position(&self) -> &[f64] {
+        &self.theta
+    }
+
+    fn gradient(&self) -> Option<&[f64]> {
+        Some(&self.grad)
+    }
+
+    /// `ε_t`, the step that produced the current sample (eq. 12 of the paper).
+    fn weight(&self) -> f64 {
+        self.step_size_at(self.k.max(1))
+    }
+
+    fn iteration(&self) -> u64 {
+        self.k
+    }
+
+    fn cost(&self) -> Cost {
+        Cost::gradients(self.estimator.n_datum_gradients())
+    }
+
+    fn setup_cost(&self) -> Cost {
+        self.estimator.setup_cost()
+    }
+}
