@@ -179,32 +179,8 @@ impl GradientEstimator for ControlVariate {
     }
 
     fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) {
-        let c = &*self.centre;
-        let idx = self.sub.indices();
-        model.grad_data_sum(theta, idx, out);
-        match &c.cache {
-            Some(cache) => {
-                let d = c.theta_hat.len();
-                self.buf_hat.fill(0.0);
-                for &i in idx {
-                    for (b, r) in self.buf_hat.iter_mut().zip(&cache[i * d..(i + 1) * d]) {
-                        *b += r;
-                    }
-                }
-            }
-            None => {
-                model.grad_data_sum(&c.theta_hat, idx, &mut self.buf_hat);
-                self.count += idx.len() as u64;
-            }
-        }
-        model.grad_prior(theta, &mut self.buf_prior);
-        let scale = self.sub.scale();
-        for ((((o, h), p), fg), pg) in
-            out.iter_mut().zip(&self.buf_hat).zip(&self.buf_prior).zip(&c.full_grad).zip(&c.prior_grad)
-        {
-            *o = fg + (p - pg) + scale * (*o - h);
-        }
-        self.count += idx.len() as u64;
+        let ControlVariate { centre, sub, buf_hat, buf_prior, count } = self;
+        *count += cv_eval(centre, model, theta, sub.indices(), out, buf_hat, buf_prior);
     }
 
     fn n_datum_gradients(&self) -> u64 {
@@ -213,5 +189,53 @@ impl GradientEstimator for ControlVariate {
 
     fn setup_cost(&self) -> Cost {
         self.centre.setup
+    }
+}
+
+/// The control-variate formula on the index multiset `idx`; returns the datum gradients used.
+fn cv_eval<M: Model + ?Sized>(
+    c: &Centre,
+    model: &M,
+    theta: &[f64],
+    idx: &[usize],
+    out: &mut [f64],
+    buf_hat: &mut [f64],
+    buf_prior: &mut [f64],
+) -> u64 {
+    let mut used = idx.len() as u64;
+    model.grad_data_sum(theta, idx, out);
+    match &c.cache {
+        Some(cache) => {
+            let d = c.theta_hat.len();
+            buf_hat.fill(0.0);
+            for &i in idx {
+                for (b, r) in buf_hat.iter_mut().zip(&cache[i * d..(i + 1) * d]) {
+                    *b += r;
+                }
+            }
+        }
+        None => {
+            model.grad_data_sum(&c.theta_hat, idx, buf_hat);
+            used += idx.len() as u64;
+        }
+    }
+    model.grad_prior(theta, buf_prior);
+    let scale = c.n_data as f64 / idx.len() as f64;
+    for ((((o, h), p), fg), pg) in
+        out.iter_mut().zip(buf_hat.iter()).zip(buf_prior.iter()).zip(&c.full_grad).zip(&c.prior_grad)
+    {
+        *o = fg + (p - pg) + scale * (*o - h);
+    }
+    used
+}
+
+impl crate::gradient::SubsampledEstimator for ControlVariate {
+    fn batch_size(&self) -> usize {
+        self.sub.batch_size()
+    }
+
+    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+        let ControlVariate { centre, buf_hat, buf_prior, count, .. } = self;
+        *count += cv_eval(centre, model, theta, idx, out, buf_hat, buf_prior);
     }
 }

@@ -113,6 +113,20 @@ pub enum Error {
         /// The number given.
         got: usize,
     },
+    /// An adaptive computation stopped before meeting its target; what was achieved is reported.
+    #[error(
+        "{reason}: estimate {estimate} with estimated RMSE {estimated_rmse:e} after {datum_evaluations} datum evaluations"
+    )]
+    BudgetExhausted {
+        /// Why it stopped.
+        reason: &'static str,
+        /// The estimate reached.
+        estimate: f64,
+        /// Its estimated root-mean-square error.
+        estimated_rmse: f64,
+        /// Work spent (datum gradients plus Hessian-vector products).
+        datum_evaluations: u64,
+    },
     /// A line of a data file could not be parsed.
     #[error("parse error on line {line}: {reason}")]
     Parse {

@@ -44,6 +44,13 @@ pub trait GradientEstimator: Clone + Send + Sync {
     /// excluded: see [`setup_cost`](Self::setup_cost)).
     fn n_datum_gradients(&self) -> u64;
 
+    /// The work of this estimator's estimates so far (setup excluded). Default: its
+    /// [`n_datum_gradients`](Self::n_datum_gradients) and nothing else; estimators that also
+    /// evaluate Hessian-vector products (the Taylor estimator) count those too.
+    fn cost(&self) -> Cost {
+        Cost::gradients(self.n_datum_gradients())
+    }
+
     /// The one-off cost of building the estimator (e.g. a control variate's optimisation and
     /// full-gradient pass), shared by all its clones; [`run`](crate::run()) adds it to a run's
     /// cost once. Default: nothing.
@@ -108,7 +115,7 @@ impl GradientEstimator for FullGradient {
 ///
 /// The building block of every subsampling estimator ([`Minibatch`], and the control-variate
 /// and Taylor estimators).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Subsample {
     batch_size: usize,
     replacement: bool,
@@ -323,5 +330,35 @@ mod tests {
         s.prepare(60).unwrap();
         s.draw(&mut rng);
         assert!(s.indices().iter().all(|&i| i < 60));
+    }
+}
+
+/// A subsampling estimator that can evaluate on an index set chosen by the caller, for methods
+/// that couple the minibatches of several paths (multilevel SGLD draws the coarse path's indices
+/// from the fine path's). `eval_on(θ, S)` is the estimator's formula on the multiset S of
+/// indices, with the scale `N/|S|`.
+pub trait SubsampledEstimator: GradientEstimator {
+    /// The minibatch size n the estimator was built with.
+    fn batch_size(&self) -> usize;
+
+    /// Writes the estimate at `theta` on the index multiset `idx` (each `< N`, non-empty) into
+    /// `out`. Counts its cost like [`eval`](GradientEstimator::eval). Allocates nothing.
+    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]);
+}
+
+impl SubsampledEstimator for Minibatch {
+    fn batch_size(&self) -> usize {
+        self.sub.batch_size()
+    }
+
+    #[inline]
+    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+        model.grad_data_sum(theta, idx, out);
+        model.grad_prior(theta, &mut self.scratch);
+        let scale = model.n_data() as f64 / idx.len() as f64;
+        for (o, s) in out.iter_mut().zip(&self.scratch) {
+            *o = scale * *o + s;
+        }
+        self.count += idx.len() as u64;
     }
 }

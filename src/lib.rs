@@ -9,6 +9,7 @@ pub mod estimate;
 pub mod gradient;
 pub mod lbfgs;
 pub mod linalg;
+pub mod mlsgld;
 pub mod model;
 pub mod models;
 pub mod optim;
@@ -17,14 +18,16 @@ pub mod rng;
 pub mod run;
 pub mod samplers;
 pub mod schedule;
+pub mod taylor;
 pub mod zv;
 
 pub use control_variate::{ControlVariate, CvSettings};
 pub use cost::Cost;
 pub use error::{Error, Result};
 pub use estimate::{Estimate, Moments, Samples};
-pub use gradient::{FullGradient, GradientEstimator, Minibatch, Subsample};
+pub use gradient::{FullGradient, GradientEstimator, Minibatch, Subsample, SubsampledEstimator};
 pub use lbfgs::Lbfgs;
+pub use mlsgld::{AdaptiveSettings, LevelStats, MlCoupling, MlSgld, MlSgldSettings, MlmcResult};
 pub use model::Model;
 pub use models::{LinearGaussian, LogisticRegression, Pmf, Ratings};
 pub use optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
@@ -36,6 +39,7 @@ pub use samplers::{
     Sghmc, SghmcSettings, Sgld, SgldSettings,
 };
 pub use schedule::StepSize;
+pub use taylor::Taylor;
 pub use zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
 
 /// The common imports: `use sgmcmc::prelude::*;`.

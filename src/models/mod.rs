@@ -48,6 +48,28 @@ impl Rows {
         &self.data[i * self.d..(i + 1) * self.d]
     }
 
+    /// Reads one value from every cache line of the rows `idx` and returns their bits XOR-ed
+    /// together, which the caller passes to [`std::hint::black_box`]: a software prefetch in safe
+    /// code. The loads are independent of any computation, so the processor issues them at once
+    /// and the rows arrive in cache while the caller works on other rows, instead of one memory
+    /// latency at a time when the rows are used (random rows of a large data set are not in
+    /// cache, and the hardware prefetcher cannot guess them).
+    #[inline(always)]
+    pub fn touch(&self, idx: &[usize]) -> u64 {
+        /// f64s per 64-byte cache line.
+        const LINE: usize = 8;
+        let mut acc = 0;
+        for &i in idx {
+            let row = self.row(i);
+            for x in row.iter().step_by(LINE) {
+                acc ^= x.to_bits();
+            }
+            // The last line, which the stride misses when the row does not start on a line.
+            acc ^= row.last().map_or(0, |x| x.to_bits());
+        }
+        acc
+    }
+
     /// `Aᵀ diag(w) A` (d × d), by row accumulation.
     pub fn weighted_gram(&self, w: impl Fn(usize) -> f64) -> Array2<f64> {
         let d = self.d;
@@ -95,15 +117,14 @@ pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
 #[inline(always)]
 pub(crate) fn dot4(x: [&[f64]; 4], y: &[f64]) -> [f64; 4] {
     let n = x.iter().fold(y.len(), |n, r| n.min(r.len()));
-    let mut cy = y[..n].chunks_exact(4);
-    let mut cx = x.map(|r| r[..n].chunks_exact(4));
-    let mut acc = [[0.0f64; 4]; 4];
+    let mut cy = y[..n].chunks_exact(2);
+    let mut cx = x.map(|r| r[..n].chunks_exact(2));
+    let mut acc = [[0.0f64; 2]; 4];
     let [c0, c1, c2, c3] = &mut cx;
     for ((((yc, a), b), c), e) in (&mut cy).zip(c0).zip(c1).zip(c2).zip(c3) {
         for (acc, xc) in acc.iter_mut().zip([a, b, c, e]) {
-            for l in 0..4 {
-                acc[l] += xc[l] * yc[l];
-            }
+            acc[0] += xc[0] * yc[0];
+            acc[1] += xc[1] * yc[1];
         }
     }
     std::array::from_fn(|r| {
@@ -111,8 +132,7 @@ pub(crate) fn dot4(x: [&[f64]; 4], y: &[f64]) -> [f64; 4] {
         for (x, y) in cx[r].remainder().iter().zip(cy.remainder()) {
             tail += x * y;
         }
-        let a = &acc[r];
-        (a[0] + a[1]) + (a[2] + a[3]) + tail
+        acc[r][0] + acc[r][1] + tail
     })
 }
 

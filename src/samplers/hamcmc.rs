@@ -346,7 +346,7 @@ impl<E: GradientEstimator> Sampler for Hamcmc<E> {
     }
 
     fn cost(&self) -> Cost {
-        Cost::gradients(self.estimator.n_datum_gradients())
+        self.estimator.cost()
     }
 
     fn setup_cost(&self) -> Cost {

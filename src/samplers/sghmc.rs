@@ -184,7 +184,7 @@ impl<E: GradientEstimator> Sampler for Sghmc<E> {
     }
 
     fn cost(&self) -> Cost {
-        Cost::gradients(self.estimator.n_datum_gradients())
+        self.estimator.cost()
     }
 
     fn setup_cost(&self) -> Cost {

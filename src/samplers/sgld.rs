@@ -149,7 +149,7 @@ impl<E: GradientEstimator> Sampler for Sgld<E> {
     }
 
     fn cost(&self) -> Cost {
-        Cost::gradients(self.estimator.n_datum_gradients())
+        self.estimator.cost()
     }
 
     fn setup_cost(&self) -> Cost {

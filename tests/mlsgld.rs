@@ -1,0 +1,233 @@
+//! Multilevel SGLD: telescoping, coupling variance decay, adaptive MLMC, the Taylor estimator,
+//! thread-count independence.
+
+mod common;
+
+use common::mean_se;
+use rand::SeedableRng;
+use sgmcmc::*;
+
+const Z: f64 = 4.5;
+
+/// d = 1 linear-Gaussian posterior with precision about N/4, so that h₀ = 1/N is a quarter of the
+/// stability-relevant scale.
+fn gaussian() -> LinearGaussian {
+    LinearGaussian::synthetic(100, 1, 4.0, 10.0, 21).unwrap()
+}
+
+/// The multilevel estimate of E[g_L] agrees with a plain (independent) estimate at level L, while
+/// E[g_0] is far from it: the telescoping sum corrects the coarse levels' bias.
+#[test]
+fn telescoping_sum_matches_the_finest_level() {
+    let m = gaussian();
+    let mu = m.posterior_mean()[0];
+    let sd = m.posterior_covariance()[[0, 0]].sqrt();
+    let start = [mu + 3.0 * sd];
+    let g = |t: &[f64]| t[0] * t[0];
+    let settings = MlSgldSettings { h0: 1.0 / 100.0, seed: 31, ..Default::default() };
+    let ml = MlSgld::new(settings, Minibatch::new(10), &start).unwrap();
+    let r = ml.run_fixed(&m, &g, &[4000, 2000, 1000, 500]).unwrap();
+    // An independent plain estimate at level 3.
+    let plain_ml = MlSgld::new(MlSgldSettings { seed: 32, ..settings }, Minibatch::new(10), &start).unwrap();
+    let plain: Vec<f64> = (0..4000).map(|i| plain_ml.sample(&m, &g, 3, i).unwrap().fine).collect();
+    let (pm, pse) = mean_se(&plain);
+    let z = (r.estimate - pm) / (r.variance + pse * pse).sqrt();
+    eprintln!(
+        "MLMC {:.6} ± {:.1e}, plain level-3 {pm:.6} ± {pse:.1e} (z {z:+.2}); level-0 mean {:.6}",
+        r.estimate,
+        r.variance.sqrt(),
+        r.levels[0].mean_fine
+    );
+    for l in &r.levels {
+        eprintln!(
+            "  level {}: mean Δ {:+.3e}, var Δ {:.3e}, cost/sample {:.0}",
+            l.level, l.mean, l.variance, l.cost_per_sample
+        );
+    }
+    assert!(z.abs() < Z, "telescoping sum disagrees with level 3 (z = {z})");
+    // Level 0 alone is clearly biased relative to level 3 (so the test has power).
+    let z0 = (r.levels[0].mean_fine - pm) / (r.levels[0].variance_fine / 4000.0 + pse * pse).sqrt();
+    assert!(z0.abs() > 3.0 * Z, "level 0 is not distinguishable from level 3 (z = {z0})");
+    // The fixed run spends what it reports.
+    let total: u64 = r.levels.iter().map(|l| l.cost.datum_gradients).sum();
+    assert_eq!(r.cost.datum_gradients, total);
+}
+
+fn decay(coupling: MlCoupling, seed: u64) -> (f64, Vec<f64>) {
+    let m = LogisticRegression::synthetic(1000, 3, 1.0, 41).unwrap();
+    let map = m.map().unwrap();
+    let map0 = map.clone();
+    let g = move |t: &[f64]| t.iter().zip(map0.iter()).map(|(a, b)| (a - b).powi(2)).sum::<f64>();
+    let settings = MlSgldSettings { h0: 1.0 / 1000.0, coupling, seed, ..Default::default() };
+    let ml = MlSgld::new(settings, Minibatch::new(10), map.as_slice().unwrap()).unwrap();
+    let r = ml.run_fixed(&m, &g, &[200, 3000, 3000, 3000, 3000, 3000]).unwrap();
+    let v: Vec<f64> = r.levels.iter().skip(1).map(|l| l.variance).collect();
+    // Least-squares slope of −log₂ V_l over l = 1..5.
+    let n = v.len() as f64;
+    let xs: Vec<f64> = (1..=v.len()).map(|l| l as f64).collect();
+    let ys: Vec<f64> = v.iter().map(|x| -x.log2()).collect();
+    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
+    let beta = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum::<f64>()
+        / xs.iter().map(|x| (x - mx).powi(2)).sum::<f64>();
+    (beta, v)
+}
+
+/// Var[Δ_l] decays like 2^(−βl): β ≈ 1 for Algorithm 1's subsampling coupling, β ≈ 2 for the
+/// antithetic one (Giles et al., Fig. 2), with the plain minibatch estimator (n = 10).
+#[test]
+fn coupling_variance_decays_at_the_expected_rates() {
+    let (b1, v1) = decay(MlCoupling::Subsampling, 51);
+    let (b2, v2) = decay(MlCoupling::Antithetic, 52);
+    eprintln!("Algorithm 1: β = {b1:.2}, V_l = {v1:?}");
+    eprintln!("antithetic : β = {b2:.2}, V_l = {v2:?}");
+    // Each V_l is estimated from 3000 samples (relative error a few %), so β over five levels is
+    // known to about ±0.1; the margins below are several times that.
+    assert!(b1 > 0.6 && b1 < 1.5, "Algorithm 1 decay rate {b1}");
+    assert!(b2 > 1.6, "antithetic decay rate {b2}");
+    assert!(v2[4] < v1[4] / 4.0, "antithetic not better at level 5");
+}
+
+/// Adaptive MLMC meets its target RMSE against the exact posterior expectation over 40 runs.
+#[test]
+fn adaptive_mlmc_meets_the_target_rmse() {
+    let m = gaussian();
+    let mu = m.posterior_mean()[0];
+    let sd = m.posterior_covariance()[[0, 0]].sqrt();
+    let truth = mu;
+    let g = |t: &[f64]| t[0];
+    let eps = 0.05 * sd;
+    let target = AdaptiveSettings { rmse: eps, n_initial: 200, max_level: 8, max_cost: None };
+    let mut errs = Vec::new();
+    let mut levels = Vec::new();
+    for run in 0..40u64 {
+        let settings = MlSgldSettings { h0: 1.0 / 100.0, seed: 1000 + run, ..Default::default() };
+        let ml = MlSgld::new(settings, Minibatch::new(10), &[mu + 2.0 * sd]).unwrap();
+        let r = ml.run_adaptive(&m, &g, &target).unwrap();
+        errs.push(r.estimate - truth);
+        levels.push(r.levels.len());
+    }
+    let rmse = (errs.iter().map(|e| e * e).sum::<f64>() / errs.len() as f64).sqrt();
+    eprintln!("empirical RMSE {:.3} ε over 40 runs; levels used {levels:?}", rmse / eps);
+    assert!(rmse <= 1.2 * eps, "empirical RMSE {rmse:e} above 1.2 ε = {:e}", 1.2 * eps);
+}
+
+#[test]
+fn adaptive_mlmc_reports_an_exhausted_budget() {
+    let m = gaussian();
+    let ml = MlSgld::new(MlSgldSettings { h0: 0.01, ..Default::default() }, Minibatch::new(10), &[0.0]).unwrap();
+    let target = AdaptiveSettings { rmse: 1e-5, n_initial: 10, max_level: 8, max_cost: Some(100_000) };
+    match ml.run_adaptive(&m, &|t: &[f64]| t[0], &target) {
+        Err(Error::BudgetExhausted { datum_evaluations, estimate, estimated_rmse, .. }) => {
+            // It stops before a batch that would overrun the budget, reporting what it has.
+            assert!(datum_evaluations > 0 && datum_evaluations <= 100_000, "{datum_evaluations}");
+            assert!(estimate.is_finite() && estimated_rmse > 1e-5);
+        }
+        other => panic!("expected BudgetExhausted, got {other:?}"),
+    }
+    assert!(matches!(
+        MlSgld::new(MlSgldSettings { averaging_window: Some(6.0), ..Default::default() }, Minibatch::new(1), &[0.0]),
+        Err(Error::InvalidParameter { name: "averaging_window", .. })
+    ));
+    assert!(matches!(ml.run_fixed(&m, &|t: &[f64]| t[0], &[1]), Err(Error::NoSamples { .. })));
+    let m2 = LinearGaussian::synthetic(100, 2, 1.0, 1.0, 1).unwrap();
+    assert!(matches!(ml.run_fixed(&m2, &|t: &[f64]| t[0], &[5]), Err(Error::DimensionMismatch { .. })));
+}
+
+#[test]
+fn results_do_not_depend_on_the_thread_count() {
+    let m = LogisticRegression::synthetic(500, 3, 1.0, 7).unwrap();
+    let map = m.map().unwrap();
+    let g = |t: &[f64]| t[0] + t[1] * t[2];
+    let settings = MlSgldSettings { h0: 1.0 / 500.0, keep_points: true, ..Default::default() };
+    let ml = MlSgld::new(settings, Minibatch::new(10), map.as_slice().unwrap()).unwrap();
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| ml.run_fixed(&m, &g, &[50, 40, 30]).unwrap())
+    };
+    let (a, b) = (run(1), run(2));
+    assert_eq!(a.estimate.to_bits(), b.estimate.to_bits());
+    assert_eq!(a.cost, b.cost);
+    let serial =
+        MlSgld::new(MlSgldSettings { parallel: false, ..settings }, Minibatch::new(10), map.as_slice().unwrap())
+            .unwrap()
+            .run_fixed(&m, &g, &[50, 40, 30])
+            .unwrap();
+    assert_eq!(a.estimate.to_bits(), serial.estimate.to_bits());
+    // The signed measure of the end points reproduces the estimate.
+    let measure = a.measure.as_ref().unwrap();
+    let via_measure = measure.expectation(|t| t[0] + t[1] * t[2]).unwrap();
+    assert!((via_measure - a.estimate).abs() < 1e-12, "{via_measure} vs {}", a.estimate);
+    assert!((measure.total_weight() - 1.0).abs() < 1e-12);
+}
+
+/// The Taylor estimator is unbiased, and near the expansion point its variance is far below the
+/// first-order control variate's (second- vs first-order remainder).
+#[test]
+fn taylor_estimator_is_unbiased_and_second_order() {
+    let m = LogisticRegression::synthetic(2_000, 3, 5.0, 61).unwrap();
+    let map = m.map().unwrap();
+    let theta: Vec<f64> = map.iter().map(|t| t + 0.03).collect();
+    let settings = CvSettings { batch_size: 20, ..Default::default() };
+    let mut taylor = Taylor::at(&m, map.as_slice().unwrap(), settings).unwrap();
+    assert_eq!(taylor.setup_cost().datum_gradients, 2_000);
+    assert_eq!(taylor.setup_cost().datum_hvps, 3 * 2_000);
+    let mut cv = ControlVariate::at(&m, map.as_slice().unwrap(), settings).unwrap();
+    taylor.prepare(&m).unwrap();
+    cv.prepare(&m).unwrap();
+    let mut full = FullGradient::new();
+    full.prepare(&m).unwrap();
+    let mut rng = ChainRng::seed_from_u64(3);
+    let mut gf = vec![0.0; 3];
+    full.estimate(&m, &theta, &mut rng, &mut gf);
+    let draws = 40_000;
+    let mut t_cols = vec![Vec::with_capacity(draws); 3];
+    let mut c_cols = vec![Vec::with_capacity(draws); 3];
+    let mut g = vec![0.0; 3];
+    for _ in 0..draws {
+        taylor.estimate(&m, &theta, &mut rng, &mut g);
+        for (c, v) in t_cols.iter_mut().zip(&g) {
+            c.push(*v);
+        }
+        cv.estimate(&m, &theta, &mut rng, &mut g);
+        for (c, v) in c_cols.iter_mut().zip(&g) {
+            c.push(*v);
+        }
+    }
+    for j in 0..3 {
+        let (tm, tse) = mean_se(&t_cols[j]);
+        let (_, cse) = mean_se(&c_cols[j]);
+        let z = (tm - gf[j]) / tse;
+        eprintln!(
+            "coord {j}: Taylor {tm:.5} vs full {:.5} (z {z:+.2}); sd Taylor {:.2e} CV {:.2e}",
+            gf[j],
+            tse * (draws as f64).sqrt(),
+            cse * (draws as f64).sqrt()
+        );
+        assert!(z.abs() < Z);
+        assert!(tse * 5.0 < cse, "Taylor not better than first-order CV near θ₀");
+    }
+    assert_eq!(taylor.cost().datum_hvps, draws as u64 * 20);
+    // Without Hessian-vector products the estimator cannot be built.
+    struct NoHvp(LogisticRegression);
+    impl Model for NoHvp {
+        fn dim(&self) -> usize {
+            self.0.dim()
+        }
+        fn n_data(&self) -> usize {
+            self.0.n_data()
+        }
+        fn grad_prior(&self, t: &[f64], o: &mut [f64]) {
+            self.0.grad_prior(t, o)
+        }
+        fn grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) {
+            self.0.grad_data_sum(t, i, o)
+        }
+    }
+    assert!(matches!(
+        Taylor::at(&NoHvp(m.clone()), map.as_slice().unwrap(), settings),
+        Err(Error::Unsupported { method: "hvp_data_sum", .. })
+    ));
+}
