@@ -281,6 +281,36 @@ impl GradientEstimator for Minibatch {
     }
 }
 
+/// A subsampling estimator that can evaluate on an index set chosen by the caller, for methods
+/// that couple the minibatches of several paths (multilevel SGLD draws the coarse path's indices
+/// from the fine path's). `eval_on(θ, S)` is the estimator's formula on the multiset S of
+/// indices, with the scale `N/|S|`.
+pub trait SubsampledEstimator: GradientEstimator {
+    /// The minibatch size n the estimator was built with.
+    fn batch_size(&self) -> usize;
+
+    /// Writes the estimate at `theta` on the index multiset `idx` (each `< N`, non-empty) into
+    /// `out`. Counts its cost like [`eval`](GradientEstimator::eval). Allocates nothing.
+    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]);
+}
+
+impl SubsampledEstimator for Minibatch {
+    fn batch_size(&self) -> usize {
+        self.sub.batch_size()
+    }
+
+    #[inline]
+    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+        model.grad_data_sum(theta, idx, out);
+        model.grad_prior(theta, &mut self.scratch);
+        let scale = model.n_data() as f64 / idx.len() as f64;
+        for (o, s) in out.iter_mut().zip(&self.scratch) {
+            *o = scale * *o + s;
+        }
+        self.count += idx.len() as u64;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,35 +360,5 @@ mod tests {
         s.prepare(60).unwrap();
         s.draw(&mut rng);
         assert!(s.indices().iter().all(|&i| i < 60));
-    }
-}
-
-/// A subsampling estimator that can evaluate on an index set chosen by the caller, for methods
-/// that couple the minibatches of several paths (multilevel SGLD draws the coarse path's indices
-/// from the fine path's). `eval_on(θ, S)` is the estimator's formula on the multiset S of
-/// indices, with the scale `N/|S|`.
-pub trait SubsampledEstimator: GradientEstimator {
-    /// The minibatch size n the estimator was built with.
-    fn batch_size(&self) -> usize;
-
-    /// Writes the estimate at `theta` on the index multiset `idx` (each `< N`, non-empty) into
-    /// `out`. Counts its cost like [`eval`](GradientEstimator::eval). Allocates nothing.
-    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]);
-}
-
-impl SubsampledEstimator for Minibatch {
-    fn batch_size(&self) -> usize {
-        self.sub.batch_size()
-    }
-
-    #[inline]
-    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) {
-        model.grad_data_sum(theta, idx, out);
-        model.grad_prior(theta, &mut self.scratch);
-        let scale = model.n_data() as f64 / idx.len() as f64;
-        for (o, s) in out.iter_mut().zip(&self.scratch) {
-            *o = scale * *o + s;
-        }
-        self.count += idx.len() as u64;
     }
 }

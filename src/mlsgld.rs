@@ -269,7 +269,7 @@ impl<E: SubsampledEstimator> MlSgld<E> {
 
     /// Steps of the fine path of level l: `s_l = m (l + 1) 2^l`.
     pub fn steps(&self, level: usize) -> usize {
-        self.settings.horizon * (level + 1) << level
+        (self.settings.horizon * (level + 1)) << level
     }
 
     fn window_steps(&self, h: f64) -> Option<usize> {

@@ -187,7 +187,7 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
         }
         dir.iter_mut().for_each(|q| *q = -*q);
         let mut dphi0 = dotp(&g, &dir);
-        if !(dphi0 < 0.0) {
+        if dphi0.is_nan() || dphi0 >= 0.0 {
             // Not a descent direction (numerical trouble): restart from steepest descent.
             pairs.clear();
             for (q, gi) in dir.iter_mut().zip(&g) {

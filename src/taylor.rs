@@ -157,9 +157,9 @@ impl Taylor {
         self.hvps += idx.len() as u64;
         model.grad_prior(theta, &mut self.buf_a);
         let scale = e.n_data as f64 / idx.len() as f64;
-        for i in 0..d {
+        for (i, o) in out.iter_mut().enumerate() {
             let hv: f64 = e.hess_data[i * d..(i + 1) * d].iter().zip(&self.buf_v).map(|(a, b)| a * b).sum();
-            out[i] = self.buf_a[i] + e.data_grad0[i] + hv + scale * (out[i] - self.buf_b[i] - self.buf_hv[i]);
+            *o = self.buf_a[i] + e.data_grad0[i] + hv + scale * (*o - self.buf_b[i] - self.buf_hv[i]);
         }
     }
 }

@@ -115,7 +115,7 @@ pub fn zv_matrix(
     let mut hc = &h - &h_mean;
     // Scale columns to unit variance so that the normal equations are well conditioned.
     let scale: Array1<f64> = hc.map_axis(Axis(0), |c| (c.dot(&c) / (nf - 1.0)).sqrt());
-    if scale.iter().any(|&s| !(s > 0.0)) {
+    if scale.iter().any(|&s| s.is_nan() || s <= 0.0) {
         return Err(Error::LinearAlgebra { what: "ZV regression", reason: "a control variate is constant" });
     }
     hc /= &scale;
@@ -124,7 +124,7 @@ pub fn zv_matrix(
     // has a pivot at rounding level, or the factorisation fails outright.
     let l = crate::linalg::cholesky_lower("ZV regression", &gram)?;
     let pivots = l.diag().mapv(|x| x * x / (nf - 1.0));
-    if pivots.iter().any(|&p| !(p > 1e-10)) {
+    if pivots.iter().any(|&p| p.is_nan() || p <= 1e-10) {
         return Err(Error::LinearAlgebra { what: "ZV regression", reason: "the control variates are collinear" });
     }
     let mut out = Vec::with_capacity(values.ncols());
