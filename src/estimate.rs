@@ -16,6 +16,7 @@ pub struct Samples {
     draws: Array2<f64>,
     weights: Array1<f64>,
     gradients: Option<Array2<f64>>,
+    costs: Option<Array1<u64>>,
 }
 
 impl Samples {
@@ -32,7 +33,7 @@ impl Samples {
         if let Some(w) = weights.iter().find(|w| !w.is_finite()) {
             return Err(Error::invalid("weights", w, "every weight must be finite"));
         }
-        Ok(Samples { draws, weights, gradients })
+        Ok(Samples { draws, weights, gradients, costs: None })
     }
 
     /// Preallocated storage for `n` samples in dimension `d` (filled by the runner).
@@ -41,12 +42,16 @@ impl Samples {
             draws: Array2::zeros((n, d)),
             weights: Array1::zeros(n),
             gradients: gradients.then(|| Array2::zeros((n, d))),
+            costs: Some(Array1::zeros(n)),
         }
     }
 
-    pub(crate) fn set(&mut self, i: usize, theta: &[f64], w: f64, grad: Option<&[f64]>) {
+    pub(crate) fn set(&mut self, i: usize, theta: &[f64], w: f64, grad: Option<&[f64]>, cost: u64) {
         self.draws.row_mut(i).as_slice_mut().expect("row-major storage").copy_from_slice(theta);
         self.weights[i] = w;
+        if let Some(c) = self.costs.as_mut() {
+            c[i] = cost;
+        }
         if let (Some(g), Some(src)) = (self.gradients.as_mut(), grad) {
             g.row_mut(i).as_slice_mut().expect("row-major storage").copy_from_slice(src);
         }
@@ -65,6 +70,12 @@ impl Samples {
     /// The gradient estimates `∇Ũ(θ_k)` at the draws (n × d), if they were stored.
     pub fn gradients(&self) -> Option<ArrayView2<'_, f64>> {
         self.gradients.as_ref().map(|g| g.view())
+    }
+
+    /// The chain's cumulative cost (datum-gradient evaluations since its start, initial gradient
+    /// included) at each draw, if recorded by a run.
+    pub fn costs(&self) -> Option<ArrayView1<'_, u64>> {
+        self.costs.as_ref().map(|c| c.view())
     }
 
     /// The number of samples.

@@ -4,8 +4,10 @@
 
 pub mod control_variate;
 pub mod cost;
+pub mod diagnostics;
 pub mod error;
 pub mod estimate;
+pub mod export;
 pub mod gradient;
 pub mod lbfgs;
 pub mod linalg;
@@ -13,6 +15,8 @@ pub mod mlsgld;
 pub mod model;
 pub mod models;
 pub mod optim;
+#[cfg(feature = "progress")]
+pub mod progress;
 pub mod richardson;
 pub mod rng;
 pub mod run;
@@ -33,7 +37,7 @@ pub use models::{LinearGaussian, LogisticRegression, Pmf, Ratings};
 pub use optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
 pub use richardson::{NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, run_rr};
 pub use rng::{ChainRng, DEFAULT_SEED};
-pub use run::{ChainReport, RunOutput, RunSettings, Storage, run, run_chains};
+pub use run::{ChainReport, Progress, RunOutput, RunSettings, Storage, run, run_chains, run_observed};
 pub use samplers::{
     Discretisation, Hamcmc, HamcmcSettings, Lmc, Mala, MalaSettings, PreconditionedSgld, Psgld, PsgldSettings, Sampler,
     Sghmc, SghmcSettings, Sgld, SgldSettings,

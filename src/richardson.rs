@@ -204,7 +204,7 @@ fn run_chain<M: Model + ?Sized, S: Discretisation>(
         if fine {
             s.step_fraction(model, k, 0.5, &z1, &mut rng)?;
             if keep {
-                rec.record(s.position(), w, s.gradient());
+                rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients);
             }
             s.step_fraction(model, k, 0.5, &z2, &mut rng)?;
         } else {
@@ -214,7 +214,7 @@ fn run_chain<M: Model + ?Sized, S: Discretisation>(
             s.step_fraction(model, k, 1.0, &za, &mut rng)?;
         }
         if keep {
-            rec.record(s.position(), w, s.gradient());
+            rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients);
         }
     }
     Ok((rec.finish(), s))

@@ -161,10 +161,60 @@ pub fn run_chains<M: Model + ?Sized, S: Sampler>(
     inits: &[&[f64]],
     settings: &RunSettings,
 ) -> Result<RunOutput<S>> {
+    run_inner(model, sampler, inits, settings, None)
+}
+
+/// The progress of one chain, as passed to an observer.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// The chain's index.
+    pub chain: usize,
+    /// Iterations done (1-based).
+    pub iteration: u64,
+    /// Iterations planned.
+    pub n_iter: u64,
+    /// Wall time since the chain started.
+    pub elapsed: Duration,
+    /// The chain's cost so far.
+    pub cost: Cost,
+    /// The current position.
+    pub position: &'a [f64],
+}
+
+/// As [`run`], calling `observer` every `every` iterations of every chain (and after the last),
+/// from the thread running that chain. Nothing is printed unless the observer prints; see
+/// [`progress::terminal`](crate::progress::terminal) (feature `progress`) for a ready-made one.
+/// The observer cannot change the run: results are those of [`run`].
+///
+/// Errors: as [`run`]; [`Error::InvalidParameter`] for `every = 0`.
+pub fn run_observed<M: Model + ?Sized, S: Sampler, O: Fn(&Progress<'_>) + Sync>(
+    model: &M,
+    sampler: &S,
+    theta0: &[f64],
+    settings: &RunSettings,
+    every: u64,
+    observer: &O,
+) -> Result<RunOutput<S>> {
+    if every == 0 {
+        return Err(Error::invalid("every", every, "must be >= 1"));
+    }
+    let inits = vec![theta0; settings.n_chains];
+    run_inner(model, sampler, &inits, settings, Some((every, observer)))
+}
+
+type Observer<'o> = Option<(u64, &'o (dyn Fn(&Progress<'_>) + Sync))>;
+
+fn run_inner<M: Model + ?Sized, S: Sampler>(
+    model: &M,
+    sampler: &S,
+    inits: &[&[f64]],
+    settings: &RunSettings,
+    observer: Observer<'_>,
+) -> Result<RunOutput<S>> {
     settings.validate()?;
     crate::error::check_len("number of starting points (n_chains)", settings.n_chains, inits.len())?;
     let start = Instant::now();
-    let one = |c: usize| run_one(model, sampler, inits[c], settings, c);
+    let one = |c: usize| run_one(model, sampler, inits[c], settings, c, observer);
     let results: Vec<Result<(Estimate, ChainReport<S>)>> = if settings.parallel && settings.n_chains > 1 {
         (0..settings.n_chains).into_par_iter().map(one).collect()
     } else {
@@ -196,6 +246,7 @@ fn run_one<M: Model + ?Sized, S: Sampler>(
     theta0: &[f64],
     settings: &RunSettings,
     chain: usize,
+    observer: Observer<'_>,
 ) -> Result<(Estimate, ChainReport<S>)> {
     let wrap = |e: Error| Error::Chain { chain, source: Box::new(e) };
     let start = Instant::now();
@@ -206,7 +257,19 @@ fn run_one<M: Model + ?Sized, S: Sampler>(
     for k in 1..=settings.n_iter {
         s.step(model, &mut rng).map_err(wrap)?;
         if settings.keeps(k) {
-            rec.record(s.position(), s.weight(), s.gradient());
+            rec.record(s.position(), s.weight(), s.gradient(), s.cost().datum_gradients);
+        }
+        if let Some((every, obs)) = observer
+            && (k % every == 0 || k == settings.n_iter)
+        {
+            obs(&Progress {
+                chain,
+                iteration: k,
+                n_iter: settings.n_iter,
+                elapsed: start.elapsed(),
+                cost: s.cost(),
+                position: s.position(),
+            });
         }
     }
     let cost = s.cost();
@@ -246,12 +309,12 @@ impl Recorder {
     }
 
     #[inline]
-    pub(crate) fn record(&mut self, theta: &[f64], w: f64, grad: Option<&[f64]>) {
+    pub(crate) fn record(&mut self, theta: &[f64], w: f64, grad: Option<&[f64]>, cost: u64) {
         if self.i >= self.capacity {
             return;
         }
         if let Some(st) = self.samples.as_mut() {
-            st.set(self.i, theta, w, if self.with_gradients { grad } else { None });
+            st.set(self.i, theta, w, if self.with_gradients { grad } else { None }, cost);
         }
         if let Some(m) = self.moments.as_mut() {
             // The length always matches: θ comes from a sampler bound to a model of dimension d.

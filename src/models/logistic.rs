@@ -67,6 +67,13 @@ fn exp_nonpositive_ratio(x: f64) -> (f64, f64) {
     (two_k * ((2.0 + 2.0 * r) - c), 2.0 - c)
 }
 
+/// A chunk of exactly four as an array (the length is known at the call sites, so the check
+/// compiles away).
+#[inline(always)]
+fn quad<T>(chunk: &[T]) -> &[T; 4] {
+    chunk.try_into().expect("chunks of four")
+}
+
 /// `(σ(z), σ(−z))`, each accurate to a few ulps relative (also in the tails, where one of them
 /// is tiny), without overflow for any z; NaN for NaN.
 ///
@@ -168,39 +175,31 @@ impl LogisticRegression {
         Ok(h)
     }
 
-    /// `out += Σ_{i ∈ block} (σ(xᵢᵀθ) − yᵢ) xᵢ` for at most [`BLOCK`] indices: the dot products
-    /// of the block four rows at a time, then its residuals in one vectorised loop, then the
-    /// rows added to `out` four at a time, in index order (the rows are still in L1 cache).
-    ///
-    /// Not inlined on purpose: as a function of its own, `out` is known not to alias the rows,
-    /// which spares the vectorised loops their run-time overlap checks.
+    /// `out += Σ_{i ∈ block} (σ(xᵢᵀθ) − yᵢ) xᵢ` for 1 to [`BLOCK`] indices: the dot products
+    /// four rows at a time, then the residuals in one vectorised loop, then the rows added to
+    /// `out` four at a time, in index order (the rows are still in L1 cache). A block whose
+    /// length is not a multiple of four is padded with copies of its last row, given a zero
+    /// coefficient (adding `+0.0` leaves every sum unchanged).
     #[inline(always)]
     fn add_block_gradient(&self, theta: &[f64], block: &[usize], out: &mut [f64]) {
-        let mut z = [0.0; BLOCK];
+        let quads = block.len().div_ceil(4);
+        let last = block[block.len() - 1];
+        let mut rows = [self.rows.row(last); BLOCK];
         let mut y = [0.0; BLOCK];
-        let (z, y) = (&mut z[..block.len()], &mut y[..block.len()]);
-        let quads = block.len() / 4 * 4;
-        let row4 = |q: &[usize]| [q[0], q[1], q[2], q[3]].map(|i| self.rows.row(i));
-        for (zq, q) in z.chunks_exact_mut(4).zip(block.chunks_exact(4)) {
-            zq.copy_from_slice(&dot4(row4(q), theta));
-        }
-        if quads < block.len() {
-            let rest = &block[quads..];
-            let q = [0, 1, 2, 3].map(|k| rest[k.min(rest.len() - 1)]);
-            let zq = dot4(row4(&q), theta);
-            z[quads..].copy_from_slice(&zq[..rest.len()]);
-        }
-        for (y, &i) in y.iter_mut().zip(block) {
+        for ((row, y), &i) in rows.iter_mut().zip(&mut y).zip(block) {
+            *row = self.rows.row(i);
             *y = self.labels[i];
         }
-        for (z, &y) in z.iter_mut().zip(y.iter()) {
+        let mut z = [0.0; BLOCK];
+        for (zq, rq) in z.chunks_exact_mut(4).zip(rows.chunks_exact(4)).take(quads) {
+            zq.copy_from_slice(&dot4(quad(rq), theta));
+        }
+        for (z, &y) in z.iter_mut().zip(&y) {
             *z = residual(*z, y);
         }
-        for (rq, q) in z.chunks_exact(4).zip(block.chunks_exact(4)) {
-            axpy4([rq[0], rq[1], rq[2], rq[3]], row4(q), out);
-        }
-        for (&r, &i) in z[quads..].iter().zip(&block[quads..]) {
-            axpy(r, self.rows.row(i), out);
+        z[block.len()..].fill(0.0);
+        for (zq, rq) in z.chunks_exact(4).zip(rows.chunks_exact(4)).take(quads) {
+            axpy4(*quad(zq), *quad(rq), out);
         }
     }
 

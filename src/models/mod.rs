@@ -61,11 +61,13 @@ impl Rows {
         let mut acc = 0;
         for &i in idx {
             let row = self.row(i);
-            for x in row.iter().step_by(LINE) {
-                acc ^= x.to_bits();
+            let last = row.len() - 1;
+            acc ^= row[0].to_bits() ^ row[last].to_bits();
+            let mut k = LINE;
+            while k < last {
+                acc ^= row[k].to_bits();
+                k += LINE;
             }
-            // The last line, which the stride misses when the row does not start on a line.
-            acc ^= row.last().map_or(0, |x| x.to_bits());
         }
         acc
     }
@@ -115,7 +117,7 @@ pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// [`dot`]`(x[r], y)`, computed together: one pass loads each element of `y` once for the four
 /// rows and has sixteen independent accumulators (and four rows' memory loads in flight).
 #[inline(always)]
-pub(crate) fn dot4(x: [&[f64]; 4], y: &[f64]) -> [f64; 4] {
+pub(crate) fn dot4(x: &[&[f64]; 4], y: &[f64]) -> [f64; 4] {
     let n = x.iter().fold(y.len(), |n, r| n.min(r.len()));
     let mut cy = y[..n].chunks_exact(2);
     let mut cx = x.map(|r| r[..n].chunks_exact(2));

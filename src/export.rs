@@ -1,0 +1,136 @@
+//! Export of traces for Python (NumPy / ArviZ) and spreadsheets: `.npy` and CSV.
+//!
+//! Layout: `(chain, draw, dim)` for draws and gradients, `(chain, draw)` for weights and costs —
+//! what ArviZ's `from_dict` expects. In Python:
+//!
+//! ```text
+//! import numpy as np, arviz as az
+//! idata = az.from_dict(posterior={"theta": np.load("draws.npy")})   # (chain, draw, dim)
+//! ```
+
+use crate::error::{Error, Result, check_len};
+use crate::estimate::{Estimate, Samples};
+use ndarray::{Array2, Array3};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+fn parts(est: &Estimate) -> Result<Vec<&Samples>> {
+    let v: Vec<&Samples> = (0..est.n_parts())
+        .map(|c| est.samples(c).ok_or(Error::NotStored { what: "samples (the run kept only running moments)" }))
+        .collect::<Result<_>>()?;
+    if v.is_empty() {
+        return Err(Error::NoSamples { reason: "no chain to export" });
+    }
+    let n = v[0].len();
+    for s in &v {
+        check_len("draws per chain (export needs equal lengths)", n, s.len())?;
+    }
+    Ok(v)
+}
+
+/// The draws as a `(chain, draw, dim)` array. Errors: [`Error::NotStored`] for streaming-mode
+/// parts, [`Error::DimensionMismatch`] for chains of different lengths, [`Error::NoSamples`].
+pub fn draws_array(est: &Estimate) -> Result<Array3<f64>> {
+    let p = parts(est)?;
+    Ok(Array3::from_shape_fn((p.len(), p[0].len(), est.dim()), |(c, k, j)| p[c].draws()[[k, j]]))
+}
+
+/// The stored gradient estimates as a `(chain, draw, dim)` array, if every chain has them.
+pub fn gradients_array(est: &Estimate) -> Result<Array3<f64>> {
+    let p = parts(est)?;
+    let g: Vec<_> = p
+        .iter()
+        .map(|s| s.gradients().ok_or(Error::NotStored { what: "gradients (run with Storage::SamplesAndGradients)" }))
+        .collect::<Result<_>>()?;
+    Ok(Array3::from_shape_fn((p.len(), p[0].len(), est.dim()), |(c, k, j)| g[c][[k, j]]))
+}
+
+/// The weights as a `(chain, draw)` array.
+pub fn weights_array(est: &Estimate) -> Result<Array2<f64>> {
+    let p = parts(est)?;
+    Ok(Array2::from_shape_fn((p.len(), p[0].len()), |(c, k)| p[c].weights()[k]))
+}
+
+/// The cumulative datum-gradient cost at each draw as a `(chain, draw)` array (0 where a part was
+/// not recorded by a run).
+pub fn costs_array(est: &Estimate) -> Result<Array2<u64>> {
+    let p = parts(est)?;
+    Ok(Array2::from_shape_fn((p.len(), p[0].len()), |(c, k)| p[c].costs().map_or(0, |x| x[k])))
+}
+
+fn io(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Io { path: path.display().to_string(), message: e.to_string() }
+}
+
+/// Writes `draws.npy` (chain, draw, dim), `weights.npy` and `costs.npy` (chain, draw) and, if
+/// stored, `gradients.npy` (chain, draw, dim) into `dir` (created if missing); returns the paths.
+///
+/// Errors: as [`draws_array`]; [`Error::Io`] if a file cannot be written.
+pub fn write_npy(dir: impl AsRef<Path>, est: &Estimate) -> Result<Vec<PathBuf>> {
+    let dir = dir.as_ref();
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let mut out = Vec::new();
+    let path = dir.join("draws.npy");
+    ndarray_npy::write_npy(&path, &draws_array(est)?).map_err(|e| io(&path, e))?;
+    out.push(path);
+    let path = dir.join("weights.npy");
+    ndarray_npy::write_npy(&path, &weights_array(est)?).map_err(|e| io(&path, e))?;
+    out.push(path);
+    let path = dir.join("costs.npy");
+    ndarray_npy::write_npy(&path, &costs_array(est)?).map_err(|e| io(&path, e))?;
+    out.push(path);
+    if let Ok(g) = gradients_array(est) {
+        let path = dir.join("gradients.npy");
+        ndarray_npy::write_npy(&path, &g).map_err(|e| io(&path, e))?;
+        out.push(path);
+    }
+    Ok(out)
+}
+
+/// Reads a `(chain, draw, dim)` array written by [`write_npy`] (or by NumPy, float64).
+pub fn read_npy3(path: impl AsRef<Path>) -> Result<Array3<f64>> {
+    let path = path.as_ref();
+    ndarray_npy::read_npy(path).map_err(|e| io(path, e))
+}
+
+/// Reads a `(chain, draw)` float64 array written by [`write_npy`].
+pub fn read_npy2(path: impl AsRef<Path>) -> Result<Array2<f64>> {
+    let path = path.as_ref();
+    ndarray_npy::read_npy(path).map_err(|e| io(path, e))
+}
+
+/// Writes a long-format CSV: header `chain,draw,weight,cost,theta_0,…[,grad_0,…]`, one row per
+/// draw, numbers printed in Rust's shortest round-trip form (so reading back is exact).
+pub fn write_csv(path: impl AsRef<Path>, est: &Estimate) -> Result<()> {
+    let path = path.as_ref();
+    let p = parts(est)?;
+    let with_grad = p.iter().all(|s| s.gradients().is_some());
+    let d = est.dim();
+    let file = std::fs::File::create(path).map_err(|e| io(path, e))?;
+    let mut w = std::io::BufWriter::new(file);
+    let mut header = String::from("chain,draw,weight,cost");
+    for j in 0..d {
+        header.push_str(&format!(",theta_{j}"));
+    }
+    if with_grad {
+        for j in 0..d {
+            header.push_str(&format!(",grad_{j}"));
+        }
+    }
+    writeln!(w, "{header}").map_err(|e| io(path, e))?;
+    for (c, s) in p.iter().enumerate() {
+        for k in 0..s.len() {
+            let mut line = format!("{c},{k},{:?},{}", s.weights()[k], s.costs().map_or(0, |x| x[k]));
+            for v in s.draws().row(k) {
+                line.push_str(&format!(",{v:?}"));
+            }
+            if let Some(g) = s.gradients().filter(|_| with_grad) {
+                for v in g.row(k) {
+                    line.push_str(&format!(",{v:?}"));
+                }
+            }
+            writeln!(w, "{line}").map_err(|e| io(path, e))?;
+        }
+    }
+    w.flush().map_err(|e| io(path, e))
+}

@@ -1,0 +1,228 @@
+//! Diagnostics against ArviZ, KSD against a direct formula and on known cases, export
+//! round-trips, and the progress observer.
+
+use ndarray::{Array1, Array2, Array3};
+use rand::SeedableRng;
+use rand_distr::{Distribution, StandardNormal};
+use sgmcmc::diagnostics::{self, KsdSettings};
+use sgmcmc::*;
+use std::sync::Mutex;
+
+/// The fixture draws (4 chains × 301 draws × 4 quantities) and ArviZ's values, produced by
+/// `tests/fixtures/arviz_reference.py` (ArviZ 0.23.4).
+fn fixture() -> (Array3<f64>, Vec<Vec<f64>>) {
+    let text = include_str!("fixtures/arviz_draws.csv");
+    let mut x = Array3::zeros((4, 301, 4));
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (c, t): (usize, usize) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+        for j in 0..4 {
+            x[[c, t, j]] = f[2 + j].parse().unwrap();
+        }
+    }
+    let reference = include_str!("fixtures/arviz_reference.csv")
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').skip(1).map(|v| v.parse().unwrap()).collect())
+        .collect();
+    (x, reference)
+}
+
+#[test]
+fn ess_rhat_mcse_match_arviz() {
+    let (x, reference) = fixture();
+    for j in 0..4 {
+        let a: Array2<f64> = x.index_axis(ndarray::Axis(2), j).to_owned();
+        let ours = [
+            diagnostics::ess_bulk(a.view()).unwrap(),
+            diagnostics::ess_tail(a.view()).unwrap(),
+            diagnostics::ess_mean(a.view()).unwrap(),
+            diagnostics::rhat(a.view()).unwrap(),
+            diagnostics::mcse_mean(a.view()).unwrap(),
+        ];
+        for (k, (o, r)) in ours.iter().zip(&reference[j]).enumerate() {
+            let rel = (o - r).abs() / r.abs();
+            eprintln!("x{j} stat {k}: ours {o:.10} ArviZ {r:.10} (rel {rel:.1e})");
+            assert!(rel < 1e-6, "x{j} statistic {k}: {o} vs ArviZ {r}");
+        }
+    }
+}
+
+#[test]
+fn rhat_flags_chains_that_did_not_mix() {
+    let (x, _) = fixture();
+    let mixed = diagnostics::rhat(x.index_axis(ndarray::Axis(2), 0)).unwrap();
+    let apart = diagnostics::rhat(x.index_axis(ndarray::Axis(2), 2)).unwrap();
+    assert!(mixed < 1.01, "{mixed}");
+    assert!(apart > 1.5, "{apart}");
+    // Too few draws, non-finite values: typed errors.
+    assert!(matches!(diagnostics::ess_bulk(Array2::zeros((2, 3)).view()), Err(Error::TooFewSamples { .. })));
+    let mut bad = Array2::<f64>::zeros((2, 10));
+    bad[[0, 0]] = f64::NAN;
+    assert!(matches!(diagnostics::rhat(bad.view()), Err(Error::InvalidParameter { .. })));
+}
+
+/// The Stein kernel written out directly for one pair (a second, independent transcription).
+fn stein_direct(x: &[f64], sx: &[f64], y: &[f64], sy: &[f64], c: f64, beta: f64) -> f64 {
+    let d = x.len();
+    let r: Vec<f64> = (0..d).map(|i| x[i] - y[i]).collect();
+    let r2: f64 = r.iter().map(|v| v * v).sum();
+    let q = c * c + r2;
+    let k = q.powf(beta);
+    let grad_x_k: Vec<f64> = r.iter().map(|ri| 2.0 * beta * q.powf(beta - 1.0) * ri).collect();
+    let grad_y_k: Vec<f64> = grad_x_k.iter().map(|g| -g).collect();
+    // tr ∇ₓ∇ᵧ k = Σᵢ ∂²k/∂xᵢ∂yᵢ.
+    let mut trace = 0.0;
+    for ri in &r {
+        trace += -2.0 * beta * q.powf(beta - 1.0) - 4.0 * beta * (beta - 1.0) * q.powf(beta - 2.0) * ri * ri;
+    }
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(u, v)| u * v).sum::<f64>();
+    trace + dot(&grad_x_k, sy) + dot(&grad_y_k, sx) + k * dot(sx, sy)
+}
+
+#[test]
+fn ksd_matches_a_direct_double_loop() {
+    let mut rng = ChainRng::seed_from_u64(5);
+    let (n, d) = (30, 3);
+    let x = Array2::from_shape_fn((n, d), |_| StandardNormal.sample(&mut rng));
+    let s = Array2::from_shape_fn((n, d), |_| StandardNormal.sample(&mut rng));
+    let w = Array1::from_shape_fn(n, |i| if i % 5 == 0 { -0.3 } else { 1.0 + i as f64 / 10.0 });
+    for (c, beta) in [(1.0, -0.5), (0.5, -0.3)] {
+        let mut total = 0.0;
+        for i in 0..n {
+            for j in 0..n {
+                let (xi, si) = (x.row(i).to_vec(), s.row(i).to_vec());
+                let (xj, sj) = (x.row(j).to_vec(), s.row(j).to_vec());
+                total += w[i] * w[j] * stein_direct(&xi, &si, &xj, &sj, c, beta);
+            }
+        }
+        let direct = (total / w.sum().powi(2)).max(0.0).sqrt();
+        let ours = diagnostics::ksd_imq(x.view(), s.view(), Some(w.view()), KsdSettings { c, beta }).unwrap();
+        assert!((ours - direct).abs() < 1e-12 * direct.max(1.0), "{ours} vs {direct}");
+    }
+}
+
+/// Exact Gaussian samples with exact scores: KSD is small and decreases with n (about n^(−1/2)).
+#[test]
+fn ksd_of_exact_samples_decreases_with_n() {
+    let mut rng = ChainRng::seed_from_u64(9);
+    let d = 2;
+    let mut prev = f64::INFINITY;
+    let mut values = Vec::new();
+    for &n in &[100usize, 400, 1600] {
+        let x = Array2::from_shape_fn((n, d), |_| StandardNormal.sample(&mut rng));
+        let ksd = diagnostics::ksd_imq(x.view(), (-&x).view(), None, KsdSettings::default()).unwrap();
+        values.push(ksd);
+        assert!(ksd < prev, "KSD did not decrease: {values:?}");
+        prev = ksd;
+    }
+    eprintln!("KSD of exact N(0, I) samples at n = 100, 400, 1600: {values:?}");
+    // Quadrupling n halves the KSD in expectation; allow a factor 1.4 either side per step.
+    assert!(values[0] / values[1] > 1.4 && values[1] / values[2] > 1.4);
+    assert!(values[2] < 0.1);
+}
+
+/// SGLD samples at a large step are visibly worse by KSD than at a small one (full gradients,
+/// exact scores at the draws).
+#[test]
+fn ksd_ranks_sgld_step_sizes() {
+    // A posterior of unit scale (few data, unit prior): the IMQ kernel with c = 1 suits it.
+    let m = LinearGaussian::synthetic(5, 2, 1.0, 1.0, 3).unwrap();
+    let ksd_at = |gamma: f64| {
+        let s = Sgld::lmc(SgldSettings::constant(gamma)).unwrap();
+        let settings = RunSettings {
+            n_iter: 40_000,
+            burn_in: 2_000,
+            thin: 20,
+            storage: Storage::SamplesAndGradients,
+            seed: 11,
+            ..Default::default()
+        };
+        let out = run(&m, &s, m.posterior_mean().as_slice().unwrap(), &settings).unwrap();
+        diagnostics::ksd_of(&out.estimate, KsdSettings::default()).unwrap()
+    };
+    let lam_max = linalg::symmetric_eigenvalues("P", m.posterior_precision()).unwrap()[1];
+    let (small, large) = (ksd_at(0.05 / lam_max), ksd_at(1.5 / lam_max));
+    eprintln!("KSD: γλ = 0.05 → {small:.3e}; γλ = 1.5 → {large:.3e}");
+    assert!(large > 3.0 * small, "KSD does not see the large-step bias: {small} vs {large}");
+    assert!(matches!(
+        diagnostics::ksd_imq(
+            Array2::zeros((2, 2)).view(),
+            Array2::zeros((2, 2)).view(),
+            None,
+            KsdSettings { c: 1.0, beta: 0.5 }
+        ),
+        Err(Error::InvalidParameter { name: "beta", .. })
+    ));
+}
+
+#[test]
+fn export_round_trips_and_summary_works() {
+    let m = LogisticRegression::synthetic(500, 3, 1.0, 4).unwrap();
+    let s = Sgld::new(SgldSettings::constant(2e-4), Minibatch::new(20)).unwrap();
+    let settings = RunSettings {
+        n_iter: 2_000,
+        burn_in: 500,
+        n_chains: 3,
+        storage: Storage::SamplesAndGradients,
+        seed: 12,
+        ..Default::default()
+    };
+    let out = run(&m, &s, &[0.0; 3], &settings).unwrap();
+    let dir = std::env::temp_dir().join(format!("sgmcmc-export-{}", std::process::id()));
+    let files = export::write_npy(&dir, &out.estimate).unwrap();
+    assert_eq!(files.len(), 4);
+    let draws = export::draws_array(&out.estimate).unwrap();
+    assert_eq!(draws.dim(), (3, 1_500, 3));
+    let back = export::read_npy3(dir.join("draws.npy")).unwrap();
+    let bits = |a: &Array3<f64>| a.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&back), bits(&draws));
+    assert_eq!(
+        bits(&export::read_npy3(dir.join("gradients.npy")).unwrap()),
+        bits(&export::gradients_array(&out.estimate).unwrap())
+    );
+    let w = export::read_npy2(dir.join("weights.npy")).unwrap();
+    assert_eq!(w, export::weights_array(&out.estimate).unwrap());
+    let costs = export::costs_array(&out.estimate).unwrap();
+    assert_eq!(costs[[0, 0]], (501 + 1) * 20 - 20 + 20);
+    // CSV round trip, exact.
+    let csv = dir.join("trace.csv");
+    export::write_csv(&csv, &out.estimate).unwrap();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next().unwrap(), "chain,draw,weight,cost,theta_0,theta_1,theta_2,grad_0,grad_1,grad_2");
+    for (row, line) in lines.enumerate() {
+        let f: Vec<&str> = line.split(',').collect();
+        let (c, k) = (row / 1_500, row % 1_500);
+        for j in 0..3 {
+            assert_eq!(f[4 + j].parse::<f64>().unwrap().to_bits(), draws[[c, k, j]].to_bits());
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    // The summary table: one row per coordinate, finite.
+    let table = diagnostics::summary(&out.estimate).unwrap();
+    assert_eq!(table.len(), 3);
+    assert!(table.iter().all(|r| r.ess_bulk > 10.0 && r.rhat.is_finite() && r.mcse_mean > 0.0));
+    // Streaming mode cannot be exported.
+    let moments = run(&m, &s, &[0.0; 3], &RunSettings { storage: Storage::Moments, ..settings }).unwrap();
+    assert!(matches!(export::draws_array(&moments.estimate), Err(Error::NotStored { .. })));
+    assert!(matches!(diagnostics::summary(&moments.estimate), Err(Error::NotStored { .. })));
+}
+
+#[test]
+fn observer_sees_progress_and_changes_nothing() {
+    let m = LinearGaussian::synthetic(100, 2, 1.0, 1.0, 1).unwrap();
+    let s = Sgld::new(SgldSettings::constant(1e-3), Minibatch::new(10)).unwrap();
+    let settings = RunSettings { n_iter: 1_000, burn_in: 100, n_chains: 2, seed: 13, ..Default::default() };
+    let seen = Mutex::new(Vec::new());
+    let observer = |p: &Progress<'_>| seen.lock().unwrap().push((p.chain, p.iteration, p.cost.datum_gradients));
+    let observed = run_observed(&m, &s, &[0.0, 0.0], &settings, 250, &observer).unwrap();
+    let plain = run(&m, &s, &[0.0, 0.0], &settings).unwrap();
+    assert_eq!(observed.estimate.stacked_draws().unwrap(), plain.estimate.stacked_draws().unwrap());
+    assert!(matches!(run_observed(&m, &s, &[0.0, 0.0], &settings, 0, &observer), Err(Error::InvalidParameter { .. })));
+    let mut v = seen.lock().unwrap().clone();
+    v.sort();
+    let expect: Vec<(usize, u64, u64)> =
+        (0..2).flat_map(|c| [250u64, 500, 750, 1000].map(move |k| (c, k, (k + 1) * 10))).collect();
+    assert_eq!(v, expect);
+}
