@@ -16,8 +16,9 @@ pub struct CvSettings {
     pub batch_size: usize,
     /// Draw minibatches with replacement (the default) or without.
     pub replacement: bool,
-    /// Keep every `∇Uᵢ(θ̂)` in memory (N × d numbers) so that an estimate costs n datum
-    /// gradients instead of 2n. Default false.
+    /// Keep every `∇Uᵢ(θ̂)` in memory as a dense N × d array so that an estimate costs n datum
+    /// gradients instead of 2n. Default false. Dense: unsuitable for models with many parameters
+    /// and sparse per-datum gradients (PMF: N·d can be billions).
     pub cache_centre_gradients: bool,
 }
 

@@ -422,6 +422,7 @@ fn poly(c: &[f64; 8], x: f64) -> f64 {
     c.iter().rev().fold(0.0, |acc, &k| acc * x + k)
 }
 
+#[allow(clippy::excessive_precision)] // AS 241's published coefficients, as printed
 const A: [f64; 8] = [
     3.387_132_872_796_366_5,
     133.141_667_891_784_38,
@@ -432,6 +433,7 @@ const A: [f64; 8] = [
     33_430.575_583_588_13,
     2_509.080_928_730_122_7,
 ];
+#[allow(clippy::excessive_precision)] // AS 241's published coefficients, as printed
 const B: [f64; 8] = [
     1.0,
     42.313_330_701_600_91,
@@ -442,6 +444,7 @@ const B: [f64; 8] = [
     28_729.085_735_721_943,
     5_226.495_278_852_545,
 ];
+#[allow(clippy::excessive_precision)] // AS 241's published coefficients, as printed
 const C: [f64; 8] = [
     1.423_437_110_749_683_5,
     4.630_337_846_156_546,
@@ -452,6 +455,7 @@ const C: [f64; 8] = [
     0.022_723_844_989_269_184,
     7.745_450_142_783_414e-4,
 ];
+#[allow(clippy::excessive_precision)] // AS 241's published coefficients, as printed
 const D: [f64; 8] = [
     1.0,
     2.053_191_626_637_759,
@@ -462,6 +466,7 @@ const D: [f64; 8] = [
     5.475_938_084_995_345e-4,
     1.050_750_071_644_416_9e-9,
 ];
+#[allow(clippy::excessive_precision)] // AS 241's published coefficients, as printed
 const E: [f64; 8] = [
     6.657_904_643_501_103,
     5.463_784_911_164_114,
@@ -472,6 +477,7 @@ const E: [f64; 8] = [
     2.711_555_568_743_487_6e-5,
     2.010_334_399_292_288_1e-7,
 ];
+#[allow(clippy::excessive_precision)] // AS 241's published coefficients, as printed
 const F: [f64; 8] = [
     1.0,
     0.599_832_206_555_888,

@@ -12,6 +12,12 @@
 //! Cholesky on the (column-scaled) normal equations; the estimate is `mean(g) − cᵀ mean(h)`.
 //! ZV removes variance, not a sampler's bias.
 //!
+//! With a constant-step chain (whose law π_γ is not π): the first-order control variates `∂ᵢÛ`
+//! have mean zero under the chain's own law too (`E_{π_γ}[∇U] = 0` at stationarity), so
+//! first-order ZV leaves the estimate's expectation unchanged; the second-order ones have mean zero
+//! only under π (for SGLD, `E_{π_γ}[2 − 2θᵢ∂ᵢÛ] ≈ −γE[(∂ᵢÛ)²]`), so second-order ZV may shift the
+//! estimate by O(γ) — towards π's value or away from the chain's, depending on the case.
+//!
 //! References: A. Mira, R. Solgi, D. Imparato, *Zero variance Markov chain Monte Carlo for
 //! Bayesian estimators*, Stat. Comput. 23, 2013; N. Friel, A. Mira, C. J. Oates, *Exploiting
 //! multi-core architectures for reduced-variance estimation with intractable likelihoods*,

@@ -31,7 +31,7 @@ fn moments<E: GradientEstimator>(
     full.prepare(model).unwrap();
     let mut g_full = vec![0.0; d];
     full.estimate(model, theta, &mut rng, &mut g_full);
-    let mut cols = vec![Vec::with_capacity(m); d];
+    let mut cols: Vec<Vec<f64>> = (0..d).map(|_| Vec::with_capacity(m)).collect();
     let mut g = vec![0.0; d];
     for _ in 0..m {
         est.estimate(model, theta, &mut rng, &mut g);

@@ -45,7 +45,7 @@ fn check(estimator: Minibatch, fpc: bool) {
         .collect();
     let mut est = estimator;
     est.prepare(&model).unwrap();
-    let mut draws = vec![Vec::with_capacity(M); d];
+    let mut draws: Vec<Vec<f64>> = (0..d).map(|_| Vec::with_capacity(M)).collect();
     let mut g = vec![0.0; d];
     for _ in 0..M {
         est.estimate(&model, &theta, &mut rng, &mut g);

@@ -183,8 +183,8 @@ fn taylor_estimator_is_unbiased_and_second_order() {
     let mut gf = vec![0.0; 3];
     full.estimate(&m, &theta, &mut rng, &mut gf);
     let draws = 40_000;
-    let mut t_cols = vec![Vec::with_capacity(draws); 3];
-    let mut c_cols = vec![Vec::with_capacity(draws); 3];
+    let mut t_cols: Vec<Vec<f64>> = (0..3).map(|_| Vec::with_capacity(draws)).collect();
+    let mut c_cols: Vec<Vec<f64>> = (0..3).map(|_| Vec::with_capacity(draws)).collect();
     let mut g = vec![0.0; 3];
     for _ in 0..draws {
         taylor.estimate(&m, &theta, &mut rng, &mut g);
