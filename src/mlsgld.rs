@@ -439,6 +439,28 @@ impl<E: SubsampledEstimator> MlSgld<E> {
         check_len("theta0", model.dim(), self.theta0.len())
     }
 
+    /// Statistics of `n_samples` samples (indices `0..n_samples`) of one level alone, e.g. to study
+    /// how `Var[Δ_l]` decays with l.
+    ///
+    /// Errors: [`Error::NoSamples`] for fewer than 2 samples; model, estimator and non-finite
+    /// errors.
+    pub fn level<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
+        &self,
+        model: &M,
+        g: &G,
+        level: usize,
+        n_samples: usize,
+    ) -> Result<LevelStats> {
+        self.check(model)?;
+        if n_samples < 2 {
+            return Err(Error::NoSamples { reason: "a level needs at least 2 samples" });
+        }
+        let mut acc = LevelAcc::new(level, false);
+        self.extend_level(model, g, &mut acc, n_samples, &mut Budget::unlimited())?;
+        let mut r = self.summarise(model, &[acc], None);
+        Ok(r.levels.remove(0))
+    }
+
     /// Fixed levels 0..samples.len() with `samples[l]` samples at level l.
     ///
     /// Errors: [`Error::NoSamples`] for an empty list or a level with fewer than 2 samples; model,

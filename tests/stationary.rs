@@ -167,8 +167,10 @@ fn mala_adaptation_reaches_target_acceptance() {
     let s = RunSettings { n_iter: 25_000, burn_in: 5_000, thin: 1, n_chains: 4, seed: 108, ..Default::default() };
     let out = run(&m, &mala, &mu, &s).unwrap();
     for c in &out.chains {
-        // Acceptance after adaptation: count only post-adaptation steps via a fresh run at the
-        // adapted step size.
+        // The acceptance after adaptation, as counted by the sampler itself, and checked again by
+        // a fresh run at the adapted step size.
+        let after = c.sampler.acceptance_rate_after_adaptation();
+        assert!((after - 0.574).abs() < 0.08, "acceptance after adaptation {after}");
         let fixed = Mala::new(MalaSettings { step_size: c.sampler.step_size(), ..Default::default() }).unwrap();
         let o =
             run(&m, &fixed, &mu, &RunSettings { n_iter: 20_000, burn_in: 1, seed: 109, ..Default::default() }).unwrap();

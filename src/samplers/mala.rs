@@ -67,6 +67,7 @@ pub struct Mala {
     noise: Vec<f64>,
     k: u64,
     n_accepted: u64,
+    n_accepted_adapting: u64,
     ready: bool,
     cost: Cost,
 }
@@ -88,6 +89,7 @@ impl Mala {
             noise: Vec::new(),
             k: 0,
             n_accepted: 0,
+            n_accepted_adapting: 0,
             ready: false,
             cost: Cost::default(),
         })
@@ -103,9 +105,18 @@ impl Mala {
         self.gamma
     }
 
-    /// Fraction of proposals accepted since `init` (0 before the first step).
+    /// Fraction of proposals accepted since `init` (0 before the first step), adaptation
+    /// included.
     pub fn acceptance_rate(&self) -> f64 {
         if self.k == 0 { 0.0 } else { self.n_accepted as f64 / self.k as f64 }
+    }
+
+    /// Fraction of proposals accepted after the adaptation phase (the first `adapt_steps`
+    /// iterations), at the frozen step size; 0 before any such step.
+    pub fn acceptance_rate_after_adaptation(&self) -> f64 {
+        let adapt = self.settings.adapt_steps.min(self.k);
+        let k = self.k - adapt;
+        if k == 0 { 0.0 } else { (self.n_accepted - self.n_accepted_adapting) as f64 / k as f64 }
     }
 
     /// Potential and gradient at `x` into (`u`, `g`); `None` potential = unsupported.
@@ -155,6 +166,7 @@ impl Sampler for Mala {
         }
         self.k = 0;
         self.n_accepted = 0;
+        self.n_accepted_adapting = 0;
         self.gamma = self.settings.step_size;
         self.ready = false;
         let u = self.evaluate(model, false)?;
@@ -204,6 +216,7 @@ impl Sampler for Mala {
             }
         }
         if self.k <= self.settings.adapt_steps {
+            self.n_accepted_adapting = self.n_accepted;
             let gain = (self.k as f64).powf(-0.6);
             self.gamma *= (gain * (accept_prob - self.settings.target_accept)).exp();
         }
