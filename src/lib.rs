@@ -37,7 +37,9 @@ pub use models::{LinearGaussian, LogisticRegression, Pmf, Ratings};
 pub use optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
 pub use richardson::{NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, run_rr};
 pub use rng::{ChainRng, DEFAULT_SEED};
-pub use run::{ChainReport, Progress, RunOutput, RunSettings, Storage, run, run_chains, run_observed};
+pub use run::{
+    ChainReport, Progress, RunOutput, RunSettings, Storage, run, run_chains, run_chains_observed, run_observed,
+};
 pub use samplers::{
     Discretisation, Hamcmc, HamcmcSettings, Lmc, Mala, MalaSettings, PreconditionedSgld, Psgld, PsgldSettings, Sampler,
     Sghmc, SghmcSettings, Sgld, SgldSettings,

@@ -5,8 +5,9 @@ use std::io::Write;
 use std::sync::Mutex;
 
 /// An observer for [`run_observed`](crate::run_observed) that keeps one line on standard error
-/// up to date: overall percentage over `n_chains` chains of `n_iter` iterations, the slowest
-/// chain's iteration, elapsed time and cost. Ends the line when every chain is done.
+/// up to date: overall percentage over `n_chains` chains of `n_iter` iterations, then the
+/// iteration, elapsed time and cost of the chain that reported last. Ends the line when every
+/// chain is done.
 pub fn terminal(n_iter: u64, n_chains: usize) -> impl Fn(&Progress<'_>) + Sync {
     let done = Mutex::new(vec![0u64; n_chains.max(1)]);
     move |p: &Progress<'_>| {

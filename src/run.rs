@@ -202,6 +202,21 @@ pub fn run_observed<M: Model + ?Sized, S: Sampler, O: Fn(&Progress<'_>) + Sync>(
     run_inner(model, sampler, &inits, settings, Some((every, observer)))
 }
 
+/// As [`run_observed`], with one starting point per chain (`inits.len()` must equal `n_chains`).
+pub fn run_chains_observed<M: Model + ?Sized, S: Sampler, O: Fn(&Progress<'_>) + Sync>(
+    model: &M,
+    sampler: &S,
+    inits: &[&[f64]],
+    settings: &RunSettings,
+    every: u64,
+    observer: &O,
+) -> Result<RunOutput<S>> {
+    if every == 0 {
+        return Err(Error::invalid("every", every, "must be >= 1"));
+    }
+    run_inner(model, sampler, inits, settings, Some((every, observer)))
+}
+
 type Observer<'o> = Option<(u64, &'o (dyn Fn(&Progress<'_>) + Sync))>;
 
 fn run_inner<M: Model + ?Sized, S: Sampler>(
