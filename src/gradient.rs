@@ -156,15 +156,29 @@ impl Subsample {
     /// of the kept permutation, which gives a uniformly random n-subset whatever the
     /// permutation's current order.
     ///
-    /// Uniform integers come from `uniform_below` (one 64-bit draw each, almost always), which
-    /// is defined here rather than taken from `rand` so that the index sets of a seed do not
-    /// change with the version of `rand`.
+    /// Uniform integers come from Lemire's method (`uniform_below`, `uniform_below_u32`),
+    /// defined here rather than taken from `rand` so that the index sets of a seed do not change
+    /// with the version of `rand`. With replacement and N < 2³², each 64-bit draw gives two
+    /// indices, one from each half (almost always: a half is redrawn with probability N/2³²).
     #[inline]
     pub fn draw<R: Rng + ?Sized>(&mut self, rng: &mut R) {
         let n_data = self.n_data as u64;
         if self.replacement {
-            for i in self.idx.iter_mut() {
-                *i = uniform_below(rng, n_data) as usize;
+            if let Ok(range) = u32::try_from(n_data) {
+                let mut pairs = self.idx.chunks_exact_mut(2);
+                for pair in &mut pairs {
+                    let u = rng.next_u64();
+                    pair[0] = uniform_below_u32(rng, u as u32, range) as usize;
+                    pair[1] = uniform_below_u32(rng, (u >> 32) as u32, range) as usize;
+                }
+                for i in pairs.into_remainder() {
+                    let first = rng.next_u64() as u32;
+                    *i = uniform_below_u32(rng, first, range) as usize;
+                }
+            } else {
+                for i in self.idx.iter_mut() {
+                    *i = uniform_below(rng, n_data) as usize;
+                }
             }
         } else {
             for j in 0..self.batch_size {
@@ -218,6 +232,21 @@ pub(crate) fn uniform_below<R: Rng + ?Sized>(rng: &mut R, range: u64) -> u64 {
         }
     }
     (m >> 64) as u64
+}
+
+/// [`uniform_below`] for a 32-bit range, starting from the 32 random bits `first` (so that a
+/// caller can split one 64-bit draw in two); redraws, when needed, take 32 bits from `rng`.
+#[inline(always)]
+fn uniform_below_u32<R: Rng + ?Sized>(rng: &mut R, first: u32, range: u32) -> u32 {
+    debug_assert!(range > 0, "empty range");
+    let mut m = u64::from(first) * u64::from(range);
+    if (m as u32) < range {
+        let threshold = range.wrapping_neg() % range;
+        while (m as u32) < threshold {
+            m = u64::from(rng.next_u32()) * u64::from(range);
+        }
+    }
+    (m >> 32) as u32
 }
 
 /// The minibatch estimator `∇Ũ(θ) = ∇U₀(θ) + (N/n) Σ_{i∈S} ∇Uᵢ(θ)`, unbiased for `∇U(θ)`;
@@ -338,6 +367,23 @@ mod tests {
             upper += u32::from(x >= big / 2);
         }
         assert!((900..1_100).contains(&upper), "{upper} of 2000 in the upper half");
+        // The 32-bit version, on a range where about half of the first draws are rejected.
+        let big32 = (1u32 << 31) + 1;
+        let mut upper = 0;
+        for _ in 0..2_000 {
+            let first = rng.next_u32();
+            let x = uniform_below_u32(&mut rng, first, big32);
+            assert!(x < big32);
+            upper += u32::from(x >= big32 / 2);
+        }
+        assert!((900..1_100).contains(&upper), "{upper} of 2000 in the upper half");
+        let mut counts = [0u32; 7];
+        for _ in 0..n {
+            let first = rng.next_u32();
+            counts[uniform_below_u32(&mut rng, first, 7) as usize] += 1;
+        }
+        let chi2: f64 = counts.iter().map(|&c| (f64::from(c) - expected).powi(2) / expected).sum();
+        assert!(chi2 < 22.5, "chi-square {chi2} with 6 degrees of freedom");
     }
 
     /// Without replacement, every index set has distinct members; with replacement, all are in

@@ -193,7 +193,7 @@ mod tests {
     fn second_order_columns() {
         let h = control_variates(array![[1.0, 2.0]].view(), array![[0.5, -1.0]].view(), ZvOrder::Second).unwrap();
         // [g0, g1, 2-2 t0 g0, 2-2 t1 g1, -(t1 g0 + t0 g1)]
-        assert_eq!(h.row(0).to_vec(), vec![0.5, -1.0, 1.0, 6.0, -(2.0 * 0.5 + 1.0 * -1.0)]);
+        assert_eq!(h.row(0).to_vec(), vec![0.5, -1.0, 1.0, 6.0, -(2.0 * 0.5 - 1.0)]);
     }
 
     #[test]

@@ -31,7 +31,7 @@ fn fixture() -> (Array3<f64>, Vec<Vec<f64>>) {
 #[test]
 fn ess_rhat_mcse_match_arviz() {
     let (x, reference) = fixture();
-    for j in 0..4 {
+    for (j, expected) in reference.iter().enumerate() {
         let a: Array2<f64> = x.index_axis(ndarray::Axis(2), j).to_owned();
         let ours = [
             diagnostics::ess_bulk(a.view()).unwrap(),
@@ -40,7 +40,7 @@ fn ess_rhat_mcse_match_arviz() {
             diagnostics::rhat(a.view()).unwrap(),
             diagnostics::mcse_mean(a.view()).unwrap(),
         ];
-        for (k, (o, r)) in ours.iter().zip(&reference[j]).enumerate() {
+        for (k, (o, r)) in ours.iter().zip(expected).enumerate() {
             let rel = (o - r).abs() / r.abs();
             eprintln!("x{j} stat {k}: ours {o:.10} ArviZ {r:.10} (rel {rel:.1e})");
             assert!(rel < 1e-6, "x{j} statistic {k}: {o} vs ArviZ {r}");
