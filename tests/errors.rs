@@ -163,18 +163,24 @@ fn non_finite_values_report_the_iteration() {
     // A non-finite starting point.
     let e = run(&lg(), &sgld(1e-3, 2), &[f64::NAN, 0.0], &quick()).unwrap_err();
     assert_eq!(e.root(), &Error::NonFiniteState { iteration: 0 });
-    // Divergence: a step far beyond the stability limit 2/λ_max.
+    // Divergence: a step far beyond the stability limit 2/λ_max. θ grows geometrically; whichever
+    // overflows first, the state or the gradient at it, is reported with its iteration.
     let e = run(&lg(), &sgld(10.0, 10), &[1.0, 1.0], &RunSettings { n_iter: 10_000, ..quick() }).unwrap_err();
     match e.root() {
-        Error::NonFiniteState { iteration } => assert!(*iteration > 1 && *iteration < 1_000),
-        other => panic!("expected NonFiniteState, got {other:?}"),
+        Error::NonFiniteState { iteration } | Error::NonFiniteGradient { iteration } => {
+            assert!(*iteration > 1 && *iteration < 1_000)
+        }
+        other => panic!("expected a non-finite state or gradient, got {other:?}"),
     }
+    // A state that overflows while its gradient stays finite (bounded gradient, huge step).
+    let e = run(&Custom::new(10, 2), &sgld(1e308, 2), &[1.0, 1.0], &quick()).unwrap_err();
+    assert!(matches!(e.root(), Error::NonFiniteState { iteration: 1 }), "{e:?}");
     let sghmc =
         Sghmc::new(SghmcSettings { learning_rate: StepSize::Constant(10.0), ..Default::default() }, Minibatch::new(10))
             .unwrap();
     assert!(matches!(
         run(&lg(), &sghmc, &[1.0, 1.0], &RunSettings { n_iter: 10_000, ..quick() }).unwrap_err().root(),
-        Error::NonFiniteState { .. }
+        Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. }
     ));
     // MALA: a NaN potential.
     let mut m = Custom::new(10, 2);

@@ -191,7 +191,7 @@ fn rr_errors_name_the_replicate() {
     let s = RunSettings { n_iter: 1_000, burn_in: 1, n_chains: 2, ..Default::default() };
     let e = run_rr(&m, &rr, &[1.0, 1.0], &s).unwrap_err();
     assert!(matches!(e, Error::Chain { chain: 0, .. }));
-    assert!(matches!(e.root(), Error::NonFiniteState { .. }));
+    assert!(matches!(e.root(), Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. }));
     let e = run_rr(&m, &rr, &[1.0], &s).unwrap_err();
     assert!(matches!(e.root(), Error::DimensionMismatch { .. }));
     assert!(matches!(
