@@ -209,7 +209,8 @@ impl LogisticRegression {
     /// from θ = 0, to a gradient norm below `1e-10 · (1 + N)`.
     ///
     /// Errors: [`Error::LinearAlgebra`] if a Newton system fails (cannot happen with a proper
-    /// Gaussian prior), [`Error::NonFiniteState`] if it does not converge in 100 iterations.
+    /// Gaussian prior), [`Error::NonFiniteState`] if an iterate is not finite,
+    /// [`Error::NotConverged`] if it does not converge in 100 iterations.
     pub fn map(&self) -> Result<Array1<f64>> {
         let d = self.rows.d;
         let all: Vec<usize> = (0..self.rows.n).collect();
@@ -234,7 +235,9 @@ impl LogisticRegression {
             let mut t = 1.0;
             loop {
                 let cand: Vec<f64> = theta.iter().zip(&step).map(|(a, s)| a - t * s).collect();
-                if potential(&cand) <= u0 || t < 1e-8 {
+                // Near the mode the decrease falls below the potential's rounding error: accept
+                // a step that does not increase it beyond that.
+                if potential(&cand) <= u0 + 1e-13 * u0.abs().max(1.0) || t < 1e-8 {
                     theta = cand;
                     break;
                 }
@@ -244,7 +247,7 @@ impl LogisticRegression {
                 return Err(Error::NonFiniteState { iteration: it + 1 });
             }
         }
-        Err(Error::NonFiniteState { iteration: 100 })
+        Err(Error::NotConverged { what: "Newton's method for the MAP", iterations: 100, residual: f64::NAN })
     }
 }
 
