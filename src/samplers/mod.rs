@@ -10,6 +10,38 @@
 //! | [`Psgld`] | RMSprop-diagonal preconditioned SGLD | any | Li et al. (2016) |
 //! | [`PreconditionedSgld`] | `θ ← θ − γ G∇Ũ(θ) + √(2γ) L Z`, `G = LLᵀ` constant | any | Patterson & Teh (2013) |
 
+/// The [`Sampler`] accessors shared by the samplers built on [`LangevinState`] and a gradient
+/// estimator: position and gradient from the state, cost from the estimator, and the weight
+/// given as an expression of the sampler `s`.
+macro_rules! langevin_accessors {
+    (|$s:ident| $weight:expr) => {
+        fn position(&self) -> &[f64] {
+            &self.state.theta
+        }
+
+        fn gradient(&self) -> Option<&[f64]> {
+            Some(&self.state.grad)
+        }
+
+        fn weight(&self) -> f64 {
+            let $s = self;
+            $weight
+        }
+
+        fn iteration(&self) -> u64 {
+            self.state.k
+        }
+
+        fn cost(&self) -> Cost {
+            self.estimator.cost()
+        }
+
+        fn setup_cost(&self) -> Cost {
+            self.estimator.setup_cost()
+        }
+    };
+}
+
 mod hamcmc;
 mod mala;
 mod precond;

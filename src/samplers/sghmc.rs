@@ -167,29 +167,7 @@ impl<E: GradientEstimator> Sampler for Sghmc<E> {
         self.finish_step(model, rng)
     }
 
-    fn position(&self) -> &[f64] {
-        &self.state.theta
-    }
-
-    fn gradient(&self) -> Option<&[f64]> {
-        Some(&self.state.grad)
-    }
-
-    fn weight(&self) -> f64 {
-        self.settings.learning_rate.at(self.state.k + 1).sqrt()
-    }
-
-    fn iteration(&self) -> u64 {
-        self.state.k
-    }
-
-    fn cost(&self) -> Cost {
-        self.estimator.cost()
-    }
-
-    fn setup_cost(&self) -> Cost {
-        self.estimator.setup_cost()
-    }
+    langevin_accessors!(|s| s.settings.learning_rate.at(s.state.k + 1).sqrt());
 }
 
 impl<E: GradientEstimator> Discretisation for Sghmc<E> {

@@ -132,29 +132,7 @@ impl<E: GradientEstimator> Sampler for Sgld<E> {
         self.finish_step(model, rng)
     }
 
-    fn position(&self) -> &[f64] {
-        &self.state.theta
-    }
-
-    fn gradient(&self) -> Option<&[f64]> {
-        Some(&self.state.grad)
-    }
-
-    fn weight(&self) -> f64 {
-        self.settings.step_size.at(self.state.k + 1)
-    }
-
-    fn iteration(&self) -> u64 {
-        self.state.k
-    }
-
-    fn cost(&self) -> Cost {
-        self.estimator.cost()
-    }
-
-    fn setup_cost(&self) -> Cost {
-        self.estimator.setup_cost()
-    }
+    langevin_accessors!(|s| s.settings.step_size.at(s.state.k + 1));
 }
 
 impl<E: GradientEstimator> Discretisation for Sgld<E> {
