@@ -99,7 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sgld_out = run(&model, &sgld, &theta0, &settings)?;
 
     let sghmc = Sghmc::new(
-        SghmcSettings { learning_rate: StepSize::Constant(SGHMC_ETA), friction: SGHMC_FRICTION, noise_estimate: 0.0 },
+        SghmcSettings { step_size: StepSize::Constant(SGHMC_ETA), friction: SGHMC_FRICTION, noise_estimate: 0.0 },
         Minibatch::new(BATCH_SIZE),
     )?;
     // Another master seed, so that the two samplers' chains are independent of each other.

@@ -238,6 +238,11 @@ impl crate::gradient::SubsampledEstimator for ControlVariate {
         self.sub.batch_size()
     }
 
+    #[inline]
+    fn draw_indices<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut [usize]) {
+        self.sub.draw_into(rng, out);
+    }
+
     fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) {
         let ControlVariate { centre, buf_hat, buf_prior, count, .. } = self;
         *count += cv_eval(centre, model, theta, idx, out, buf_hat, buf_prior);

@@ -7,7 +7,7 @@ use std::ops::{Add, AddAssign};
 /// One minibatch gradient of size n counts n `datum_gradients`; one full gradient counts N; an
 /// "epoch" is N. One-off setup passes (a full gradient at a control-variate centre, an
 /// optimiser's iterations) are included by whoever makes them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Cost {
     /// Gradients `∇Uᵢ(θ)` of single data items evaluated.

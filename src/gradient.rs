@@ -189,6 +189,13 @@ impl Subsample {
         }
     }
 
+    /// Draws a new index set and copies it into `out` (length n).
+    #[inline]
+    pub fn draw_into<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut [usize]) {
+        self.draw(rng);
+        out.copy_from_slice(&self.idx);
+    }
+
     /// The current index set.
     #[inline]
     pub fn indices(&self) -> &[usize] {
@@ -318,6 +325,10 @@ pub trait SubsampledEstimator: GradientEstimator {
     /// The minibatch size n the estimator was built with.
     fn batch_size(&self) -> usize;
 
+    /// Draws one index set by the estimator's own law (with or without replacement, as built)
+    /// and copies it into `out` (length n). Allocates nothing.
+    fn draw_indices<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut [usize]);
+
     /// Writes the estimate at `theta` on the index multiset `idx` (each `< N`, non-empty) into
     /// `out`. Counts its cost like [`eval`](GradientEstimator::eval). Allocates nothing.
     fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]);
@@ -326,6 +337,11 @@ pub trait SubsampledEstimator: GradientEstimator {
 impl SubsampledEstimator for Minibatch {
     fn batch_size(&self) -> usize {
         self.sub.batch_size()
+    }
+
+    #[inline]
+    fn draw_indices<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut [usize]) {
+        self.sub.draw_into(rng, out);
     }
 
     #[inline]

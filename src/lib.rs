@@ -41,8 +41,9 @@ pub use run::{
     ChainReport, Progress, RunOutput, RunSettings, Storage, run, run_chains, run_chains_observed, run_observed,
 };
 pub use samplers::{
-    Discretisation, Hamcmc, HamcmcSettings, Lmc, Mala, MalaSettings, PreconditionedSgld, Psgld, PsgldSettings, Sampler,
-    Sghmc, SghmcSettings, Sgld, SgldSettings,
+    Discretisation, Hamcmc, HamcmcSettings, Langevin, LangevinKernel, Lmc, Mala, MalaSettings, PreconditionedKernel,
+    PreconditionedSgld, Psgld, PsgldKernel, PsgldSettings, Sampler, Sghmc, SghmcKernel, SghmcSettings, Sgld,
+    SgldKernel, SgldSettings, SubsampledDiscretisation,
 };
 pub use schedule::StepSize;
 pub use taylor::Taylor;

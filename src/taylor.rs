@@ -201,6 +201,11 @@ impl SubsampledEstimator for Taylor {
         self.sub.batch_size()
     }
 
+    #[inline]
+    fn draw_indices<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut [usize]) {
+        self.sub.draw_into(rng, out);
+    }
+
     fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) {
         self.eval_idx(model, theta, idx, out);
     }

@@ -64,8 +64,7 @@ fn sgld_and_sghmc_steps_do_not_allocate() {
     let logistic = LogisticRegression::synthetic(2_000, 10, 1.0, 1).unwrap();
     let linear = LinearGaussian::synthetic(2_000, 10, 1.0, 1.0, 1).unwrap();
     let sgld = |e| Sgld::new(SgldSettings { step_size: StepSize::Polynomial { gamma1: 1e-5, alpha: 0.5 } }, e).unwrap();
-    let sghmc =
-        |e| Sghmc::new(SghmcSettings { learning_rate: StepSize::Constant(1e-7), ..Default::default() }, e).unwrap();
+    let sghmc = |e| Sghmc::new(SghmcSettings { step_size: StepSize::Constant(1e-7), ..Default::default() }, e).unwrap();
     assert_eq!(steps_allocations(sgld(Minibatch::new(32)), &logistic), 0);
     assert_eq!(steps_allocations(sgld(Minibatch::without_replacement(32)), &logistic), 0);
     assert_eq!(steps_allocations(sgld(Minibatch::new(32)), &linear), 0);

@@ -148,7 +148,7 @@ fn sgld_cv_and_sghmc_cv_recover_the_posterior() {
     let exact = sghmc_stationary_cov(&NoiseModel::control_variate(&m, (n, true), &centre), eta, alpha);
     let bias = (&exact - m.posterior_covariance()).mapv(f64::abs);
     assert!(bias[[0, 0]] < 0.005 * m.posterior_covariance()[[0, 0]], "premise: bias {bias}");
-    let s = SghmcSettings { learning_rate: StepSize::Constant(eta), friction: alpha, noise_estimate: 0.0 };
+    let s = SghmcSettings { step_size: StepSize::Constant(eta), friction: alpha, noise_estimate: 0.0 };
     let sghmc = Sghmc::new(s, cv.clone()).unwrap();
     recovers("SGHMC-CV (small step) vs posterior", &sghmc, cv.centre(), 203);
 }

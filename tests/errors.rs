@@ -32,7 +32,7 @@ fn invalid_parameters_name_the_field() {
     assert!(is_param(Sgld::new(poly, Minibatch::new(1)).unwrap_err(), "step_size"));
     let sh = |f: f64, b: f64| {
         Sghmc::new(
-            SghmcSettings { learning_rate: StepSize::Constant(1e-3), friction: f, noise_estimate: b },
+            SghmcSettings { step_size: StepSize::Constant(1e-3), friction: f, noise_estimate: b },
             Minibatch::new(1),
         )
         .unwrap_err()
@@ -41,9 +41,8 @@ fn invalid_parameters_name_the_field() {
     assert!(is_param(sh(1.5, 0.0), "friction"));
     assert!(is_param(sh(0.1, 0.1), "noise_estimate"));
     assert!(is_param(sh(0.1, -0.1), "noise_estimate"));
-    let sh_lr =
-        SghmcSettings { learning_rate: StepSize::Shifted { a: 1.0, b: -2.0, c: 0.5 }, ..SghmcSettings::default() };
-    assert!(is_param(Sghmc::new(sh_lr, Minibatch::new(1)).unwrap_err(), "learning_rate"));
+    let sh_lr = SghmcSettings { step_size: StepSize::Shifted { a: 1.0, b: -2.0, c: 0.5 }, ..SghmcSettings::default() };
+    assert!(is_param(Sghmc::new(sh_lr, Minibatch::new(1)).unwrap_err(), "step_size"));
     assert!(is_param(Mala::new(MalaSettings { step_size: 0.0, ..Default::default() }).unwrap_err(), "step_size"));
     assert!(is_param(
         Mala::new(MalaSettings { target_accept: 1.0, ..Default::default() }).unwrap_err(),
@@ -81,7 +80,7 @@ fn dimension_mismatches_say_what_and_sizes() {
     let m3 = LinearGaussian::synthetic(100, 3, 1.0, 1.0, 1).unwrap();
     assert!(matches!(s.step(&m3, &mut rng), Err(Error::DimensionMismatch { expected: 2, got: 3, .. })));
     assert!(matches!(
-        s.step_with_noise(&m, 1e-3, &[0.0; 3], &mut rng),
+        s.step_fraction(&m, 1, 1.0, &[0.0; 3], &mut rng),
         Err(Error::DimensionMismatch { what: "noise increment z", .. })
     ));
     let mut mo = Moments::new(2);
@@ -176,7 +175,7 @@ fn non_finite_values_report_the_iteration() {
     let e = run(&Custom::new(10, 2), &sgld(1e308, 2), &[1.0, 1.0], &quick()).unwrap_err();
     assert!(matches!(e.root(), Error::NonFiniteState { iteration: 1 }), "{e:?}");
     let sghmc =
-        Sghmc::new(SghmcSettings { learning_rate: StepSize::Constant(10.0), ..Default::default() }, Minibatch::new(10))
+        Sghmc::new(SghmcSettings { step_size: StepSize::Constant(10.0), ..Default::default() }, Minibatch::new(10))
             .unwrap();
     assert!(matches!(
         run(&lg(), &sghmc, &[1.0, 1.0], &RunSettings { n_iter: 10_000, ..quick() }).unwrap_err().root(),

@@ -72,7 +72,7 @@ fn sgld_is_thread_count_independent() {
 fn sghmc_and_mala_are_thread_count_independent() {
     let model = LogisticRegression::synthetic(2_000, 4, 1.0, 3).unwrap();
     let sghmc = Sghmc::new(
-        SghmcSettings { learning_rate: StepSize::Constant(1e-6), friction: 0.1, noise_estimate: 0.0 },
+        SghmcSettings { step_size: StepSize::Constant(1e-6), friction: 0.1, noise_estimate: 0.0 },
         Minibatch::new(50),
     )
     .unwrap();

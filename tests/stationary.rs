@@ -92,7 +92,7 @@ fn sghmc_matches_exact_stationary_law() {
     let m = model();
     let (n, eta, alpha) = (10, 1e-5, 0.2);
     let exact = sghmc_stationary_cov(&NoiseModel::new(&m, Some((n, true))), eta, alpha);
-    let s = SghmcSettings { learning_rate: StepSize::Constant(eta), friction: alpha, noise_estimate: 0.0 };
+    let s = SghmcSettings { step_size: StepSize::Constant(eta), friction: alpha, noise_estimate: 0.0 };
     let sghmc = Sghmc::new(s, Minibatch::new(n)).unwrap();
     let mu = m.posterior_mean().to_vec();
     let out = run(&m, &sghmc, &mu, &settings(100_000, 10_000, 5, 104)).unwrap();
@@ -128,7 +128,7 @@ fn sghmc_recovers_posterior_at_small_step() {
     let m = model();
     let (n, eta, alpha) = (100, 5e-8, 0.01);
     let exact = sghmc_stationary_cov(&NoiseModel::new(&m, Some((n, true))), eta, alpha);
-    let s = SghmcSettings { learning_rate: StepSize::Constant(eta), friction: alpha, noise_estimate: 0.0 };
+    let s = SghmcSettings { step_size: StepSize::Constant(eta), friction: alpha, noise_estimate: 0.0 };
     let sghmc = Sghmc::new(s, Minibatch::new(n)).unwrap();
     let mu = m.posterior_mean().to_vec();
     let out = run(&m, &sghmc, &mu, &settings(400_000, 40_000, 20, 106)).unwrap();

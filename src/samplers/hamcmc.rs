@@ -1,6 +1,6 @@
 //! Hessian-approximated MCMC: stochastic quasi-Newton Langevin with L-BFGS preconditioning.
 
-use super::Sampler;
+use super::{Sampler, Sgld, SgldSettings};
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len, check_positive};
 use crate::gradient::{GradientEstimator, Minibatch};
@@ -154,6 +154,19 @@ impl<E: GradientEstimator> Hamcmc<E> {
         samples: &[&[f64]],
         rng: &mut R,
     ) -> Result<()> {
+        self.init_history_with(model, samples, None, rng)
+    }
+
+    /// As `init_history`; `last_gradient`, if given, is a gradient estimate at the last sample
+    /// already computed (by the warm-up), used instead of a fresh one.
+    fn init_history_with<M: Model + ?Sized, R: Rng + ?Sized>(
+        &mut self,
+        model: &M,
+        samples: &[&[f64]],
+        last_gradient: Option<&[f64]>,
+        rng: &mut R,
+    ) -> Result<()> {
+        self.ready = false;
         let m = self.settings.memory;
         check_len("HAMCMC starting samples (2M + 1)", 2 * m + 1, samples.len())?;
         self.bind(model)?;
@@ -173,7 +186,10 @@ impl<E: GradientEstimator> Hamcmc<E> {
         }
         self.oldest = 0;
         self.theta.copy_from_slice(samples[2 * m]);
-        self.estimator.estimate(model, &self.theta, rng, &mut self.grad);
+        match last_gradient {
+            Some(g) => self.grad.copy_from_slice(g),
+            None => self.estimator.estimate(model, &self.theta, rng, &mut self.grad),
+        }
         if !all_finite(&self.grad) {
             return Err(Error::NonFiniteGradient { iteration: 0 });
         }
@@ -246,37 +262,26 @@ impl<E: GradientEstimator> Hamcmc<E> {
 }
 
 impl<E: GradientEstimator> Sampler for Hamcmc<E> {
-    /// 2M SGLD warm-up steps (step `warmup_step_size`, the sampler's estimator) from θ₀, then
-    /// [`init_history`](Hamcmc::init_history) with θ₀ … θ_{2M}.
+    /// 2M SGLD warm-up steps (step `warmup_step_size`, the sampler's estimator) from θ₀ on the
+    /// [`Langevin`](crate::Langevin) driver, then [`init_history`](Hamcmc::init_history) with
+    /// θ₀ … θ_{2M}; the warm-up's gradient at θ_{2M} is the first HAMCMC gradient. The
+    /// warm-up's cost is the sampler's.
     fn init<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, theta0: &[f64], rng: &mut R) -> Result<()> {
-        check_model(model)?;
-        check_len("initial state theta0", model.dim(), theta0.len())?;
-        if !all_finite(theta0) {
-            return Err(Error::NonFiniteState { iteration: 0 });
-        }
-        self.estimator.prepare(model)?;
+        self.ready = false;
         let m = self.settings.memory;
-        let d = model.dim();
-        let h = self.settings.warmup_step_size;
-        let mut path = vec![theta0.to_vec()];
-        let mut g = vec![0.0; d];
-        let mut z = vec![0.0; d];
+        let warmup = SgldSettings::constant(self.settings.warmup_step_size);
+        let mut sgld = Sgld::new(warmup, self.estimator.clone())?;
+        sgld.init(model, theta0, rng)?;
+        let mut path = Vec::with_capacity(2 * m + 1);
+        path.push(theta0.to_vec());
         for _ in 0..2 * m {
-            let cur = path.last().expect("path starts non-empty").clone();
-            self.estimator.estimate(model, &cur, rng, &mut g);
-            if !all_finite(&g) {
-                return Err(Error::NonFiniteGradient { iteration: 0 });
-            }
-            fill_standard_normal(rng, &mut z);
-            let next: Vec<f64> =
-                cur.iter().zip(&g).zip(&z).map(|((t, gi), zi)| t - h * gi + (2.0 * h).sqrt() * zi).collect();
-            if !all_finite(&next) {
-                return Err(Error::NonFiniteState { iteration: 0 });
-            }
-            path.push(next);
+            sgld.step(model, rng)?;
+            path.push(sgld.position().to_vec());
         }
+        let last_gradient = sgld.gradient().map(<[f64]>::to_vec);
+        self.estimator = sgld.into_estimator();
         let refs: Vec<&[f64]> = path.iter().map(Vec::as_slice).collect();
-        self.init_history(model, &refs, rng)
+        self.init_history_with(model, &refs, last_gradient.as_deref(), rng)
     }
 
     fn step<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, rng: &mut R) -> Result<()> {

@@ -9,40 +9,15 @@
 //! | [`Hamcmc`] | `θ_t = θ_{t−M} − ε H_t ∇Ũ(θ_{t−M}) + √(2ε) S_t Z` (L-BFGS `H_t`) | any | Şimşekli et al. (2016) |
 //! | [`Psgld`] | RMSprop-diagonal preconditioned SGLD | any | Li et al. (2016) |
 //! | [`PreconditionedSgld`] | `θ ← θ − γ G∇Ũ(θ) + √(2γ) L Z`, `G = LLᵀ` constant | any | Patterson & Teh (2013) |
-
-/// The [`Sampler`] accessors shared by the samplers built on [`LangevinState`] and a gradient
-/// estimator: position and gradient from the state, cost from the estimator, and the weight
-/// given as an expression of the sampler `s`.
-macro_rules! langevin_accessors {
-    (|$s:ident| $weight:expr) => {
-        fn position(&self) -> &[f64] {
-            &self.state.theta
-        }
-
-        fn gradient(&self) -> Option<&[f64]> {
-            Some(&self.state.grad)
-        }
-
-        fn weight(&self) -> f64 {
-            let $s = self;
-            $weight
-        }
-
-        fn iteration(&self) -> u64 {
-            self.state.k
-        }
-
-        fn cost(&self) -> Cost {
-            self.estimator.cost()
-        }
-
-        fn setup_cost(&self) -> Cost {
-            self.estimator.setup_cost()
-        }
-    };
-}
+//!
+//! SGLD, LMC, SGHMC, pSGLD and preconditioned SGLD are one generic sampler, the [`Langevin`]
+//! driver, with different update kernels ([`LangevinKernel`]): the driver owns the state, the
+//! estimator, the noise, the checks and the weights; a kernel is the update formula alone.
+//! Every driver-based sampler is a [`Discretisation`], so Richardson–Romberg extrapolation and
+//! multilevel SGLD can drive any of them.
 
 mod hamcmc;
+mod langevin;
 mod mala;
 mod precond;
 mod psgld;
@@ -50,13 +25,12 @@ mod sghmc;
 mod sgld;
 
 pub use hamcmc::{Hamcmc, HamcmcSettings};
+pub use langevin::{Langevin, LangevinKernel};
 pub use mala::{Mala, MalaSettings};
-pub use precond::PreconditionedSgld;
-pub use psgld::{Psgld, PsgldSettings};
-pub use sghmc::{Sghmc, SghmcSettings};
-pub use sgld::{Lmc, Sgld, SgldSettings};
-
-pub(crate) use check_fraction as fraction_ok;
+pub use precond::{PreconditionedKernel, PreconditionedSgld};
+pub use psgld::{Psgld, PsgldKernel, PsgldSettings};
+pub use sghmc::{Sghmc, SghmcKernel, SghmcSettings};
+pub use sgld::{Lmc, Sgld, SgldKernel, SgldSettings};
 
 use crate::cost::Cost;
 use crate::error::Result;
@@ -134,75 +108,41 @@ pub trait Discretisation: Sampler {
     ) -> Result<()>;
 }
 
+/// A [`Discretisation`] whose gradient estimate subsamples the data, so that a coupled method
+/// can choose the minibatch of each step: multilevel SGLD runs a coarse path on the fine path's
+/// minibatches (or a subset of them).
+///
+/// Implemented by [`Langevin`] with any [`SubsampledEstimator`](crate::SubsampledEstimator)
+/// ([`Minibatch`](crate::Minibatch), [`ControlVariate`](crate::ControlVariate),
+/// [`Taylor`](crate::Taylor)).
+pub trait SubsampledDiscretisation: Discretisation {
+    /// The minibatch size n.
+    fn batch_size(&self) -> usize;
+
+    /// Draws one minibatch (`out.len()` = n indices) by the estimator's own law: with or without
+    /// replacement, as it was built.
+    fn draw_indices<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut [usize]);
+
+    /// Binds to `model` and restarts at `theta0` (iteration 0, kernel state reset) without
+    /// computing a gradient: the next [`step_on`](Self::step_on) computes it on its own
+    /// minibatch. Allocates only when the dimension grows.
+    fn restart<M: Model + ?Sized>(&mut self, model: &M, theta0: &[f64]) -> Result<()>;
+
+    /// One step of `fraction × h_k` driven by `z`, with the gradient estimate at the current
+    /// position evaluated on the index multiset `idx` (scale `N/|idx|`).
+    ///
+    /// Errors: [`Error::NonFiniteGradient`](crate::Error::NonFiniteGradient) /
+    /// [`Error::NonFiniteState`](crate::Error::NonFiniteState) with the iteration;
+    /// [`Error::InvalidBatchSize`](crate::Error::InvalidBatchSize) for an empty `idx` or an index
+    /// `≥ N`; invalid fraction, wrong lengths, not bound.
+    fn step_on<M: Model + ?Sized>(&mut self, model: &M, k: u64, fraction: f64, z: &[f64], idx: &[usize]) -> Result<()>;
+}
+
 /// Checks a step fraction.
 pub(crate) fn check_fraction(fraction: f64) -> Result<()> {
     if fraction > 0.0 && fraction <= 1.0 {
         Ok(())
     } else {
         Err(crate::Error::invalid("fraction", fraction, "must be in (0, 1]"))
-    }
-}
-
-/// Shared state of the Langevin-type samplers: position, gradient at it, a noise buffer.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct LangevinState {
-    pub theta: Vec<f64>,
-    pub grad: Vec<f64>,
-    pub noise: Vec<f64>,
-    pub k: u64,
-    pub ready: bool,
-}
-
-impl LangevinState {
-    /// Allocates for the model, copies θ₀ and checks it.
-    pub fn reset<M: Model + ?Sized>(&mut self, model: &M, theta0: &[f64], noise_dim: usize) -> Result<()> {
-        crate::model::check_model(model)?;
-        let d = model.dim();
-        crate::error::check_len("initial state theta0", d, theta0.len())?;
-        if !crate::error::all_finite(theta0) {
-            return Err(crate::Error::NonFiniteState { iteration: 0 });
-        }
-        self.theta.clear();
-        self.theta.extend_from_slice(theta0);
-        self.grad.resize(d, 0.0);
-        self.noise.resize(noise_dim, 0.0);
-        self.k = 0;
-        self.ready = false;
-        Ok(())
-    }
-
-    /// Errors unless `init` succeeded and `model` has the dimension it was bound with.
-    #[inline]
-    pub fn check_ready<M: Model + ?Sized>(&self, model: &M) -> Result<()> {
-        if !self.ready {
-            return Err(crate::Error::NotInitialised);
-        }
-        crate::error::check_len("model dimension", self.theta.len(), model.dim())
-    }
-
-    /// Evaluates a fresh gradient estimate at θ into `grad`, and checks it.
-    #[inline]
-    pub fn refresh_gradient<E, M, R>(&mut self, est: &mut E, model: &M, rng: &mut R) -> Result<()>
-    where
-        E: crate::GradientEstimator,
-        M: Model + ?Sized,
-        R: Rng + ?Sized,
-    {
-        est.estimate(model, &self.theta, rng, &mut self.grad);
-        if crate::error::all_finite(&self.grad) {
-            Ok(())
-        } else {
-            Err(crate::Error::NonFiniteGradient { iteration: self.k })
-        }
-    }
-
-    /// Errors if θ is not finite.
-    #[inline]
-    pub fn check_state(&self) -> Result<()> {
-        if crate::error::all_finite(&self.theta) {
-            Ok(())
-        } else {
-            Err(crate::Error::NonFiniteState { iteration: self.k })
-        }
     }
 }

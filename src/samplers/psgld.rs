@@ -1,16 +1,13 @@
 //! Preconditioned SGLD with an RMSprop diagonal preconditioner.
 
-use super::{LangevinState, Sampler};
-use crate::cost::Cost;
+use super::{Langevin, LangevinKernel};
 use crate::error::{Error, Result, check_positive};
 use crate::gradient::{GradientEstimator, Minibatch};
-use crate::model::Model;
-use crate::rng::fill_standard_normal;
 use crate::schedule::StepSize;
-use rand::Rng;
+use serde::{Deserialize, Serialize};
 
 /// Settings of [`Psgld`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PsgldSettings {
     /// The step-size schedule `γ_k`. Default `Constant(1e-4)`.
     pub step_size: StepSize,
@@ -37,6 +34,55 @@ impl PsgldSettings {
     }
 }
 
+/// The pSGLD update with the RMSprop average `V`, updated from every fresh gradient: the
+/// kernel of [`Psgld`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PsgldKernel {
+    settings: PsgldSettings,
+    v: Vec<f64>,
+    n_data: f64,
+}
+
+impl LangevinKernel for PsgldKernel {
+    fn name(&self) -> &'static str {
+        "pSGLD"
+    }
+
+    #[inline]
+    fn time_step(&self, k: u64) -> f64 {
+        self.settings.step_size.at(k)
+    }
+
+    fn bind(&mut self, dim: usize, n_data: usize) -> Result<()> {
+        self.n_data = n_data as f64;
+        self.v.clear();
+        self.v.resize(dim, 0.0);
+        Ok(())
+    }
+
+    /// `V ← βV + (1 − β) ḡ²` with `ḡ = ∇Ũ/N`; the first gradient sets `V = (1 − β) ḡ²`.
+    #[inline]
+    fn observe_gradient(&mut self, grad: &[f64], first: bool) {
+        let b = if first { 0.0 } else { self.settings.decay };
+        let c = 1.0 - self.settings.decay;
+        let n = self.n_data;
+        for (v, g) in self.v.iter_mut().zip(grad) {
+            let gb = g / n;
+            *v = b * *v + c * gb * gb;
+        }
+    }
+
+    #[inline]
+    fn advance(&mut self, theta: &mut [f64], grad: &[f64], k: u64, fraction: f64, z: &[f64]) {
+        let h = fraction * self.settings.step_size.at(k);
+        let lam = self.settings.damping;
+        for (((t, g), z), v) in theta.iter_mut().zip(grad).zip(z).zip(&self.v) {
+            let gi = 1.0 / (lam + v.sqrt());
+            *t += (2.0 * h * gi).sqrt() * z - h * gi * g;
+        }
+    }
+}
+
 /// Preconditioned SGLD (pSGLD) with the RMSprop preconditioner of Li, Chen, Carlson & Carin
 /// (2016):
 ///
@@ -48,73 +94,28 @@ impl PsgldSettings {
 /// leaves a bias that does not vanish with the step size. V starts at `(1 − β) ḡ₀²` from the
 /// gradient at θ₀. Samples are weighted by `γ_{k+1}`.
 ///
+/// It is the [`Langevin`] driver with the [`PsgldKernel`], so Richardson–Romberg and multilevel
+/// SGLD can drive it (each coupled path keeps its own V).
+///
 /// Reference: C. Li, C. Chen, D. Carlson, L. Carin, *Preconditioned stochastic gradient
 /// Langevin dynamics for deep neural networks*, AAAI 2016.
-#[derive(Debug, Clone)]
-pub struct Psgld<E = Minibatch> {
-    settings: PsgldSettings,
-    estimator: E,
-    state: LangevinState,
-    v: Vec<f64>,
-    n_data: f64,
-}
+pub type Psgld<E = Minibatch> = Langevin<PsgldKernel, E>;
 
-impl<E: GradientEstimator> Psgld<E> {
+impl<E: GradientEstimator> Langevin<PsgldKernel, E> {
     /// pSGLD with the given settings and gradient estimator; errors on invalid settings.
     pub fn new(settings: PsgldSettings, estimator: E) -> Result<Self> {
         settings.validate()?;
-        Ok(Psgld { settings, estimator, state: LangevinState::default(), v: Vec::new(), n_data: 1.0 })
+        Ok(Langevin::with_kernel(PsgldKernel { settings, v: Vec::new(), n_data: 1.0 }, estimator))
     }
 
     /// The settings.
     pub fn settings(&self) -> &PsgldSettings {
-        &self.settings
+        &self.kernel().settings
     }
 
     /// The current diagonal preconditioner entries `G_k`.
     pub fn preconditioner(&self) -> impl Iterator<Item = f64> + '_ {
-        self.v.iter().map(|v| 1.0 / (self.settings.damping + v.sqrt()))
+        let k = self.kernel();
+        k.v.iter().map(|v| 1.0 / (k.settings.damping + v.sqrt()))
     }
-
-    fn update_v(&mut self, first: bool) {
-        let b = if first { 0.0 } else { self.settings.decay };
-        let c = 1.0 - self.settings.decay;
-        let n = self.n_data;
-        for (v, g) in self.v.iter_mut().zip(&self.state.grad) {
-            let gb = g / n;
-            *v = b * *v + c * gb * gb;
-        }
-    }
-}
-
-impl<E: GradientEstimator> Sampler for Psgld<E> {
-    fn init<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, theta0: &[f64], rng: &mut R) -> Result<()> {
-        self.state.reset(model, theta0, model.dim())?;
-        self.estimator.prepare(model)?;
-        self.n_data = model.n_data() as f64;
-        self.v.clear();
-        self.v.resize(model.dim(), 0.0);
-        self.state.refresh_gradient(&mut self.estimator, model, rng)?;
-        self.update_v(true);
-        self.state.ready = true;
-        Ok(())
-    }
-
-    fn step<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, rng: &mut R) -> Result<()> {
-        self.state.check_ready(model)?;
-        let h = self.settings.step_size.at(self.state.k + 1);
-        fill_standard_normal(rng, &mut self.state.noise);
-        let lam = self.settings.damping;
-        for (((t, g), z), v) in self.state.theta.iter_mut().zip(&self.state.grad).zip(&self.state.noise).zip(&self.v) {
-            let gi = 1.0 / (lam + v.sqrt());
-            *t += (2.0 * h * gi).sqrt() * z - h * gi * g;
-        }
-        self.state.k += 1;
-        self.state.check_state()?;
-        self.state.refresh_gradient(&mut self.estimator, model, rng)?;
-        self.update_v(false);
-        Ok(())
-    }
-
-    langevin_accessors!(|s| s.settings.step_size.at(s.state.k + 1));
 }

@@ -1,0 +1,302 @@
+//! The Langevin driver: one generic sampler that owns the state, the gradient estimator, the
+//! finiteness checks and the weights, around a small [`LangevinKernel`] that only knows its
+//! update formula.
+
+use super::{Discretisation, Sampler, SubsampledDiscretisation, check_fraction};
+use crate::cost::Cost;
+use crate::error::{Error, Result, all_finite, check_len};
+use crate::gradient::{GradientEstimator, Minibatch, SubsampledEstimator};
+use crate::model::{Model, check_model};
+use crate::rng::fill_standard_normal;
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+/// The update formula of a Langevin-type sampler: what distinguishes SGLD, SGHMC, pSGLD and
+/// preconditioned SGLD from one another. Everything else (the position, the gradient estimate,
+/// drawing the noise, the finiteness checks, the iteration count, the weights, coupled steps)
+/// is written once, in [`Langevin`].
+///
+/// A kernel may keep per-chain state (SGHMC's momentum, pSGLD's squared-gradient average),
+/// allocated in [`bind`](Self::bind); [`advance`](Self::advance) must not allocate.
+///
+/// # Writing a kernel
+///
+/// SGLD with a fixed diagonal preconditioner `θ ← θ − h D ∇Ũ(θ) + √(2h D) ⊙ z`:
+///
+/// ```
+/// use sgmcmc::{Error, Langevin, LangevinKernel, LinearGaussian, Minibatch, RunSettings, Result, run};
+///
+/// #[derive(Debug, Clone)]
+/// struct DiagonalSgld { h: f64, diag: Vec<f64> }
+///
+/// impl LangevinKernel for DiagonalSgld {
+///     fn name(&self) -> &'static str { "diagonal SGLD" }
+///     fn time_step(&self, _k: u64) -> f64 { self.h }
+///     fn bind(&mut self, dim: usize, _n_data: usize) -> Result<()> {
+///         if dim == self.diag.len() { Ok(()) } else {
+///             Err(Error::DimensionMismatch { what: "preconditioner diagonal", expected: dim, got: self.diag.len() })
+///         }
+///     }
+///     fn advance(&mut self, theta: &mut [f64], grad: &[f64], k: u64, fraction: f64, z: &[f64]) {
+///         let h = fraction * self.time_step(k);
+///         for (((t, g), z), d) in theta.iter_mut().zip(grad).zip(z).zip(&self.diag) {
+///             *t += (2.0 * h * d).sqrt() * z - h * d * g;
+///         }
+///     }
+/// }
+///
+/// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 7)?;
+/// let sampler = Langevin::with_kernel(DiagonalSgld { h: 1e-4, diag: vec![1.0, 0.5] }, Minibatch::new(100));
+/// let out = run(&model, &sampler, &[0.0, 0.0], &RunSettings { n_iter: 2_000, burn_in: 500, ..Default::default() })?;
+/// assert_eq!(out.estimate.mean()?.len(), 2);
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
+pub trait LangevinKernel: Clone + std::fmt::Debug + Send + Sync {
+    /// A short name for messages and checkpoints (e.g. `"SGLD"`).
+    fn name(&self) -> &'static str;
+
+    /// The nominal time step `h_k` of the 1-based iteration k: `γ_k` for SGLD, `√η_k` for SGHMC.
+    /// A sample is weighted by the time step of the step that leaves it.
+    fn time_step(&self, k: u64) -> f64;
+
+    /// Validates the kernel against the model's dimension and data size and (re)allocates its
+    /// per-chain state; called by `init` (and by coupled methods' restarts). Default: nothing.
+    fn bind(&mut self, dim: usize, n_data: usize) -> Result<()> {
+        let _ = (dim, n_data);
+        Ok(())
+    }
+
+    /// Called with every fresh gradient estimate at the current position (`first`: the first
+    /// one since `bind`), for kernels that adapt to gradients (pSGLD). Default: nothing.
+    fn observe_gradient(&mut self, grad: &[f64], first: bool) {
+        let _ = (grad, first);
+    }
+
+    /// One step of time step `fraction × h_k` (`fraction` in (0, 1]) from `theta`, with the
+    /// gradient estimate `grad` at `theta` and the standard-normal increment `z`.
+    ///
+    /// The increment must be scaled so that one step of time step h driven by `(z₁ + z₂)/√2` has
+    /// the law of two steps of h/2 driven by `z₁`, `z₂` (one Brownian path), which is what
+    /// coupled methods rely on.
+    fn advance(&mut self, theta: &mut [f64], grad: &[f64], k: u64, fraction: f64, z: &[f64]);
+}
+
+/// The generic Langevin sampler: a [`LangevinKernel`] driven with a [`GradientEstimator`].
+///
+/// [`Sgld`](crate::Sgld), [`Lmc`](crate::Lmc), [`Sghmc`](crate::Sghmc),
+/// [`Psgld`](crate::Psgld) and [`PreconditionedSgld`](crate::PreconditionedSgld) are this type
+/// with their kernels. It implements [`Sampler`] (one step per iteration with fresh noise),
+/// [`Discretisation`] (steps of a fraction of the time step driven by supplied increments,
+/// for Richardson–Romberg) and, with a subsampling estimator, [`SubsampledDiscretisation`]
+/// (steps on supplied minibatches, for multilevel SGLD).
+///
+/// Convention: after `init` and after each step the sampler holds `θ_k` and the gradient
+/// estimate at `θ_k` (on a fresh minibatch), which the next step uses; `θ_k` is weighted by the
+/// time step `h_{k+1}` of the step that leaves it. Every gradient and every state is checked:
+/// a non-finite one is [`Error::NonFiniteGradient`] / [`Error::NonFiniteState`] with the
+/// iteration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Langevin<K, E = Minibatch> {
+    kernel: K,
+    estimator: E,
+    theta: Vec<f64>,
+    grad: Vec<f64>,
+    noise: Vec<f64>,
+    k: u64,
+    ready: bool,
+    /// Whether `grad` is the estimate at `theta` (false after a coupled restart or step).
+    grad_valid: bool,
+    /// Whether the next gradient is the first since `bind` (for the kernel).
+    first_gradient: bool,
+}
+
+impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
+    /// The sampler with `kernel` and `estimator` (a kernel's own constructor validates it).
+    pub fn with_kernel(kernel: K, estimator: E) -> Self {
+        Langevin {
+            kernel,
+            estimator,
+            theta: Vec::new(),
+            grad: Vec::new(),
+            noise: Vec::new(),
+            k: 0,
+            ready: false,
+            grad_valid: false,
+            first_gradient: true,
+        }
+    }
+
+    /// The update kernel (with its settings and per-chain state).
+    pub fn kernel(&self) -> &K {
+        &self.kernel
+    }
+
+    /// The gradient estimator (with its cost counter).
+    pub fn estimator(&self) -> &E {
+        &self.estimator
+    }
+
+    /// The estimator, taking the sampler apart (its cost counter included).
+    pub fn into_estimator(self) -> E {
+        self.estimator
+    }
+
+    /// Binds model, estimator and kernel and sets θ₀, without a gradient.
+    fn bind<M: Model + ?Sized>(&mut self, model: &M, theta0: &[f64]) -> Result<()> {
+        check_model(model)?;
+        let d = model.dim();
+        check_len("initial state theta0", d, theta0.len())?;
+        if !all_finite(theta0) {
+            return Err(Error::NonFiniteState { iteration: 0 });
+        }
+        self.estimator.prepare(model)?;
+        self.kernel.bind(d, model.n_data())?;
+        self.theta.clear();
+        self.theta.extend_from_slice(theta0);
+        self.grad.resize(d, 0.0);
+        self.noise.resize(d, 0.0);
+        self.k = 0;
+        self.grad_valid = false;
+        self.first_gradient = true;
+        self.ready = true;
+        Ok(())
+    }
+
+    #[inline]
+    fn check_ready<M: Model + ?Sized>(&self, model: &M) -> Result<()> {
+        if !self.ready {
+            return Err(Error::NotInitialised);
+        }
+        check_len("model dimension", self.theta.len(), model.dim())
+    }
+
+    /// Checks the gradient just written into `grad` and shows it to the kernel.
+    #[inline]
+    fn accept_gradient(&mut self) -> Result<()> {
+        if !all_finite(&self.grad) {
+            return Err(Error::NonFiniteGradient { iteration: self.k });
+        }
+        self.kernel.observe_gradient(&self.grad, self.first_gradient);
+        self.first_gradient = false;
+        Ok(())
+    }
+
+    /// A fresh gradient estimate at θ (new minibatch).
+    #[inline]
+    fn refresh_gradient<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, rng: &mut R) -> Result<()> {
+        self.estimator.estimate(model, &self.theta, rng, &mut self.grad);
+        self.grad_valid = true;
+        self.accept_gradient()
+    }
+
+    /// The update with the gradient in `grad`, then the iteration count and the state check.
+    #[inline]
+    fn advance_checked(&mut self, k: u64, fraction: f64, z_is_own: bool, z: &[f64]) -> Result<()> {
+        let z = if z_is_own { &self.noise } else { z };
+        self.kernel.advance(&mut self.theta, &self.grad, k, fraction, z);
+        self.k += 1;
+        if all_finite(&self.theta) { Ok(()) } else { Err(Error::NonFiniteState { iteration: self.k }) }
+    }
+
+    #[inline]
+    fn ensure_gradient<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, rng: &mut R) -> Result<()> {
+        if self.grad_valid { Ok(()) } else { self.refresh_gradient(model, rng) }
+    }
+}
+
+impl<K: LangevinKernel, E: GradientEstimator> Sampler for Langevin<K, E> {
+    fn init<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, theta0: &[f64], rng: &mut R) -> Result<()> {
+        self.ready = false;
+        self.bind(model, theta0)?;
+        let r = self.refresh_gradient(model, rng);
+        self.ready = r.is_ok();
+        r
+    }
+
+    #[inline]
+    fn step<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, rng: &mut R) -> Result<()> {
+        self.check_ready(model)?;
+        self.ensure_gradient(model, rng)?;
+        fill_standard_normal(rng, &mut self.noise);
+        self.advance_checked(self.k + 1, 1.0, true, &[])?;
+        self.refresh_gradient(model, rng)
+    }
+
+    fn position(&self) -> &[f64] {
+        &self.theta
+    }
+
+    fn gradient(&self) -> Option<&[f64]> {
+        Some(&self.grad)
+    }
+
+    /// The time step `h_{k+1}` of the step that leaves the current sample.
+    fn weight(&self) -> f64 {
+        self.kernel.time_step(self.k + 1)
+    }
+
+    fn iteration(&self) -> u64 {
+        self.k
+    }
+
+    fn cost(&self) -> Cost {
+        self.estimator.cost()
+    }
+
+    fn setup_cost(&self) -> Cost {
+        self.estimator.setup_cost()
+    }
+}
+
+impl<K: LangevinKernel, E: GradientEstimator> Discretisation for Langevin<K, E> {
+    fn time_step(&self, k: u64) -> f64 {
+        self.kernel.time_step(k)
+    }
+
+    fn step_fraction<M: Model + ?Sized, R: Rng + ?Sized>(
+        &mut self,
+        model: &M,
+        k: u64,
+        fraction: f64,
+        z: &[f64],
+        rng: &mut R,
+    ) -> Result<()> {
+        check_fraction(fraction)?;
+        self.check_ready(model)?;
+        check_len("noise increment z", self.theta.len(), z.len())?;
+        self.ensure_gradient(model, rng)?;
+        self.advance_checked(k, fraction, false, z)?;
+        self.refresh_gradient(model, rng)
+    }
+}
+
+impl<K: LangevinKernel, E: SubsampledEstimator> SubsampledDiscretisation for Langevin<K, E> {
+    fn batch_size(&self) -> usize {
+        self.estimator.batch_size()
+    }
+
+    #[inline]
+    fn draw_indices<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut [usize]) {
+        self.estimator.draw_indices(rng, out);
+    }
+
+    fn restart<M: Model + ?Sized>(&mut self, model: &M, theta0: &[f64]) -> Result<()> {
+        self.ready = false;
+        self.bind(model, theta0)
+    }
+
+    #[inline]
+    fn step_on<M: Model + ?Sized>(&mut self, model: &M, k: u64, fraction: f64, z: &[f64], idx: &[usize]) -> Result<()> {
+        check_fraction(fraction)?;
+        self.check_ready(model)?;
+        check_len("noise increment z", self.theta.len(), z.len())?;
+        let n_data = model.n_data();
+        if idx.is_empty() || idx.iter().any(|&i| i >= n_data) {
+            return Err(Error::InvalidBatchSize { batch_size: idx.len(), n_data });
+        }
+        self.estimator.eval_on(model, &self.theta, idx, &mut self.grad);
+        self.accept_gradient()?;
+        self.grad_valid = false;
+        self.advance_checked(k, fraction, false, z)
+    }
+}
