@@ -17,8 +17,8 @@ fn mlsgld_level_sample(c: &mut Criterion) {
     let mut group = c.benchmark_group("mlsgld");
     group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
     for parallel in [false, true] {
-        let settings = MlSgldSettings { h0: 1e-4, parallel, ..Default::default() };
-        let ml = MlSgld::new(settings, Minibatch::new(10), map.as_slice().expect("contiguous")).expect("valid");
+        let settings = MlSgldSettings { parallel, ..Default::default() };
+        let ml = MlSgld::sgld(settings, 1e-4, Minibatch::new(10), map.as_slice().expect("contiguous")).expect("valid");
         for level in [2usize, 4, 6] {
             if !parallel {
                 group.bench_function(BenchmarkId::new("one_sample", level), |b| {

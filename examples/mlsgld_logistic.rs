@@ -51,7 +51,7 @@ use sgmcmc::diagnostics::{chains_of, ess_mean};
 use sgmcmc::rng::stream;
 use sgmcmc::{
     AdaptiveSettings, CvSettings, Error as SgError, LevelStats, LogisticRegression, Mala, MalaSettings, Minibatch,
-    MlCoupling, MlSgld, MlSgldSettings, MlmcResult, RunSettings, SubsampledEstimator, Taylor, run,
+    MlCoupling, MlSgld, MlSgldSettings, MlmcResult, RunSettings, SubsampledDiscretisation, Taylor, run,
 };
 use std::error::Error;
 use std::time::Instant;
@@ -119,7 +119,7 @@ fn json_num(x: Option<f64>) -> String {
 }
 
 /// V_l for l = 1..=DECAY_LEVELS.
-fn decay<E: SubsampledEstimator, G: Fn(&[f64]) -> f64 + Sync>(
+fn decay<E: SubsampledDiscretisation, G: Fn(&[f64]) -> f64 + Sync>(
     ml: &MlSgld<E>,
     model: &LogisticRegression,
     g: &G,
@@ -136,15 +136,8 @@ fn taylor(model: &LogisticRegression, map: &[f64]) -> Res<Taylor> {
     Ok(Taylor::at(model, map, cv)?)
 }
 
-fn settings(n: usize, coupling: MlCoupling, window: Option<f64>, seed: u64) -> MlSgldSettings {
-    MlSgldSettings {
-        h0: 1.0 / n as f64,
-        horizon: HORIZON,
-        coupling,
-        averaging_window: window,
-        seed,
-        ..Default::default()
-    }
+fn settings(coupling: MlCoupling, window: Option<f64>, seed: u64) -> MlSgldSettings {
+    MlSgldSettings { horizon: HORIZON, coupling, averaging_window: window, seed, ..Default::default() }
 }
 
 fn total(r: &MlmcResult) -> f64 {
@@ -188,7 +181,7 @@ struct Adaptive {
     est_mse: f64,
 }
 
-fn adaptive<E: SubsampledEstimator, G: Fn(&[f64]) -> f64 + Sync>(
+fn adaptive<E: SubsampledDiscretisation, G: Fn(&[f64]) -> f64 + Sync>(
     make: &dyn Fn(u64) -> Res<MlSgld<E>>,
     model: &LogisticRegression,
     g: &G,
@@ -241,13 +234,21 @@ fn part1(x: &Array2<f64>, y: &Array1<f64>) -> Res<[f64; 4]> {
         "== Part 1: Var[Δ_l] per level at N = {n} (n = {BATCH}, h₀ = 1/N, m = {HORIZON}, {DECAY_SAMPLES} samples/level)"
     );
     let names = ["Alg. 1, minibatch", "antithetic, minibatch", "antithetic, Taylor", "antith., Taylor, avg W=2.5h₀"];
-    let a =
-        decay(&MlSgld::new(settings(n, MlCoupling::Subsampling, None, 11), Minibatch::new(BATCH), &map)?, &model, &g)?;
-    let b =
-        decay(&MlSgld::new(settings(n, MlCoupling::Antithetic, None, 12), Minibatch::new(BATCH), &map)?, &model, &g)?;
+    let a = decay(
+        &MlSgld::sgld(settings(MlCoupling::Subsampling, None, 11), 1.0 / n as f64, Minibatch::new(BATCH), &map)?,
+        &model,
+        &g,
+    )?;
+    let b = decay(
+        &MlSgld::sgld(settings(MlCoupling::Antithetic, None, 12), 1.0 / n as f64, Minibatch::new(BATCH), &map)?,
+        &model,
+        &g,
+    )?;
     let t = taylor(&model, &map)?;
-    let c = decay(&MlSgld::new(settings(n, MlCoupling::Antithetic, None, 13), t.clone(), &map)?, &model, &g)?;
-    let d = decay(&MlSgld::new(settings(n, MlCoupling::Antithetic, Some(WINDOW), 14), t, &map)?, &model, &g)?;
+    let c =
+        decay(&MlSgld::sgld(settings(MlCoupling::Antithetic, None, 13), 1.0 / n as f64, t.clone(), &map)?, &model, &g)?;
+    let d =
+        decay(&MlSgld::sgld(settings(MlCoupling::Antithetic, Some(WINDOW), 14), 1.0 / n as f64, t, &map)?, &model, &g)?;
     let all = [a, b, c, d];
     print!("{:>5}", "l");
     for nm in names {
@@ -315,11 +316,14 @@ fn part2_one(x: &Array2<f64>, y: &Array1<f64>, n: usize) -> Res<Row> {
     let cost_mala = 2.0 * n as f64 * iters;
     let target = AdaptiveSettings { rmse: eps, n_initial: 200, max_level: 10, max_cost: None };
     let tay = taylor(&model, &map)?;
-    let make_t = |seed: u64| Ok(MlSgld::new(settings(n, MlCoupling::Antithetic, None, seed), tay.clone(), &map)?);
-    let make_a =
-        |seed: u64| Ok(MlSgld::new(settings(n, MlCoupling::Antithetic, Some(WINDOW), seed), tay.clone(), &map)?);
-    let make_m =
-        |seed: u64| Ok(MlSgld::new(settings(n, MlCoupling::Antithetic, None, seed), Minibatch::new(BATCH), &map)?);
+    let make_t =
+        |seed: u64| Ok(MlSgld::sgld(settings(MlCoupling::Antithetic, None, seed), 1.0 / n as f64, tay.clone(), &map)?);
+    let make_a = |seed: u64| {
+        Ok(MlSgld::sgld(settings(MlCoupling::Antithetic, Some(WINDOW), seed), 1.0 / n as f64, tay.clone(), &map)?)
+    };
+    let make_m = |seed: u64| {
+        Ok(MlSgld::sgld(settings(MlCoupling::Antithetic, None, seed), 1.0 / n as f64, Minibatch::new(BATCH), &map)?)
+    };
     let taylor_r = adaptive(&make_t, &model, &g, &target, 100..100 + SEEDS)?;
     let taylor_avg = adaptive(&make_a, &model, &g, &target, 200..200 + SEEDS)?;
     let capped = AdaptiveSettings { max_cost: Some(MINIBATCH_CAP), ..target };
@@ -343,7 +347,8 @@ fn mse_vs_cost(x: &Array2<f64>, y: &Array1<f64>, truth: f64) -> Res<(f64, f64)> 
     let (model, map) = model_of(x, y, n)?;
     let g = g_of(map.clone());
     let tay = taylor(&model, &map)?;
-    let make = |seed: u64| Ok(MlSgld::new(settings(n, MlCoupling::Antithetic, None, seed), tay.clone(), &map)?);
+    let make =
+        |seed: u64| Ok(MlSgld::sgld(settings(MlCoupling::Antithetic, None, seed), 1.0 / n as f64, tay.clone(), &map)?);
     println!(
         "\n== MSE against cost at N = {n} (antithetic + Taylor, {} seeds per ε; truth = MALA reference)",
         2 * SEEDS

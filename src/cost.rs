@@ -1,6 +1,6 @@
 //! Cost accounting in the crate's cost unit: evaluations on single data items.
 
-use std::ops::{Add, AddAssign};
+use std::ops::{Add, AddAssign, Sub, SubAssign};
 
 /// Work done, counted per data item, so that methods are compared on cost, not on iterations.
 ///
@@ -44,6 +44,24 @@ impl Add for Cost {
 impl AddAssign for Cost {
     fn add_assign(&mut self, o: Cost) {
         *self = *self + o;
+    }
+}
+
+impl Sub for Cost {
+    type Output = Cost;
+    /// The work done between two readings of a counter (`later − earlier`); saturates at 0.
+    fn sub(self, o: Cost) -> Cost {
+        Cost {
+            datum_gradients: self.datum_gradients.saturating_sub(o.datum_gradients),
+            datum_potentials: self.datum_potentials.saturating_sub(o.datum_potentials),
+            datum_hvps: self.datum_hvps.saturating_sub(o.datum_hvps),
+        }
+    }
+}
+
+impl SubAssign for Cost {
+    fn sub_assign(&mut self, o: Cost) {
+        *self = *self - o;
     }
 }
 

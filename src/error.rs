@@ -143,6 +143,19 @@ pub enum Error {
         /// The system's message.
         message: String,
     },
+    /// An error raised inside one path of one sample of a multilevel estimator.
+    #[error("level {level}, sample {sample}, {path} path: {source}")]
+    Sample {
+        /// The level l.
+        level: usize,
+        /// The sample's index within its level.
+        sample: u64,
+        /// Which path: `"fine"`, `"coarse"` or `"coarse (antithetic)"`.
+        path: &'static str,
+        /// The error that path raised (its iteration inside).
+        #[source]
+        source: Box<Error>,
+    },
     /// An error raised inside one chain of a multi-chain run.
     #[error("chain {chain}: {source}")]
     Chain {
@@ -155,12 +168,13 @@ pub enum Error {
 }
 
 impl Error {
-    /// For an error raised inside a chain of a run, the error itself; otherwise `self`.
+    /// For an error raised inside a chain of a run (or a path of a multilevel sample), the error
+    /// itself; otherwise `self`.
     ///
     /// Convenient for matching: `err.root()` is the variant the sampler or model raised.
     pub fn root(&self) -> &Error {
         match self {
-            Error::Chain { source, .. } => source.root(),
+            Error::Chain { source, .. } | Error::Sample { source, .. } => source.root(),
             other => other,
         }
     }

@@ -4,6 +4,7 @@
 
 pub mod control_variate;
 pub mod cost;
+mod coupled;
 pub mod diagnostics;
 pub mod error;
 pub mod estimate;
@@ -11,13 +12,11 @@ pub mod export;
 pub mod gradient;
 pub mod lbfgs;
 pub mod linalg;
-pub mod mlsgld;
 pub mod model;
 pub mod models;
 pub mod optim;
 #[cfg(feature = "progress")]
 pub mod progress;
-pub mod richardson;
 pub mod rng;
 pub mod run;
 pub mod samplers;
@@ -27,15 +26,15 @@ pub mod zv;
 
 pub use control_variate::{ControlVariate, CvSettings};
 pub use cost::Cost;
+pub use coupled::mlsgld::{AdaptiveSettings, LevelStats, MlCoupling, MlSgld, MlSgldSettings, MlmcResult};
+pub use coupled::richardson::{NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, run_rr};
 pub use error::{Error, Result};
 pub use estimate::{Estimate, Moments, Samples};
 pub use gradient::{FullGradient, GradientEstimator, Minibatch, Subsample, SubsampledEstimator};
 pub use lbfgs::Lbfgs;
-pub use mlsgld::{AdaptiveSettings, LevelStats, MlCoupling, MlSgld, MlSgldSettings, MlmcResult};
 pub use model::Model;
 pub use models::{LinearGaussian, LogisticRegression, Pmf, Ratings};
 pub use optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
-pub use richardson::{NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, run_rr};
 pub use rng::{ChainRng, DEFAULT_SEED};
 pub use run::{
     ChainReport, Progress, RunOutput, RunSettings, Storage, run, run_chains, run_chains_observed, run_observed,

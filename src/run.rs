@@ -255,6 +255,25 @@ fn run_inner<M: Model + ?Sized, S: Sampler>(
     })
 }
 
+/// Runs `f(worker, i)` for every index of `range`, in parallel on rayon (each worker thread with
+/// its own state from `init`) or serially, and returns the results in index order. The one
+/// fan-out of the crate: chains, Richardson–Romberg replicates and multilevel samples all go
+/// through it, so their results never depend on the number of threads as long as `f` derives
+/// its randomness from `i`.
+pub(crate) fn fan_out<W, T, I, F>(range: std::ops::Range<u64>, parallel: bool, init: I, f: F) -> Vec<T>
+where
+    T: Send,
+    I: Fn() -> W + Sync + Send,
+    F: Fn(&mut W, u64) -> T + Sync + Send,
+{
+    if parallel && range.end - range.start > 1 {
+        range.into_par_iter().map_init(&init, |w, i| f(w, i)).collect()
+    } else {
+        let mut w = init();
+        range.map(|i| f(&mut w, i)).collect()
+    }
+}
+
 fn run_one<M: Model + ?Sized, S: Sampler>(
     model: &M,
     sampler: &S,

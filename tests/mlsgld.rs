@@ -24,11 +24,12 @@ fn telescoping_sum_matches_the_finest_level() {
     let sd = m.posterior_covariance()[[0, 0]].sqrt();
     let start = [mu + 3.0 * sd];
     let g = |t: &[f64]| t[0] * t[0];
-    let settings = MlSgldSettings { h0: 1.0 / 100.0, seed: 31, ..Default::default() };
-    let ml = MlSgld::new(settings, Minibatch::new(10), &start).unwrap();
+    let settings = MlSgldSettings { seed: 31, ..Default::default() };
+    let ml = MlSgld::sgld(settings, 1.0 / 100.0, Minibatch::new(10), &start).unwrap();
     let r = ml.run_fixed(&m, &g, &[4000, 2000, 1000, 500]).unwrap();
     // An independent plain estimate at level 3.
-    let plain_ml = MlSgld::new(MlSgldSettings { seed: 32, ..settings }, Minibatch::new(10), &start).unwrap();
+    let plain_ml =
+        MlSgld::sgld(MlSgldSettings { seed: 32, ..settings }, 1.0 / 100.0, Minibatch::new(10), &start).unwrap();
     let plain: Vec<f64> = (0..4000).map(|i| plain_ml.sample(&m, &g, 3, i).unwrap().fine).collect();
     let (pm, pse) = mean_se(&plain);
     let z = (r.estimate - pm) / (r.variance + pse * pse).sqrt();
@@ -58,8 +59,8 @@ fn decay(coupling: MlCoupling, seed: u64) -> (f64, Vec<f64>) {
     let map = m.map().unwrap();
     let map0 = map.clone();
     let g = move |t: &[f64]| t.iter().zip(map0.iter()).map(|(a, b)| (a - b).powi(2)).sum::<f64>();
-    let settings = MlSgldSettings { h0: 1.0 / 1000.0, coupling, seed, ..Default::default() };
-    let ml = MlSgld::new(settings, Minibatch::new(10), map.as_slice().unwrap()).unwrap();
+    let settings = MlSgldSettings { coupling, seed, ..Default::default() };
+    let ml = MlSgld::sgld(settings, 1.0 / 1000.0, Minibatch::new(10), map.as_slice().unwrap()).unwrap();
     let r = ml.run_fixed(&m, &g, &[200, 3000, 3000, 3000, 3000, 3000]).unwrap();
     let v: Vec<f64> = r.levels.iter().skip(1).map(|l| l.variance).collect();
     // Least-squares slope of −log₂ V_l over l = 1..5.
@@ -100,8 +101,8 @@ fn adaptive_mlmc_meets_the_target_rmse() {
     let mut errs = Vec::new();
     let mut levels = Vec::new();
     for run in 0..40u64 {
-        let settings = MlSgldSettings { h0: 1.0 / 100.0, seed: 1000 + run, ..Default::default() };
-        let ml = MlSgld::new(settings, Minibatch::new(10), &[mu + 2.0 * sd]).unwrap();
+        let settings = MlSgldSettings { seed: 1000 + run, ..Default::default() };
+        let ml = MlSgld::sgld(settings, 1.0 / 100.0, Minibatch::new(10), &[mu + 2.0 * sd]).unwrap();
         let r = ml.run_adaptive(&m, &g, &target).unwrap();
         errs.push(r.estimate - truth);
         levels.push(r.levels.len());
@@ -114,7 +115,7 @@ fn adaptive_mlmc_meets_the_target_rmse() {
 #[test]
 fn adaptive_mlmc_reports_an_exhausted_budget() {
     let m = gaussian();
-    let ml = MlSgld::new(MlSgldSettings { h0: 0.01, ..Default::default() }, Minibatch::new(10), &[0.0]).unwrap();
+    let ml = MlSgld::sgld(MlSgldSettings::default(), 0.01, Minibatch::new(10), &[0.0]).unwrap();
     let target = AdaptiveSettings { rmse: 1e-5, n_initial: 10, max_level: 8, max_cost: Some(100_000) };
     match ml.run_adaptive(&m, &|t: &[f64]| t[0], &target) {
         Err(Error::BudgetExhausted { datum_evaluations, estimate, estimated_rmse, .. }) => {
@@ -125,7 +126,12 @@ fn adaptive_mlmc_reports_an_exhausted_budget() {
         other => panic!("expected BudgetExhausted, got {other:?}"),
     }
     assert!(matches!(
-        MlSgld::new(MlSgldSettings { averaging_window: Some(6.0), ..Default::default() }, Minibatch::new(1), &[0.0]),
+        MlSgld::sgld(
+            MlSgldSettings { averaging_window: Some(6.0), ..Default::default() },
+            0.01,
+            Minibatch::new(1),
+            &[0.0]
+        ),
         Err(Error::InvalidParameter { name: "averaging_window", .. })
     ));
     assert!(matches!(ml.run_fixed(&m, &|t: &[f64]| t[0], &[1]), Err(Error::NoSamples { .. })));
@@ -138,8 +144,8 @@ fn results_do_not_depend_on_the_thread_count() {
     let m = LogisticRegression::synthetic(500, 3, 1.0, 7).unwrap();
     let map = m.map().unwrap();
     let g = |t: &[f64]| t[0] + t[1] * t[2];
-    let settings = MlSgldSettings { h0: 1.0 / 500.0, keep_points: true, ..Default::default() };
-    let ml = MlSgld::new(settings, Minibatch::new(10), map.as_slice().unwrap()).unwrap();
+    let settings = MlSgldSettings { keep_points: true, ..Default::default() };
+    let ml = MlSgld::sgld(settings, 1.0 / 500.0, Minibatch::new(10), map.as_slice().unwrap()).unwrap();
     let run = |threads: usize| {
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -150,11 +156,15 @@ fn results_do_not_depend_on_the_thread_count() {
     let (a, b) = (run(1), run(2));
     assert_eq!(a.estimate.to_bits(), b.estimate.to_bits());
     assert_eq!(a.cost, b.cost);
-    let serial =
-        MlSgld::new(MlSgldSettings { parallel: false, ..settings }, Minibatch::new(10), map.as_slice().unwrap())
-            .unwrap()
-            .run_fixed(&m, &g, &[50, 40, 30])
-            .unwrap();
+    let serial = MlSgld::sgld(
+        MlSgldSettings { parallel: false, ..settings },
+        1.0 / 500.0,
+        Minibatch::new(10),
+        map.as_slice().unwrap(),
+    )
+    .unwrap()
+    .run_fixed(&m, &g, &[50, 40, 30])
+    .unwrap();
     assert_eq!(a.estimate.to_bits(), serial.estimate.to_bits());
     // The signed measure of the end points reproduces the estimate.
     let measure = a.measure.as_ref().unwrap();

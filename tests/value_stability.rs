@@ -145,8 +145,8 @@ fn all_bits() -> BTreeMap<String, Vec<u64>> {
 
 /// `Δ_l`, `g_l` and the end points of samples 0..4 of levels 0..=3, for g(θ) = θ₀ + θ₁².
 fn mlsgld_bits<M: Model>(model: &M, theta0: &[f64], h0: f64, coupling: MlCoupling) -> Vec<u64> {
-    let settings = MlSgldSettings { h0, horizon: 3, coupling, seed: SEED, keep_points: true, ..Default::default() };
-    let ml = MlSgld::new(settings, Minibatch::new(50), theta0).unwrap();
+    let settings = MlSgldSettings { horizon: 3, coupling, seed: SEED, keep_points: true, ..Default::default() };
+    let ml = MlSgld::sgld(settings, h0, Minibatch::new(50), theta0).unwrap();
     let g = |t: &[f64]| t[0] + t[1] * t[1];
     let mut bits = Vec::new();
     for level in 0..=3 {

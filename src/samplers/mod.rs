@@ -92,6 +92,13 @@ pub trait Discretisation: Sampler {
     /// The nominal time step `h_k` of the 1-based iteration k: `γ_k` for SGLD, `√η_k` for SGHMC.
     fn time_step(&self, k: u64) -> f64;
 
+    /// Whether the time step is the same at every iteration. Default: `h_k` compared at
+    /// k = 1, 2, 3, 10⁶ and 2⁶².
+    fn is_constant_time_step(&self) -> bool {
+        let h1 = self.time_step(1);
+        [2, 3, 1_000_000, 1 << 62].iter().all(|&k| self.time_step(k) == h1)
+    }
+
     /// One step of `fraction × h_k` (fraction in (0, 1]) driven by the standard-normal increment
     /// `z` (length d, not drawn by the sampler), then a fresh gradient estimate at the new
     /// position (drawing its minibatch from `rng`).

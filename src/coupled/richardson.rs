@@ -1,11 +1,12 @@
 //! Richardson–Romberg extrapolation over two coupled chains: SGRRLD and SGRRHMC.
 
+use super::SharedIncrements;
 use crate::cost::Cost;
 use crate::error::{Error, Result};
 use crate::estimate::Estimate;
 use crate::gradient::Minibatch;
 use crate::model::Model;
-use crate::rng::{ChainRng, fill_standard_normal, stream};
+use crate::rng::{ChainRng, stream};
 use crate::run::{Recorder, RunSettings};
 use crate::samplers::{Discretisation, Sghmc, Sgld};
 use ndarray::Array1;
@@ -194,24 +195,19 @@ fn run_chain<M: Model + ?Sized, S: Discretisation>(
     s.init(model, theta0, &mut rng)?;
     let d = model.dim();
     let mut rec = Recorder::new(settings, d, if fine { 2 } else { 1 }, s.gradient().is_some())?;
-    let (mut z1, mut z2, mut za) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
-    let r2 = std::f64::consts::FRAC_1_SQRT_2;
+    let mut z = SharedIncrements::new(d);
     for k in 1..=settings.n_iter {
-        fill_standard_normal(&mut noise, &mut z1);
-        fill_standard_normal(&mut noise, &mut z2);
+        z.draw(&mut noise);
         let keep = settings.keeps(k);
         let w = s.time_step(k + 1);
         if fine {
-            s.step_fraction(model, k, 0.5, &z1, &mut rng)?;
+            s.step_fraction(model, k, 0.5, &z.z1, &mut rng)?;
             if keep {
                 rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients);
             }
-            s.step_fraction(model, k, 0.5, &z2, &mut rng)?;
+            s.step_fraction(model, k, 0.5, &z.z2, &mut rng)?;
         } else {
-            for ((a, x), y) in za.iter_mut().zip(&z1).zip(&z2) {
-                *a = (x + y) * r2;
-            }
-            s.step_fraction(model, k, 1.0, &za, &mut rng)?;
+            s.step_fraction(model, k, 1.0, &z.coarse, &mut rng)?;
         }
         if keep {
             rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients);

@@ -1,13 +1,14 @@
 //! Multilevel and antithetic multilevel SGLD (Giles, Nagapetyan, Szpruch, Vollmer & Zygalakis).
 
+use super::SharedIncrements;
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len, check_positive};
 use crate::estimate::Estimate;
 use crate::gradient::{SubsampledEstimator, uniform_below};
 use crate::model::{Model, check_model};
-use crate::rng::{DEFAULT_SEED, fill_standard_normal, stream};
+use crate::rng::{DEFAULT_SEED, stream};
+use crate::samplers::{Sgld, SgldSettings, SubsampledDiscretisation};
 use ndarray::{Array1, Array2};
-use rayon::prelude::*;
 
 /// How the coarse path of a level is coupled to the fine one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -24,8 +25,6 @@ pub enum MlCoupling {
 /// Settings of [`MlSgld`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MlSgldSettings {
-    /// The level-0 step h₀ (level l uses `h_l = h₀ 2^(−l)`). The paper takes `1/N`. Default 1e-3.
-    pub h0: f64,
     /// m ≥ 1 in the horizons `T_l = m (l + 1) h₀`. The paper takes 5. Default 5.
     pub horizon: usize,
     /// The coupling. Default [`MlCoupling::Antithetic`].
@@ -47,7 +46,6 @@ pub struct MlSgldSettings {
 impl Default for MlSgldSettings {
     fn default() -> Self {
         MlSgldSettings {
-            h0: 1e-3,
             horizon: 5,
             coupling: MlCoupling::Antithetic,
             averaging_window: None,
@@ -61,7 +59,6 @@ impl Default for MlSgldSettings {
 impl MlSgldSettings {
     /// Checks every field.
     pub fn validate(&self) -> Result<()> {
-        check_positive("h0", self.h0)?;
         if self.horizon == 0 {
             return Err(Error::invalid("horizon", self.horizon, "must be >= 1"));
         }
@@ -138,15 +135,22 @@ pub struct MlmcResult {
 }
 
 /// Multilevel SGLD for `π(g)`: `E[g_L] = E[g_0] + Σ_{l=1}^{L} E[g_l − g_{l−1}]`, each term estimated
-/// from independent samples, level l with step `h_l = h₀ 2^(−l)` and horizon
+/// from independent samples, level l with time step `h_l = h₀ 2^(−l)` and horizon
 /// `T_l = m(l + 1)h₀` (`s_l = T_l/h_l` steps) from θ₀.
 ///
 /// One sample of level l ≥ 1: the fine path runs alone for `(T_l − T_{l−1})/h_l` steps, then fine
 /// and coarse (the coarse from θ₀) run jointly for `T_{l−1}/h_{l−1}` coarse steps; each coarse step
 /// uses the Gaussian `(ξ₁ + ξ₂)/√2` of the two fine steps it spans, and its minibatch as set by
-/// [`MlCoupling`]. Level 0 is a single path. Every minibatch has the estimator's size n; the
-/// gradient estimator is any [`SubsampledEstimator`] ([`Minibatch`](crate::Minibatch),
-/// [`ControlVariate`](crate::ControlVariate), [`Taylor`](crate::Taylor)).
+/// [`MlCoupling`]. Level 0 is a single path.
+///
+/// The paths are steps of a base sampler `S`, any [`SubsampledDiscretisation`]: SGLD (the
+/// method of the paper; [`MlSgld::sgld`]), SGHMC, pSGLD or preconditioned SGLD on the
+/// [`Langevin`](crate::Langevin) driver, with any subsampling estimator
+/// ([`Minibatch`](crate::Minibatch) with or without replacement,
+/// [`ControlVariate`](crate::ControlVariate), [`Taylor`](crate::Taylor)). Its constant time step
+/// is h₀ (`γ` for SGLD, `√η` for SGHMC); level l steps a fraction `2^(−l)` of it. Fine minibatches
+/// are drawn by the estimator's own law; every gradient and every state is checked, an error
+/// naming the level, the sample, the path and the iteration ([`Error::Sample`]).
 ///
 /// Samples are independent: they run on rayon with per-sample streams `(seed, [l, i])`, so results
 /// do not depend on the number of threads.
@@ -155,9 +159,10 @@ pub struct MlmcResult {
 /// Monte Carlo for scalable Bayesian computations*, arXiv:1609.06144 (2016/2017); M. B. Giles,
 /// *Multilevel Monte Carlo path simulation*, Operations Research 56(3), 2008.
 #[derive(Debug, Clone)]
-pub struct MlSgld<E> {
+pub struct MlSgld<S> {
     settings: MlSgldSettings,
-    estimator: E,
+    base: S,
+    h0: f64,
     theta0: Vec<f64>,
 }
 
@@ -174,56 +179,33 @@ pub struct LevelSample {
     pub points: Vec<Vec<f64>>,
 }
 
-struct Work {
-    fine: Vec<f64>,
-    c1: Vec<f64>,
-    c2: Vec<f64>,
-    z1: Vec<f64>,
-    z2: Vec<f64>,
-    zc: Vec<f64>,
-    grad: Vec<f64>,
+/// The three paths of a sample and their buffers, reused from sample to sample.
+struct Work<S> {
+    fine: S,
+    c1: S,
+    c2: S,
+    z: SharedIncrements,
     idx1: Vec<usize>,
     idx2: Vec<usize>,
     pool: Vec<usize>,
 }
 
-impl Work {
-    fn new(d: usize, n: usize) -> Self {
+impl<S: SubsampledDiscretisation> Work<S> {
+    fn new(base: &S, d: usize) -> Self {
+        let n = base.batch_size();
         Work {
-            fine: vec![0.0; d],
-            c1: vec![0.0; d],
-            c2: vec![0.0; d],
-            z1: vec![0.0; d],
-            z2: vec![0.0; d],
-            zc: vec![0.0; d],
-            grad: vec![0.0; d],
+            fine: base.clone(),
+            c1: base.clone(),
+            c2: base.clone(),
+            z: SharedIncrements::new(d),
             idx1: vec![0; n],
             idx2: vec![0; n],
             pool: vec![0; 2 * n],
         }
     }
-}
 
-/// One Langevin step `x ← x − h ∇Ũ_S(x) + √(2h) z` on the index set `idx`.
-fn langevin<M: Model + ?Sized, E: SubsampledEstimator>(
-    est: &mut E,
-    model: &M,
-    x: &mut [f64],
-    grad: &mut [f64],
-    idx: &[usize],
-    h: f64,
-    z: &[f64],
-) {
-    est.eval_on(model, x, idx, grad);
-    let s = (2.0 * h).sqrt();
-    for ((xi, g), zi) in x.iter_mut().zip(grad.iter()).zip(z) {
-        *xi += s * zi - h * g;
-    }
-}
-
-fn draw<R: rand::Rng + ?Sized>(rng: &mut R, n_data: usize, idx: &mut [usize]) {
-    for i in idx.iter_mut() {
-        *i = uniform_below(rng, n_data as u64) as usize;
+    fn cost(&self) -> Cost {
+        self.fine.cost() + self.c1.cost() + self.c2.cost()
     }
 }
 
@@ -251,15 +233,40 @@ impl Avg {
     }
 }
 
-impl<E: SubsampledEstimator> MlSgld<E> {
-    /// Multilevel SGLD from θ₀ (usually the MAP) with the given estimator; errors on invalid
-    /// settings or a non-finite θ₀.
-    pub fn new(settings: MlSgldSettings, estimator: E, theta0: &[f64]) -> Result<Self> {
+/// Wraps an error of one path of one sample with where it happened.
+fn at(level: usize, sample: u64, path: &'static str) -> impl Fn(Error) -> Error {
+    move |e| Error::Sample { level, sample, path, source: Box::new(e) }
+}
+
+impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
+    /// Multilevel SGLD (the paper's method) with level-0 step `h0` and the given estimator,
+    /// from θ₀ (usually the MAP): [`MlSgld::new`] with `Sgld::new(SgldSettings::constant(h0),
+    /// estimator)`.
+    ///
+    /// Errors: as [`MlSgld::new`]; `h0` not finite and positive.
+    pub fn sgld(settings: MlSgldSettings, h0: f64, estimator: E, theta0: &[f64]) -> Result<Self> {
+        check_positive("step_size", h0)?;
+        Self::new(settings, Sgld::new(SgldSettings::constant(h0), estimator)?, theta0)
+    }
+}
+
+impl<S: SubsampledDiscretisation> MlSgld<S> {
+    /// Multilevel estimation over paths of `base` from θ₀ (usually the MAP). The base sampler's
+    /// time step must be constant: it is h₀.
+    ///
+    /// Errors: invalid settings; [`Error::NonFiniteState`] for a non-finite θ₀;
+    /// [`Error::InvalidParameter`] (`step_size`) if the base sampler's time step is not constant.
+    pub fn new(settings: MlSgldSettings, base: S, theta0: &[f64]) -> Result<Self> {
         settings.validate()?;
         if !all_finite(theta0) {
             return Err(Error::NonFiniteState { iteration: 0 });
         }
-        Ok(MlSgld { settings, estimator, theta0: theta0.to_vec() })
+        let h0 = base.time_step(1);
+        if !base.is_constant_time_step() {
+            return Err(Error::invalid("step_size", h0, "multilevel SGLD needs a constant step (it is h0)"));
+        }
+        check_positive("step_size", h0)?;
+        Ok(MlSgld { settings, base, h0, theta0: theta0.to_vec() })
     }
 
     /// The settings.
@@ -267,16 +274,29 @@ impl<E: SubsampledEstimator> MlSgld<E> {
         &self.settings
     }
 
+    /// The base sampler.
+    pub fn base(&self) -> &S {
+        &self.base
+    }
+
+    /// The level-0 time step h₀ (the base sampler's).
+    pub fn h0(&self) -> f64 {
+        self.h0
+    }
+
     /// Steps of the fine path of level l: `s_l = m (l + 1) 2^l`.
     pub fn steps(&self, level: usize) -> usize {
         (self.settings.horizon * (level + 1)) << level
     }
 
-    fn window_steps(&self, h: f64) -> Option<usize> {
-        self.settings.averaging_window.map(|w| ((w * self.settings.h0 / h).round() as usize).max(1))
+    fn window_steps(&self, fraction: f64) -> Option<usize> {
+        self.settings.averaging_window.map(|w| ((w / fraction).round() as usize).max(1))
     }
 
     /// Sample `index` of level `level` (deterministic given the seed).
+    ///
+    /// Errors: [`Error::Sample`] around the path's error (non-finite gradient or state with its
+    /// iteration); model and estimator errors.
     pub fn sample<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
         &self,
         model: &M,
@@ -284,110 +304,92 @@ impl<E: SubsampledEstimator> MlSgld<E> {
         level: usize,
         index: u64,
     ) -> Result<LevelSample> {
-        let mut est = self.estimator.clone();
-        est.prepare(model)?;
-        let mut w = Work::new(model.dim(), est.batch_size());
-        self.sample_with(&mut est, &mut w, model, g, level, index)
+        self.check(model)?;
+        let mut w = Work::new(&self.base, model.dim());
+        self.sample_with(&mut w, model, g, level, index)
     }
 
     fn sample_with<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
         &self,
-        est: &mut E,
-        w: &mut Work,
+        w: &mut Work<S>,
         model: &M,
         g: &G,
         level: usize,
         index: u64,
     ) -> Result<LevelSample> {
         let mut rng = stream(self.settings.seed, &[level as u64, index]);
-        let before = est.cost();
-        let n_data = model.n_data();
+        let before = w.cost();
         let m = self.settings.horizon;
-        let h0 = self.settings.h0;
         let keep = self.settings.keep_points && self.settings.averaging_window.is_none();
-        w.fine.copy_from_slice(&self.theta0);
+        let (fine_at, c1_at, c2_at) =
+            (at(level, index, "fine"), at(level, index, "coarse"), at(level, index, "coarse (antithetic)"));
+        w.fine.restart(model, &self.theta0).map_err(&fine_at)?;
         if level == 0 {
             let total = m;
-            let mut avg = Avg::new(total, self.window_steps(h0));
+            let mut avg = Avg::new(total, self.window_steps(1.0));
             for step in 1..=total {
-                draw(&mut rng, n_data, &mut w.idx1);
-                fill_standard_normal(&mut rng, &mut w.z1);
-                langevin(est, model, &mut w.fine, &mut w.grad, &w.idx1, h0, &w.z1);
-                avg.add(step, g, &w.fine);
-            }
-            if !all_finite(&w.fine) {
-                return Err(Error::NonFiniteState { iteration: total as u64 });
+                w.fine.draw_indices(&mut rng, &mut w.idx1);
+                crate::rng::fill_standard_normal(&mut rng, &mut w.z.z1);
+                w.fine.step_on(model, step as u64, 1.0, &w.z.z1, &w.idx1).map_err(&fine_at)?;
+                avg.add(step, g, w.fine.position());
             }
             let v = avg.value();
-            let points = if keep { vec![w.fine.clone()] } else { Vec::new() };
-            return Ok(LevelSample { delta: v, fine: v, cost: diff(est.cost(), before), points });
+            let points = if keep { vec![w.fine.position().to_vec()] } else { Vec::new() };
+            return Ok(LevelSample { delta: v, fine: v, cost: w.cost() - before, points });
         }
-        let hf = h0 / (1u64 << level) as f64;
-        let hc = 2.0 * hf;
+        let ff = 1.0 / (1u64 << level) as f64;
+        let fc = 2.0 * ff;
         let alone = m << level;
         let coupled = (m * level) << (level - 1);
         let total_fine = alone + 2 * coupled;
-        let mut avg_f = Avg::new(total_fine, self.window_steps(hf));
-        let mut avg_c1 = Avg::new(coupled, self.window_steps(hc));
-        let mut avg_c2 = Avg::new(coupled, self.window_steps(hc));
+        let mut avg_f = Avg::new(total_fine, self.window_steps(ff));
+        let mut avg_c1 = Avg::new(coupled, self.window_steps(fc));
+        let mut avg_c2 = Avg::new(coupled, self.window_steps(fc));
         for step in 1..=alone {
-            draw(&mut rng, n_data, &mut w.idx1);
-            fill_standard_normal(&mut rng, &mut w.z1);
-            langevin(est, model, &mut w.fine, &mut w.grad, &w.idx1, hf, &w.z1);
-            avg_f.add(step, g, &w.fine);
+            w.fine.draw_indices(&mut rng, &mut w.idx1);
+            crate::rng::fill_standard_normal(&mut rng, &mut w.z.z1);
+            w.fine.step_on(model, step as u64, ff, &w.z.z1, &w.idx1).map_err(&fine_at)?;
+            avg_f.add(step, g, w.fine.position());
         }
-        w.c1.copy_from_slice(&self.theta0);
-        w.c2.copy_from_slice(&self.theta0);
-        let r2 = std::f64::consts::FRAC_1_SQRT_2;
+        let antithetic = self.settings.coupling == MlCoupling::Antithetic;
+        w.c1.restart(model, &self.theta0).map_err(&c1_at)?;
+        if antithetic {
+            w.c2.restart(model, &self.theta0).map_err(&c2_at)?;
+        }
         let n = w.idx1.len();
         for k in 1..=coupled {
-            draw(&mut rng, n_data, &mut w.idx1);
-            draw(&mut rng, n_data, &mut w.idx2);
-            fill_standard_normal(&mut rng, &mut w.z1);
-            fill_standard_normal(&mut rng, &mut w.z2);
-            langevin(est, model, &mut w.fine, &mut w.grad, &w.idx1, hf, &w.z1);
-            avg_f.add(alone + 2 * k - 1, g, &w.fine);
-            langevin(est, model, &mut w.fine, &mut w.grad, &w.idx2, hf, &w.z2);
-            avg_f.add(alone + 2 * k, g, &w.fine);
-            for ((c, a), b) in w.zc.iter_mut().zip(&w.z1).zip(&w.z2) {
-                *c = (a + b) * r2;
-            }
-            match self.settings.coupling {
-                MlCoupling::Antithetic => {
-                    langevin(est, model, &mut w.c1, &mut w.grad, &w.idx1, hc, &w.zc);
-                    langevin(est, model, &mut w.c2, &mut w.grad, &w.idx2, hc, &w.zc);
-                    avg_c2.add(k, g, &w.c2);
+            w.fine.draw_indices(&mut rng, &mut w.idx1);
+            w.fine.draw_indices(&mut rng, &mut w.idx2);
+            w.z.draw(&mut rng);
+            let (kf, kc) = ((alone + 2 * k - 1) as u64, k as u64);
+            w.fine.step_on(model, kf, ff, &w.z.z1, &w.idx1).map_err(&fine_at)?;
+            avg_f.add(alone + 2 * k - 1, g, w.fine.position());
+            w.fine.step_on(model, kf + 1, ff, &w.z.z2, &w.idx2).map_err(&fine_at)?;
+            avg_f.add(alone + 2 * k, g, w.fine.position());
+            if antithetic {
+                w.c1.step_on(model, kc, fc, &w.z.coarse, &w.idx1).map_err(&c1_at)?;
+                w.c2.step_on(model, kc, fc, &w.z.coarse, &w.idx2).map_err(&c2_at)?;
+                avg_c2.add(k, g, w.c2.position());
+            } else {
+                // n indices without replacement from the 2n-element multiset τ¹ ∪ τ².
+                w.pool[..n].copy_from_slice(&w.idx1);
+                w.pool[n..].copy_from_slice(&w.idx2);
+                for j in 0..n {
+                    let r = j + uniform_below(&mut rng, (2 * n - j) as u64) as usize;
+                    w.pool.swap(j, r);
                 }
-                MlCoupling::Subsampling => {
-                    // n indices without replacement from the 2n-element multiset τ¹ ∪ τ².
-                    w.pool[..n].copy_from_slice(&w.idx1);
-                    w.pool[n..].copy_from_slice(&w.idx2);
-                    for j in 0..n {
-                        let r = j + uniform_below(&mut rng, (2 * n - j) as u64) as usize;
-                        w.pool.swap(j, r);
-                    }
-                    langevin(est, model, &mut w.c1, &mut w.grad, &w.pool[..n], hc, &w.zc);
-                }
+                w.c1.step_on(model, kc, fc, &w.z.coarse, &w.pool[..n]).map_err(&c1_at)?;
             }
-            avg_c1.add(k, g, &w.c1);
-        }
-        if !all_finite(&w.fine) || !all_finite(&w.c1) || !all_finite(&w.c2) {
-            return Err(Error::NonFiniteState { iteration: total_fine as u64 });
+            avg_c1.add(k, g, w.c1.position());
         }
         let fine = avg_f.value();
-        let coarse = match self.settings.coupling {
-            MlCoupling::Antithetic => 0.5 * (avg_c1.value() + avg_c2.value()),
-            MlCoupling::Subsampling => avg_c1.value(),
+        let coarse = if antithetic { 0.5 * (avg_c1.value() + avg_c2.value()) } else { avg_c1.value() };
+        let points = match (keep, antithetic) {
+            (false, _) => Vec::new(),
+            (true, true) => vec![w.fine.position().to_vec(), w.c1.position().to_vec(), w.c2.position().to_vec()],
+            (true, false) => vec![w.fine.position().to_vec(), w.c1.position().to_vec()],
         };
-        let points = if keep {
-            match self.settings.coupling {
-                MlCoupling::Antithetic => vec![w.fine.clone(), w.c1.clone(), w.c2.clone()],
-                MlCoupling::Subsampling => vec![w.fine.clone(), w.c1.clone()],
-            }
-        } else {
-            Vec::new()
-        };
-        Ok(LevelSample { delta: fine - coarse, fine, cost: diff(est.cost(), before), points })
+        Ok(LevelSample { delta: fine - coarse, fine, cost: w.cost() - before, points })
     }
 
     /// Adds samples `acc.n .. acc.n + count` of `level` to `acc`, in chunks (parallel within a
@@ -402,28 +404,19 @@ impl<E: SubsampledEstimator> MlSgld<E> {
         budget: &mut Budget,
     ) -> Result<()> {
         const CHUNK: usize = 4096;
-        let mut proto = self.estimator.clone();
-        proto.prepare(model)?;
-        let (d, n) = (model.dim(), proto.batch_size());
+        let d = model.dim();
         let mut left = count;
         while left > 0 {
             let c = left.min(CHUNK);
             budget.check(acc.cost_per_sample() * c as f64)?;
             let first = acc.n as u64;
-            let range = first..first + c as u64;
             let level = acc.level;
-            let out: Vec<Result<LevelSample>> = if self.settings.parallel {
-                range
-                    .into_par_iter()
-                    .map_init(
-                        || (proto.clone(), Work::new(d, n)),
-                        |(e, w), i| self.sample_with(e, w, model, g, level, i),
-                    )
-                    .collect()
-            } else {
-                let (mut e, mut w) = (proto.clone(), Work::new(d, n));
-                range.map(|i| self.sample_with(&mut e, &mut w, model, g, level, i)).collect()
-            };
+            let out = crate::run::fan_out(
+                first..first + c as u64,
+                self.settings.parallel,
+                || Work::new(&self.base, d),
+                |w, i| self.sample_with(w, model, g, level, i),
+            );
             for r in out {
                 let x = r?;
                 budget.spent += (x.cost.datum_gradients + x.cost.datum_hvps) as f64;
@@ -508,7 +501,7 @@ impl<E: SubsampledEstimator> MlSgld<E> {
         if target.max_level < 2 {
             return Err(Error::invalid("max_level", target.max_level, "must be >= 2"));
         }
-        let setup = self.estimator.setup_cost();
+        let setup = self.base.setup_cost();
         let mut budget = Budget { spent: (setup.datum_gradients + setup.datum_hvps) as f64, max: target.max_cost };
         let eps = target.rmse;
         let keep = self.settings.keep_points && self.settings.averaging_window.is_none();
@@ -581,7 +574,7 @@ impl<E: SubsampledEstimator> MlSgld<E> {
 
     fn summarise<M: Model + ?Sized>(&self, model: &M, data: &[LevelAcc], bias: Option<f64>) -> MlmcResult {
         let mut levels = Vec::new();
-        let mut cost = self.estimator.setup_cost();
+        let mut cost = self.base.setup_cost();
         let (mut estimate, mut variance) = (0.0, 0.0);
         for a in data {
             estimate += a.mean;
@@ -711,14 +704,6 @@ impl LevelAcc {
         } else {
             ((self.cost.datum_gradients + self.cost.datum_hvps) as f64 / self.n as f64).max(1.0)
         }
-    }
-}
-
-fn diff(a: Cost, b: Cost) -> Cost {
-    Cost {
-        datum_gradients: a.datum_gradients - b.datum_gradients,
-        datum_potentials: a.datum_potentials - b.datum_potentials,
-        datum_hvps: a.datum_hvps - b.datum_hvps,
     }
 }
 
