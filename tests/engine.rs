@@ -46,7 +46,7 @@ fn mlsgld_honours_subsampling_without_replacement() {
     let g = move |t: &[f64]| (t[0] - mu).powi(2);
     let samples = [160_000, 80_000, 40_000];
     let settings = MlSgldSettings { horizon, seed: 71, ..Default::default() };
-    let steps = horizon * (big_l + 1) << big_l;
+    let steps = (horizon * (big_l + 1)) << big_l;
     let h_fine = h0 / (1 << big_l) as f64;
     let mut rows = Vec::new();
     for (tag, replacement) in [("with", true), ("without", false)] {
