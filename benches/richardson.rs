@@ -45,6 +45,7 @@ fn settings(parallel: bool) -> RunSettings {
         seed: CHAIN_SEED,
         storage: Storage::Moments,
         parallel,
+        ..Default::default()
     }
 }
 

@@ -124,6 +124,7 @@ fn reference(model: &LogisticRegression, mode: &[f64]) -> Result<Reference, Box<
         seed: MALA_SEED,
         storage: Storage::Samples,
         parallel: true,
+        ..Default::default()
     };
     let out = run(model, &mala, mode, &settings)?;
     let mean = out.estimate.mean()?.to_vec();

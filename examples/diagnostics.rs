@@ -31,10 +31,8 @@
 //! 3 sds out costs SGLD-CV little: its gradient noise grows with ‖θ − θ̂‖² only while the chain
 //! relaxes, in ~1/(γλ_min) ≈ 100 iterations, well within the burn-in.
 //!
-//! The library has per-chain starting points (`run_chains`) and progress observers
-//! (`run_observed`, one starting point for all chains) but not both at once, so the main runs
-//! are made of one single-chain run per chain (chain c with master seed `seed + c`), in parallel,
-//! pooled with `Estimate::combine`; the progress display is told the chain's index.
+//! The main runs use `run_chains_observed`: one starting point per chain, and (with the
+//! `progress` feature) the library's terminal display as an observer.
 //!
 //! # How to read the summary tables
 //!
@@ -111,7 +109,7 @@ use sgmcmc::linalg::{cholesky_lower, spd_inverse, symmetric_eigenvalues};
 use sgmcmc::prelude::*;
 use sgmcmc::rng::{fill_standard_normal, stream};
 #[cfg(feature = "progress")]
-use sgmcmc::{Progress, run_observed};
+use sgmcmc::run_chains_observed;
 use sgmcmc::{SgdSettings, export};
 use std::path::Path;
 use std::time::Instant;
@@ -225,6 +223,7 @@ fn main() -> Res<()> {
         seed,
         storage: Storage::SamplesAndGradients,
         parallel: true,
+        ..Default::default()
     };
     let sgld = Sgld::new(SgldSettings::constant(GAMMA_MAIN), Minibatch::new(BATCH))?;
     let sgld_cv = Sgld::new(SgldSettings::constant(GAMMA_MAIN), cv)?;
@@ -322,6 +321,7 @@ fn main() -> Res<()> {
             seed: GRID_SEED + k as u64,
             storage: Storage::Samples,
             parallel: true,
+            ..Default::default()
         };
         let refs: Vec<&[f64]> = inits.iter().map(Vec::as_slice).collect();
         let out = run_chains(&model, &s, &refs, &settings)?;
@@ -387,35 +387,23 @@ fn overdispersed(centre: &Array1<f64>, sd: &Array1<f64>) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// Runs one chain per starting point (chains in parallel) and pools them; chain c uses the master
-/// seed `settings.seed + c`. With the `progress` feature each chain reports to one terminal
-/// display. (`run_chains` takes per-chain starting points but no observer and `run_observed` an
-/// observer but one starting point, hence one single-chain run per chain.)
+/// Runs one chain per starting point (chains in parallel) and pools them. With the `progress`
+/// feature the library's terminal display follows the run.
 fn run_from<S: Sampler>(
     model: &LogisticRegression,
     sampler: &S,
     inits: &[Vec<f64>],
     settings: &RunSettings,
 ) -> Res<Estimate> {
+    let starts: Vec<&[f64]> = inits.iter().map(Vec::as_slice).collect();
+    let settings = RunSettings { n_chains: starts.len(), ..*settings };
     #[cfg(feature = "progress")]
-    let display = sgmcmc::progress::terminal(settings.n_iter, inits.len());
-    let parts = inits
-        .par_iter()
-        .enumerate()
-        .map(|(c, init)| {
-            let one = RunSettings { n_chains: 1, seed: settings.seed + c as u64, ..*settings };
-            #[cfg(feature = "progress")]
-            {
-                let observer = |p: &Progress<'_>| display(&Progress { chain: c, ..*p });
-                run_observed(model, sampler, init, &one, PROGRESS_EVERY, &observer).map(|o| o.estimate)
-            }
-            #[cfg(not(feature = "progress"))]
-            {
-                run(model, sampler, init, &one).map(|o| o.estimate)
-            }
-        })
-        .collect::<sgmcmc::Result<Vec<Estimate>>>()?;
-    Ok(Estimate::combine(parts)?)
+    let display = sgmcmc::progress::Terminal::new(PROGRESS_EVERY);
+    #[cfg(feature = "progress")]
+    let observers: Vec<&dyn sgmcmc::Observer> = vec![&display];
+    #[cfg(not(feature = "progress"))]
+    let observers: Vec<&dyn sgmcmc::Observer> = Vec::new();
+    Ok(run_chains_observed(model, sampler, &starts, &settings, &observers)?.estimate)
 }
 
 /// `KSD_PER_CHAIN` evenly spaced draws (and their stored gradient estimates) of every chain,

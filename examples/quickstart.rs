@@ -92,6 +92,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         seed: RUN_SEED,
         storage: Storage::Moments,
         parallel: true,
+        ..Default::default()
     };
     let theta0 = vec![0.0; DIM];
 
@@ -284,7 +285,7 @@ struct Speed {
 impl Speed {
     fn of<S>(out: &RunOutput<S>, n_data: usize) -> Self {
         // Each chain's own rate (its iterations over its own wall time), averaged over chains.
-        let per_chain = out.chains.iter().map(|c| out.n_iter as f64 / c.wall_time.as_secs_f64()).sum::<f64>()
+        let per_chain = out.chains.iter().map(|c| c.iterations as f64 / c.wall_time.as_secs_f64()).sum::<f64>()
             / out.chains.len() as f64;
         Speed {
             wall_s: out.wall_time.as_secs_f64(),

@@ -259,6 +259,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             seed: RUN_SEED + 16 * i as u64 + m,
             storage: Storage::Moments,
             parallel: true,
+            ..Default::default()
         };
 
         let mut row = Vec::with_capacity(4);

@@ -491,6 +491,7 @@ fn run_plain<S: Sampler>(
         seed,
         storage: Storage::Moments,
         parallel: true,
+        ..Default::default()
     };
     let refs: Vec<&[f64]> = inits.iter().map(Vec::as_slice).collect();
     let t = Instant::now();
@@ -525,6 +526,7 @@ fn run_extrapolated<S: Discretisation>(
                 seed: seed + r as u64,
                 storage: Storage::Moments,
                 parallel: true,
+                ..Default::default()
             };
             run_rr(model, rr, x0, &settings)?.replicate(0)?.covariance()
         })

@@ -205,6 +205,7 @@ fn main() -> Res<()> {
             seed: RUN_SEED + 10 * i as u64 + m,
             storage: Storage::SamplesAndGradients,
             parallel: true,
+            ..Default::default()
         };
         let cv_settings = CvSettings { batch_size: BATCH_SIZE, ..CvSettings::default() };
 

@@ -10,7 +10,7 @@ use rand::Rng;
 use std::sync::Arc;
 
 /// Settings of the minibatch part of a [`ControlVariate`] estimator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CvSettings {
     /// Minibatch size n (1 ≤ n ≤ N). Default 100.
     pub batch_size: usize,
@@ -32,7 +32,7 @@ impl Default for CvSettings {
 }
 
 /// What every clone of the estimator shares: the centre and the full gradient there.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Centre {
     theta_hat: Vec<f64>,
     /// `∇U(θ̂)`, the full gradient (prior included).
@@ -64,7 +64,7 @@ struct Centre {
 /// References: J. Baker, P. Fearnhead, E. B. Fox, C. Nemeth, *Control variates for stochastic
 /// gradient MCMC*, Statistics and Computing 29, 2019; N. Brosse, A. Durmus, E. Moulines, *The
 /// promises and pitfalls of stochastic gradient Langevin dynamics*, NeurIPS 2018.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ControlVariate {
     centre: Arc<Centre>,
     sub: Subsample,

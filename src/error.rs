@@ -143,6 +143,24 @@ pub enum Error {
         /// The system's message.
         message: String,
     },
+    /// A checkpoint file is not a valid checkpoint of this crate: truncated, altered (its
+    /// checksum fails), not a checkpoint at all, or inconsistent with itself.
+    #[error("corrupt checkpoint: {reason}")]
+    CorruptCheckpoint {
+        /// What is wrong.
+        reason: String,
+    },
+    /// A valid checkpoint that does not fit what it is loaded as: another format version,
+    /// another kind of run, another sampler type.
+    #[error("checkpoint mismatch: {what} is {found}, expected {expected}")]
+    CheckpointMismatch {
+        /// What differs (`"format version"`, `"kind of run"`, `"sampler type"`).
+        what: &'static str,
+        /// What this build can load.
+        expected: String,
+        /// What the file holds.
+        found: String,
+    },
     /// An error raised inside one path of one sample of a multilevel estimator.
     #[error("level {level}, sample {sample}, {path} path: {source}")]
     Sample {

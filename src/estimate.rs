@@ -11,7 +11,7 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 
 /// Stored samples of one chain: draws `θ_k` (one per row), their weights, and optionally the
 /// gradient estimates computed at them (for ZV post-processing).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Samples {
     draws: Array2<f64>,
     weights: Array1<f64>,
@@ -57,6 +57,36 @@ impl Samples {
         }
     }
 
+    /// Keeps the first `n` samples (a chain stopped before filling its storage).
+    pub(crate) fn truncate(&mut self, n: usize) {
+        if n >= self.len() {
+            return;
+        }
+        let cut = |a: &Array2<f64>| a.slice_axis(Axis(0), ndarray::Slice::from(..n)).to_owned();
+        self.draws = cut(&self.draws);
+        self.weights = self.weights.slice_axis(Axis(0), ndarray::Slice::from(..n)).to_owned();
+        if let Some(g) = self.gradients.as_mut() {
+            *g = cut(g);
+        }
+        if let Some(c) = self.costs.as_mut() {
+            *c = c.slice_axis(Axis(0), ndarray::Slice::from(..n)).to_owned();
+        }
+    }
+
+    /// Copies every sample of `other` into the first rows (`other` no longer than `self`, same
+    /// width and the same optional columns).
+    pub(crate) fn copy_prefix(&mut self, other: &Samples) {
+        let n = other.len();
+        self.draws.slice_axis_mut(Axis(0), ndarray::Slice::from(..n)).assign(&other.draws);
+        self.weights.slice_axis_mut(Axis(0), ndarray::Slice::from(..n)).assign(&other.weights);
+        if let (Some(g), Some(o)) = (self.gradients.as_mut(), other.gradients.as_ref()) {
+            g.slice_axis_mut(Axis(0), ndarray::Slice::from(..n)).assign(o);
+        }
+        if let (Some(c), Some(o)) = (self.costs.as_mut(), other.costs.as_ref()) {
+            c.slice_axis_mut(Axis(0), ndarray::Slice::from(..n)).assign(o);
+        }
+    }
+
     /// The draws, one per row (n × d).
     pub fn draws(&self) -> ArrayView2<'_, f64> {
         self.draws.view()
@@ -95,7 +125,7 @@ impl Samples {
 /// Sums are kept around a shift `c` (the first sample), `Σ w (θ − c)` and
 /// `Σ w (θ − c)(θ − c)ᵀ`, which stays accurate where raw sums of squares would cancel, and
 /// works for signed weights (unlike Welford-type updates, which divide by the running weight).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Moments {
     dim: usize,
     n: usize,
@@ -151,6 +181,11 @@ impl Moments {
         self.n
     }
 
+    /// The dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
     /// Whether no sample was pushed.
     pub fn is_empty(&self) -> bool {
         self.n == 0
@@ -177,8 +212,8 @@ impl Moments {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum Part {
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) enum Part {
     Samples(Samples),
     Moments(Moments),
 }
@@ -242,7 +277,7 @@ impl Part {
 /// parts together: the mean `Σ w θ / Σ w`, the covariance `Σ w (θ − mean)(θ − mean)ᵀ / Σ w`
 /// (the plug-in value, without a small-sample correction), and `Σ w f(θ) / Σ w`. With signed
 /// weights a variance can come out negative; that is the estimator's honest value.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Estimate {
     dim: usize,
     parts: Vec<Part>,
@@ -300,6 +335,17 @@ impl Estimate {
     /// The dimension d.
     pub fn dim(&self) -> usize {
         self.dim
+    }
+
+    /// One estimate per part, in order.
+    pub(crate) fn into_parts(self) -> Vec<Estimate> {
+        let dim = self.dim;
+        self.parts.into_iter().map(|p| Estimate { dim, parts: vec![p] }).collect()
+    }
+
+    /// The only part, if there is exactly one.
+    pub(crate) fn into_single(mut self) -> Option<Part> {
+        if self.parts.len() == 1 { self.parts.pop() } else { None }
     }
 
     /// The number of parts (chains).

@@ -65,11 +65,34 @@ pub trait GradientEstimator: Clone + Send + Sync {
 }
 
 /// The exact gradient `∇U(θ) = ∇U₀(θ) + Σᵢ₌₁ᴺ ∇Uᵢ(θ)`; costs N datum gradients per call.
-#[derive(Debug, Clone, Default)]
+///
+/// Serialised (in checkpoints) as N, d and its counter: the index list `0..N` is rebuilt.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(from = "FullGradientState", into = "FullGradientState")]
 pub struct FullGradient {
     all: Vec<usize>,
     scratch: Vec<f64>,
     count: u64,
+}
+
+/// The serialised form of [`FullGradient`].
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct FullGradientState {
+    n_data: usize,
+    dim: usize,
+    count: u64,
+}
+
+impl From<FullGradient> for FullGradientState {
+    fn from(f: FullGradient) -> Self {
+        FullGradientState { n_data: f.all.len(), dim: f.scratch.len(), count: f.count }
+    }
+}
+
+impl From<FullGradientState> for FullGradient {
+    fn from(s: FullGradientState) -> Self {
+        FullGradient { all: (0..s.n_data).collect(), scratch: vec![0.0; s.dim], count: s.count }
+    }
 }
 
 impl FullGradient {
@@ -115,7 +138,7 @@ impl GradientEstimator for FullGradient {
 ///
 /// The building block of every subsampling estimator ([`Minibatch`], and the control-variate
 /// and Taylor estimators).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Subsample {
     batch_size: usize,
     replacement: bool,
@@ -258,7 +281,7 @@ fn uniform_below_u32<R: Rng + ?Sized>(rng: &mut R, first: u32, range: u32) -> u3
 
 /// The minibatch estimator `∇Ũ(θ) = ∇U₀(θ) + (N/n) Σ_{i∈S} ∇Uᵢ(θ)`, unbiased for `∇U(θ)`;
 /// costs n datum gradients per call.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Minibatch {
     sub: Subsample,
     scratch: Vec<f64>,

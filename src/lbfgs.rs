@@ -20,7 +20,7 @@ use crate::error::{Result, check_len, check_positive};
 /// **never used** — [`push`](Self::push) skips it, returns `false` and counts it in
 /// [`n_skipped`](Self::n_skipped). Capacity is fixed at construction; pushing beyond it drops the
 /// oldest pair. Buffers are allocated once, so pushing and applying allocate nothing.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Lbfgs {
     dim: usize,
     capacity: usize,

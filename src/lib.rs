@@ -14,6 +14,7 @@ pub mod lbfgs;
 pub mod linalg;
 pub mod model;
 pub mod models;
+pub mod observe;
 pub mod optim;
 #[cfg(feature = "progress")]
 pub mod progress;
@@ -27,17 +28,21 @@ pub mod zv;
 pub use control_variate::{ControlVariate, CvSettings};
 pub use cost::Cost;
 pub use coupled::mlsgld::{AdaptiveSettings, LevelStats, MlCoupling, MlSgld, MlSgldSettings, MlmcResult};
-pub use coupled::richardson::{NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, run_rr};
+pub use coupled::richardson::{
+    NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, resume_rr, run_rr, run_rr_observed,
+};
 pub use error::{Error, Result};
 pub use estimate::{Estimate, Moments, Samples};
 pub use gradient::{FullGradient, GradientEstimator, Minibatch, Subsample, SubsampledEstimator};
 pub use lbfgs::Lbfgs;
 pub use model::Model;
 pub use models::{LinearGaussian, LogisticRegression, Pmf, Ratings};
+pub use observe::{Control, Observer, Progress};
 pub use optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
 pub use rng::{ChainRng, DEFAULT_SEED};
 pub use run::{
-    ChainReport, Progress, RunOutput, RunSettings, Storage, run, run_chains, run_chains_observed, run_observed,
+    ChainReport, Divergence, OnDivergence, RunOutput, RunSettings, Storage, resume, run, run_chains,
+    run_chains_observed, run_observed,
 };
 pub use samplers::{
     Discretisation, Hamcmc, HamcmcSettings, Langevin, LangevinKernel, Lmc, Mala, MalaSettings, PreconditionedKernel,
@@ -52,7 +57,8 @@ pub use zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
 pub mod prelude {
     pub use crate::{
         ControlVariate, Cost, CvSettings, Error, Estimate, FullGradient, GradientEstimator, LinearGaussian,
-        LogisticRegression, Mala, MalaSettings, Minibatch, Model, RunOutput, RunSettings, Sampler, Sghmc,
-        SghmcSettings, Sgld, SgldSettings, StepSize, Storage, ZvOrder, run, run_chains,
+        LogisticRegression, Mala, MalaSettings, Minibatch, Model, Observer, RunOutput, RunSettings, Sampler, Sghmc,
+        SghmcSettings, Sgld, SgldSettings, StepSize, Storage, ZvOrder, resume, run, run_chains, run_chains_observed,
+        run_observed,
     };
 }

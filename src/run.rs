@@ -1,16 +1,21 @@
-//! Running samplers: burn-in, thinning, storage, several chains in parallel, cost and time.
+//! The runner: burn-in, thinning, storage, chains in parallel, observers that can stop a run,
+//! divergences as data, cost and time, checkpoint and resume. Written once: chains of any
+//! [`Sampler`] and Richardson–Romberg pairs are "units" driven by the same loop, and every
+//! fan-out (chains, pairs, multilevel samples) goes through [`fan_out`].
 
 use crate::cost::Cost;
 use crate::error::{Error, Result};
-use crate::estimate::{Estimate, Moments, Samples};
+use crate::estimate::{Estimate, Moments, Part, Samples};
 use crate::model::Model;
-use crate::rng::{DEFAULT_SEED, stream};
+use crate::observe::{Control, Observer, Progress};
+use crate::rng::{ChainRng, DEFAULT_SEED, stream};
 use crate::samplers::Sampler;
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 /// What a run keeps of each chain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Storage {
     /// Every recorded draw and its weight (memory: n_samples × d per chain). The default.
     #[default]
@@ -24,7 +29,7 @@ pub enum Storage {
 }
 
 /// Settings of a run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunSettings {
     /// Total iterations per chain, burn-in included (≥ 1). Default 10 000.
     pub n_iter: u64,
@@ -41,6 +46,23 @@ pub struct RunSettings {
     pub storage: Storage,
     /// Run chains in parallel on the rayon thread pool (same results as serial). Default true.
     pub parallel: bool,
+    /// What a non-finite state or gradient in one chain does to the run. Default
+    /// [`OnDivergence::Error`].
+    pub on_divergence: OnDivergence,
+}
+
+/// What a chain that diverges (non-finite state or gradient) does to its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum OnDivergence {
+    /// The run returns the error ([`Error::Chain`] around
+    /// [`Error::NonFiniteState`]/[`Error::NonFiniteGradient`] with the iteration). The default.
+    #[default]
+    Error,
+    /// The chain stops and is reported in [`RunOutput::divergences`] (chain, iteration, its draws
+    /// up to the divergence); the other chains' results are returned as usual. The pooled
+    /// estimate leaves the diverged chains out. If every chain diverges, the run returns the
+    /// first one's error.
+    Report,
 }
 
 impl Default for RunSettings {
@@ -53,6 +75,7 @@ impl Default for RunSettings {
             seed: DEFAULT_SEED,
             storage: Storage::Samples,
             parallel: true,
+            on_divergence: OnDivergence::Error,
         }
     }
 }
@@ -81,8 +104,23 @@ impl RunSettings {
     }
 }
 
+/// A chain that diverged, under [`OnDivergence::Report`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Divergence {
+    /// The chain (or replicate) index.
+    pub chain: usize,
+    /// The iteration at which the state or gradient was found non-finite.
+    pub iteration: u64,
+    /// `true` for a non-finite state, `false` for a non-finite gradient.
+    pub non_finite_state: bool,
+    /// The error's message.
+    pub message: String,
+    /// What the chain drew before it diverged (left out of the pooled estimate).
+    pub draws: Vec<Estimate>,
+}
+
 /// What one chain of a run did.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChainReport<S> {
     /// The sampler in its final state (its position, and sampler-specific statistics such as
     /// [`Mala::acceptance_rate`](crate::Mala::acceptance_rate)).
@@ -90,14 +128,24 @@ pub struct ChainReport<S> {
     /// The chain's cost, initial gradient included (the one-off setup cost is not: it is in
     /// [`RunOutput::setup_cost`]).
     pub cost: Cost,
-    /// The chain's wall time, `init` included.
+    /// The chain's wall time, `init` included (summed over resumptions).
     pub wall_time: Duration,
+    /// Iterations done (fewer than planned if the chain was stopped or diverged).
+    pub iterations: u64,
+    /// Whether an observer stopped the chain before its last planned iteration.
+    pub stopped: bool,
+    /// Whether the chain diverged (then it is in [`RunOutput::divergences`]).
+    pub diverged: bool,
+    /// The chain's generator, where it stopped (to resume).
+    rng: ChainRng,
 }
 
-/// The result of [`run`]: the pooled estimate and a report per chain.
-#[derive(Debug, Clone)]
+/// The result of [`run`]: the pooled estimate and a report per chain. It is also the run's
+/// checkpoint: [`save`](Self::save) it, [`load`](Self::load) it, and [`resume`] it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunOutput<S> {
-    /// The estimate pooled over chains; `estimate.part(c)` is chain c alone.
+    /// The estimate pooled over chains; `estimate.part(i)` is the i-th chain that did not
+    /// diverge (all chains, unless [`OnDivergence::Report`] left some out).
     pub estimate: Estimate,
     /// One report per chain, in chain order.
     pub chains: Vec<ChainReport<S>>,
@@ -105,21 +153,31 @@ pub struct RunOutput<S> {
     pub cost: Cost,
     /// The one-off setup cost included in `cost` (e.g. a control variate's centring).
     pub setup_cost: Cost,
-    /// Wall time of the whole run.
+    /// Wall time of the whole run (summed over resumptions).
     pub wall_time: Duration,
-    /// Iterations per chain.
-    pub n_iter: u64,
+    /// The settings the run was made with.
+    pub settings: RunSettings,
+    /// Chains that diverged, under [`OnDivergence::Report`].
+    pub divergences: Vec<Divergence>,
+    /// The model's dimension (checked on resume).
+    dim: usize,
 }
 
 impl<S> RunOutput<S> {
-    /// Iterations (all chains) per second of wall time.
+    /// Iterations done (all chains) per second of wall time.
     pub fn iterations_per_second(&self) -> f64 {
-        (self.n_iter as f64 * self.chains.len() as f64) / self.wall_time.as_secs_f64()
+        self.chains.iter().map(|c| c.iterations as f64).sum::<f64>() / self.wall_time.as_secs_f64()
     }
 
     /// Datum-gradient evaluations per second of wall time.
     pub fn datum_gradients_per_second(&self) -> f64 {
         self.cost.datum_gradients as f64 / self.wall_time.as_secs_f64()
+    }
+
+    /// Whether some chain ended before `settings.n_iter` iterations (stopped or diverged): the
+    /// run can then be [`resume`]d.
+    pub fn is_complete(&self) -> bool {
+        self.chains.iter().all(|c| c.diverged || c.iterations >= self.settings.n_iter)
     }
 }
 
@@ -150,8 +208,7 @@ pub fn run<M: Model + ?Sized, S: Sampler>(
     theta0: &[f64],
     settings: &RunSettings,
 ) -> Result<RunOutput<S>> {
-    let inits = vec![theta0; settings.n_chains];
-    run_chains(model, sampler, &inits, settings)
+    run_observed(model, sampler, theta0, settings, &[])
 }
 
 /// As [`run`], with one starting point per chain (`inits.len()` must equal `n_chains`).
@@ -161,153 +218,428 @@ pub fn run_chains<M: Model + ?Sized, S: Sampler>(
     inits: &[&[f64]],
     settings: &RunSettings,
 ) -> Result<RunOutput<S>> {
-    run_inner(model, sampler, inits, settings, None)
+    run_chains_observed(model, sampler, inits, settings, &[])
 }
 
-/// The progress of one chain, as passed to an observer.
-#[derive(Debug, Clone, Copy)]
-pub struct Progress<'a> {
-    /// The chain's index.
-    pub chain: usize,
-    /// Iterations done (1-based).
-    pub iteration: u64,
-    /// Iterations planned.
-    pub n_iter: u64,
-    /// Wall time since the chain started.
-    pub elapsed: Duration,
-    /// The chain's cost so far.
-    pub cost: Cost,
-    /// The current position.
-    pub position: &'a [f64],
-}
-
-/// As [`run`], calling `observer` every `every` iterations of every chain (and after the last),
-/// from the thread running that chain. Nothing is printed unless the observer prints; see
-/// [`progress::terminal`](crate::progress::terminal) (feature `progress`) for a ready-made one.
-/// The observer cannot change the run: results are those of [`run`].
+/// As [`run`], with observers (see [`observe`](crate::observe)): each is called at every chain's
+/// start, every [`interval`](Observer::interval) iterations and at its end, from the thread
+/// running that chain, and may stop it. A stopped chain keeps exactly the draws recorded up to
+/// the iteration where it stopped; the run can be [`resume`]d.
 ///
-/// Errors: as [`run`]; [`Error::InvalidParameter`] for `every = 0`.
-pub fn run_observed<M: Model + ?Sized, S: Sampler, O: Fn(&Progress<'_>) + Sync>(
+/// ```
+/// use sgmcmc::prelude::*;
+/// use sgmcmc::observe::Budget;
+///
+/// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 7)?;
+/// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100))?;
+/// let settings = RunSettings { n_iter: 5_000, burn_in: 500, n_chains: 2, ..Default::default() };
+/// // 200 000 datum gradients for the run, 100 000 per chain: each chain stops once its initial
+/// // gradient and 999 steps have cost 100 × 1 000.
+/// let out = run_observed(&model, &sgld, &[0.0, 0.0], &settings, &[&Budget::datum_gradients(200_000)])?;
+/// assert!(!out.is_complete());
+/// assert_eq!(out.chains[0].iterations, 999);
+/// assert_eq!(out.cost.datum_gradients, 200_000);
+/// // Later: carry on to 5 000 iterations, as if it had never stopped.
+/// let done = resume(&model, out, &[])?;
+/// assert!(done.is_complete());
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
+pub fn run_observed<M: Model + ?Sized, S: Sampler>(
     model: &M,
     sampler: &S,
     theta0: &[f64],
     settings: &RunSettings,
-    every: u64,
-    observer: &O,
+    observers: &[&dyn Observer],
 ) -> Result<RunOutput<S>> {
-    if every == 0 {
-        return Err(Error::invalid("every", every, "must be >= 1"));
-    }
     let inits = vec![theta0; settings.n_chains];
-    run_inner(model, sampler, &inits, settings, Some((every, observer)))
+    run_chains_observed(model, sampler, &inits, settings, observers)
 }
 
 /// As [`run_observed`], with one starting point per chain (`inits.len()` must equal `n_chains`).
-pub fn run_chains_observed<M: Model + ?Sized, S: Sampler, O: Fn(&Progress<'_>) + Sync>(
+pub fn run_chains_observed<M: Model + ?Sized, S: Sampler>(
     model: &M,
     sampler: &S,
     inits: &[&[f64]],
     settings: &RunSettings,
-    every: u64,
-    observer: &O,
-) -> Result<RunOutput<S>> {
-    if every == 0 {
-        return Err(Error::invalid("every", every, "must be >= 1"));
-    }
-    run_inner(model, sampler, inits, settings, Some((every, observer)))
-}
-
-type Observer<'o> = Option<(u64, &'o (dyn Fn(&Progress<'_>) + Sync))>;
-
-fn run_inner<M: Model + ?Sized, S: Sampler>(
-    model: &M,
-    sampler: &S,
-    inits: &[&[f64]],
-    settings: &RunSettings,
-    observer: Observer<'_>,
+    observers: &[&dyn Observer],
 ) -> Result<RunOutput<S>> {
     settings.validate()?;
     crate::error::check_len("number of starting points (n_chains)", settings.n_chains, inits.len())?;
-    let start = Instant::now();
-    let one = |c: usize| run_one(model, sampler, inits[c], settings, c, observer);
-    let results: Vec<Result<(Estimate, ChainReport<S>)>> = if settings.parallel && settings.n_chains > 1 {
-        (0..settings.n_chains).into_par_iter().map(one).collect()
-    } else {
-        (0..settings.n_chains).map(one).collect()
-    };
-    let wall_time = start.elapsed();
-    let mut estimates = Vec::with_capacity(results.len());
-    let mut chains = Vec::with_capacity(results.len());
-    for r in results {
-        let (e, c) = r?;
-        estimates.push(e);
-        chains.push(c);
-    }
+    let d = model.dim();
+    let units: Vec<ChainUnit<S>> = (0..settings.n_chains)
+        .map(|c| ChainUnit {
+            chain: c,
+            sampler: sampler.clone(),
+            rng: stream(settings.seed, &[c as u64]),
+            recorder: None,
+            theta0: inits[c].to_vec(),
+            iteration: 0,
+            started: false,
+            wall: Duration::ZERO,
+        })
+        .collect();
     let setup_cost = sampler.setup_cost();
+    let start = Instant::now();
+    let done = drive(model, units, settings, observers, start)?.into_iter().map(Finished::into_done).collect();
+    assemble(done, settings, setup_cost, start.elapsed(), Duration::ZERO, d)
+}
+
+/// Continues a run that was stopped (or resumes one loaded from a checkpoint) up to
+/// `run.settings.n_iter` iterations per chain — raise that field first to extend a finished
+/// run. The draws are **bit-identical** to those of an uninterrupted run with the same settings:
+/// each chain carries its sampler state, its generator and its recorder.
+///
+/// Errors: [`Error::DimensionMismatch`] if `model` does not have the run's dimension; invalid
+/// settings (`n_iter` below the iterations already done); then as [`run`].
+pub fn resume<M: Model + ?Sized, S: Sampler>(
+    model: &M,
+    run: RunOutput<S>,
+    observers: &[&dyn Observer],
+) -> Result<RunOutput<S>> {
+    let settings = run.settings;
+    settings.validate()?;
+    crate::error::check_len("model dimension (resumed run)", run.dim, model.dim())?;
+    if run.chains.iter().any(|c| c.iterations > settings.n_iter) {
+        return Err(Error::invalid("n_iter", settings.n_iter, "is below the iterations a chain has already done"));
+    }
+    let mut healthy = run.estimate.into_parts().into_iter();
+    let mut diverged = run.divergences.into_iter();
+    let mut units = Vec::with_capacity(run.chains.len());
+    let mut done_diverged = Vec::new();
+    for (c, report) in run.chains.into_iter().enumerate() {
+        if report.diverged {
+            let div = diverged.next().ok_or_else(|| Error::CorruptCheckpoint {
+                reason: "a diverged chain has no divergence record".into(),
+            })?;
+            done_diverged.push((c, report, div));
+            continue;
+        }
+        let part = healthy.next();
+        let recorder = Recorder::from_part(&settings, model.dim(), 1, report.sampler.gradient().is_some(), part)?;
+        units.push(ChainUnit {
+            chain: c,
+            sampler: report.sampler,
+            rng: report.rng,
+            recorder: Some(recorder),
+            theta0: Vec::new(),
+            iteration: report.iterations,
+            started: true,
+            wall: report.wall_time,
+        });
+    }
+    let setup_cost = run.setup_cost;
+    let start = Instant::now();
+    let mut done: Vec<Finished<ChainUnitDone<S>>> =
+        drive(model, units, &settings, observers, start)?.into_iter().map(Finished::into_done).collect();
+    for (chain, report, div) in done_diverged {
+        done.push(Finished::Diverged(ChainUnitDone { chain, report, estimate: None }, div));
+    }
+    done.sort_by_key(Finished::chain);
+    assemble(done, &settings, setup_cost, start.elapsed(), run.wall_time, run.dim)
+}
+
+/// A chain as the runner drives it: the sampler, its generator and recorder, where it is.
+struct ChainUnit<S> {
+    chain: usize,
+    sampler: S,
+    rng: ChainRng,
+    recorder: Option<Recorder>,
+    theta0: Vec<f64>,
+    iteration: u64,
+    started: bool,
+    wall: Duration,
+}
+
+/// What the runner needs of a chain (or Richardson–Romberg pair) to drive it.
+pub(crate) trait Unit: Send + Sized {
+    /// The index reported to observers and in errors.
+    fn index(&self) -> usize;
+    /// Binds it (first call only).
+    fn start<M: Model + ?Sized>(&mut self, model: &M, settings: &RunSettings) -> Result<()>;
+    /// Advances to iteration `to` (> current), recording as the settings say. On an error the
+    /// iteration count stays at the last completed iteration.
+    fn advance<M: Model + ?Sized>(&mut self, model: &M, to: u64, settings: &RunSettings) -> Result<()>;
+    /// Iterations done.
+    fn iteration(&self) -> u64;
+    /// Cost so far.
+    fn cost(&self) -> Cost;
+    /// The position shown to observers.
+    fn position(&self) -> &[f64];
+    /// Wall time spent so far, to be added to.
+    fn wall_mut(&mut self) -> &mut Duration;
+}
+
+impl<S: Sampler> Unit for ChainUnit<S> {
+    fn index(&self) -> usize {
+        self.chain
+    }
+
+    fn start<M: Model + ?Sized>(&mut self, model: &M, settings: &RunSettings) -> Result<()> {
+        if !self.started {
+            self.sampler.init(model, &self.theta0, &mut self.rng)?;
+            self.recorder = Some(Recorder::new(settings, model.dim(), 1, self.sampler.gradient().is_some())?);
+            self.started = true;
+        }
+        Ok(())
+    }
+
+    fn advance<M: Model + ?Sized>(&mut self, model: &M, to: u64, settings: &RunSettings) -> Result<()> {
+        let rec = self.recorder.as_mut().ok_or(Error::NotInitialised)?;
+        let s = &mut self.sampler;
+        for k in self.iteration + 1..=to {
+            s.step(model, &mut self.rng)?;
+            self.iteration = k;
+            if settings.keeps(k) {
+                rec.record(s.position(), s.weight(), s.gradient(), s.cost().datum_gradients);
+            }
+        }
+        Ok(())
+    }
+
+    fn iteration(&self) -> u64 {
+        self.iteration
+    }
+
+    fn cost(&self) -> Cost {
+        self.sampler.cost()
+    }
+
+    fn position(&self) -> &[f64] {
+        self.sampler.position()
+    }
+
+    fn wall_mut(&mut self) -> &mut Duration {
+        &mut self.wall
+    }
+}
+
+/// How a unit's run ended.
+pub(crate) enum Finished<U> {
+    /// Completed or stopped by an observer (`true`).
+    Ran(U, bool),
+    /// Diverged (under [`OnDivergence::Report`]).
+    Diverged(U, Divergence),
+}
+
+impl<S: Sampler> Finished<ChainUnit<S>> {
+    fn into_done(self) -> Finished<ChainUnitDone<S>> {
+        match self {
+            Finished::Ran(u, stopped) => Finished::Ran(u.into_done(), stopped),
+            Finished::Diverged(u, div) => Finished::Diverged(u.into_done(), div),
+        }
+    }
+}
+
+impl<S> Finished<ChainUnitDone<S>> {
+    fn chain(&self) -> usize {
+        match self {
+            Finished::Ran(u, _) | Finished::Diverged(u, _) => u.chain,
+        }
+    }
+}
+
+/// A finished chain's parts, for assembling the output.
+struct ChainUnitDone<S> {
+    chain: usize,
+    report: ChainReport<S>,
+    estimate: Option<Estimate>,
+}
+
+/// Drives every unit to `settings.n_iter` (or until an observer stops it) on the rayon pool,
+/// and returns them in index order. A unit's error is returned wrapped in [`Error::Chain`]
+/// (the lowest index first), unless it is a divergence under [`OnDivergence::Report`].
+pub(crate) fn drive<M: Model + ?Sized, U: Unit>(
+    model: &M,
+    units: Vec<U>,
+    settings: &RunSettings,
+    observers: &[&dyn Observer],
+    run_start: Instant,
+) -> Result<Vec<Finished<U>>> {
+    let n_chains = settings.n_chains;
+    let results =
+        fan_out(units, settings.parallel, || (), |(), u| drive_one(model, u, settings, observers, run_start, n_chains));
+    results.into_iter().collect()
+}
+
+fn drive_one<M: Model + ?Sized, U: Unit>(
+    model: &M,
+    mut u: U,
+    settings: &RunSettings,
+    observers: &[&dyn Observer],
+    run_start: Instant,
+    n_chains: usize,
+) -> Result<Finished<U>> {
+    let chain = u.index();
+    let t0 = Instant::now();
+    let wall0 = *u.wall_mut();
+    fn progress<U: Unit>(u: &U, n_chains: usize, n_iter: u64, elapsed: Duration, run_start: Instant) -> Progress<'_> {
+        Progress {
+            chain: u.index(),
+            n_chains,
+            iteration: u.iteration(),
+            n_iter,
+            elapsed,
+            run_elapsed: run_start.elapsed(),
+            cost: u.cost(),
+            position: u.position(),
+        }
+    }
+    let wrap = |e: Error| Error::Chain { chain, source: Box::new(e) };
+    let first = u.iteration() == 0;
+    let outcome = (|| -> Result<bool> {
+        u.start(model, settings)?;
+        let mut stop = false;
+        if first {
+            let p = progress(&u, n_chains, settings.n_iter, wall0 + t0.elapsed(), run_start);
+            for o in observers {
+                stop |= o.init(&p) == Control::Stop;
+            }
+        }
+        while !stop && u.iteration() < settings.n_iter {
+            let k = u.iteration();
+            let next = observers
+                .iter()
+                .map(|o| {
+                    let iv = o.interval().max(1);
+                    (k / iv + 1).saturating_mul(iv)
+                })
+                .min()
+                .unwrap_or(settings.n_iter)
+                .min(settings.n_iter);
+            u.advance(model, next, settings)?;
+            let p = progress(&u, n_chains, settings.n_iter, wall0 + t0.elapsed(), run_start);
+            for o in observers {
+                if next % o.interval().max(1) == 0 || next == settings.n_iter {
+                    stop |= o.observe(&p) == Control::Stop;
+                }
+            }
+        }
+        Ok(stop && u.iteration() < settings.n_iter)
+    })();
+    let finish = |u: &mut U| {
+        *u.wall_mut() = wall0 + t0.elapsed();
+        let p = progress(u, n_chains, settings.n_iter, wall0 + t0.elapsed(), run_start);
+        for o in observers {
+            o.finish(&p);
+        }
+    };
+    match outcome {
+        Ok(stopped) => {
+            finish(&mut u);
+            Ok(Finished::Ran(u, stopped))
+        }
+        Err(e @ (Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. }))
+            if settings.on_divergence == OnDivergence::Report =>
+        {
+            finish(&mut u);
+            let (iteration, non_finite_state) = match e {
+                Error::NonFiniteState { iteration } => (iteration, true),
+                Error::NonFiniteGradient { iteration } => (iteration, false),
+                _ => (0, false),
+            };
+            let div = Divergence { chain, iteration, non_finite_state, message: e.to_string(), draws: Vec::new() };
+            Ok(Finished::Diverged(u, div))
+        }
+        Err(e) => Err(wrap(e)),
+    }
+}
+
+/// Builds the output of a run of chains.
+fn assemble<S: Sampler>(
+    done: Vec<Finished<ChainUnitDone<S>>>,
+    settings: &RunSettings,
+    setup_cost: Cost,
+    wall: Duration,
+    wall_before: Duration,
+    dim: usize,
+) -> Result<RunOutput<S>> {
+    let mut estimates = Vec::new();
+    let mut chains = Vec::new();
+    let mut divergences = Vec::new();
+    let mut first_error = None;
+    for f in done {
+        match f {
+            Finished::Ran(u, stopped) => {
+                let ChainUnitDone { mut report, estimate, .. } = u;
+                report.stopped = stopped;
+                if let Some(e) = estimate {
+                    estimates.push(e);
+                }
+                chains.push(report);
+            }
+            Finished::Diverged(u, mut div) => {
+                let ChainUnitDone { mut report, estimate, .. } = u;
+                report.diverged = true;
+                if let Some(e) = estimate {
+                    div.draws.push(e);
+                }
+                if first_error.is_none() {
+                    first_error = Some(Error::Chain {
+                        chain: div.chain,
+                        source: Box::new(if div.non_finite_state {
+                            Error::NonFiniteState { iteration: div.iteration }
+                        } else {
+                            Error::NonFiniteGradient { iteration: div.iteration }
+                        }),
+                    });
+                }
+                chains.push(report);
+                divergences.push(div);
+            }
+        }
+    }
+    if estimates.is_empty() {
+        return Err(first_error.unwrap_or(Error::NoSamples { reason: "no chain" }));
+    }
     let cost = chains.iter().map(|c| c.cost).sum::<Cost>() + setup_cost;
     Ok(RunOutput {
         estimate: Estimate::combine(estimates)?,
         chains,
         cost,
         setup_cost,
-        wall_time,
-        n_iter: settings.n_iter,
+        wall_time: wall_before + wall,
+        settings: *settings,
+        divergences,
+        dim,
     })
 }
 
-/// Runs `f(worker, i)` for every index of `range`, in parallel on rayon (each worker thread with
-/// its own state from `init`) or serially, and returns the results in index order. The one
-/// fan-out of the crate: chains, Richardson–Romberg replicates and multilevel samples all go
-/// through it, so their results never depend on the number of threads as long as `f` derives
-/// its randomness from `i`.
-pub(crate) fn fan_out<W, T, I, F>(range: std::ops::Range<u64>, parallel: bool, init: I, f: F) -> Vec<T>
-where
-    T: Send,
-    I: Fn() -> W + Sync + Send,
-    F: Fn(&mut W, u64) -> T + Sync + Send,
-{
-    if parallel && range.end - range.start > 1 {
-        range.into_par_iter().map_init(&init, |w, i| f(w, i)).collect()
-    } else {
-        let mut w = init();
-        range.map(|i| f(&mut w, i)).collect()
+impl<S: Sampler> ChainUnit<S> {
+    /// The report and the estimate of a finished chain.
+    fn into_done(self) -> ChainUnitDone<S> {
+        let cost = self.sampler.cost();
+        let estimate = self.recorder.map(Recorder::finish);
+        let report = ChainReport {
+            sampler: self.sampler,
+            cost,
+            wall_time: self.wall,
+            iterations: self.iteration,
+            stopped: false,
+            diverged: false,
+            rng: self.rng,
+        };
+        ChainUnitDone { chain: self.chain, report, estimate }
     }
 }
 
-fn run_one<M: Model + ?Sized, S: Sampler>(
-    model: &M,
-    sampler: &S,
-    theta0: &[f64],
-    settings: &RunSettings,
-    chain: usize,
-    observer: Observer<'_>,
-) -> Result<(Estimate, ChainReport<S>)> {
-    let wrap = |e: Error| Error::Chain { chain, source: Box::new(e) };
-    let start = Instant::now();
-    let mut rng = stream(settings.seed, &[chain as u64]);
-    let mut s = sampler.clone();
-    s.init(model, theta0, &mut rng).map_err(wrap)?;
-    let mut rec = Recorder::new(settings, model.dim(), 1, s.gradient().is_some()).map_err(wrap)?;
-    for k in 1..=settings.n_iter {
-        s.step(model, &mut rng).map_err(wrap)?;
-        if settings.keeps(k) {
-            rec.record(s.position(), s.weight(), s.gradient(), s.cost().datum_gradients);
-        }
-        if let Some((every, obs)) = observer
-            && (k % every == 0 || k == settings.n_iter)
-        {
-            obs(&Progress {
-                chain,
-                iteration: k,
-                n_iter: settings.n_iter,
-                elapsed: start.elapsed(),
-                cost: s.cost(),
-                position: s.position(),
-            });
-        }
+/// Runs `f(worker, item)` for every item, in parallel on rayon (each worker thread with its own
+/// state from `init`) or serially, and returns the results in item order. The one fan-out of
+/// the crate: chains, Richardson–Romberg replicates and multilevel samples all go through it,
+/// so results never depend on the number of threads as long as `f` derives its randomness from
+/// the item.
+pub(crate) fn fan_out<T, W, R, I, F>(items: Vec<T>, parallel: bool, init: I, f: F) -> Vec<R>
+where
+    T: Send,
+    R: Send,
+    I: Fn() -> W + Sync + Send,
+    F: Fn(&mut W, T) -> R + Sync + Send,
+{
+    if parallel && items.len() > 1 {
+        items.into_par_iter().map_init(&init, |w, t| f(w, t)).collect()
+    } else {
+        let mut w = init();
+        items.into_iter().map(|t| f(&mut w, t)).collect()
     }
-    let cost = s.cost();
-    Ok((rec.finish(), ChainReport { sampler: s, cost, wall_time: start.elapsed() }))
 }
 
 impl RunSettings {
@@ -318,6 +650,7 @@ impl RunSettings {
 }
 
 /// Records draws of one chain according to the storage mode; allocates everything up front.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Recorder {
     samples: Option<Samples>,
     moments: Option<Moments>,
@@ -342,6 +675,39 @@ impl Recorder {
         Ok(Recorder { samples, moments, with_gradients, i: 0, capacity })
     }
 
+    /// A recorder for a resumed chain, holding the draws of `part` (its estimate so far).
+    pub(crate) fn from_part(
+        settings: &RunSettings,
+        d: usize,
+        per_iteration: usize,
+        has_gradients: bool,
+        part: Option<Estimate>,
+    ) -> Result<Self> {
+        let mut rec = Self::new(settings, d, per_iteration, has_gradients)?;
+        let Some(part) = part else { return Ok(rec) };
+        let corrupt =
+            || Error::CorruptCheckpoint { reason: "a chain's stored draws do not match the run's settings".into() };
+        match (part.into_single(), rec.moments.is_some()) {
+            (Some(Part::Moments(m)), true) => {
+                if m.dim() != d {
+                    return Err(corrupt());
+                }
+                rec.i = m.len();
+                rec.moments = Some(m);
+            }
+            (Some(Part::Samples(s)), false) => {
+                let st = rec.samples.as_mut().ok_or_else(corrupt)?;
+                if s.len() > rec.capacity || s.draws().ncols() != d || s.gradients().is_some() != rec.with_gradients {
+                    return Err(corrupt());
+                }
+                st.copy_prefix(&s);
+                rec.i = s.len();
+            }
+            _ => return Err(corrupt()),
+        }
+        Ok(rec)
+    }
+
     #[inline]
     pub(crate) fn record(&mut self, theta: &[f64], w: f64, grad: Option<&[f64]>, cost: u64) {
         if self.i >= self.capacity {
@@ -357,9 +723,13 @@ impl Recorder {
         self.i += 1;
     }
 
+    /// The estimate of what was recorded (only the draws recorded so far, if stopped early).
     pub(crate) fn finish(self) -> Estimate {
         match (self.samples, self.moments) {
-            (Some(st), _) => Estimate::from_samples(st),
+            (Some(mut st), _) => {
+                st.truncate(self.i);
+                Estimate::from_samples(st)
+            }
             (_, Some(m)) => Estimate::from_moments(m),
             (None, None) => Estimate::from_moments(Moments::new(0)),
         }

@@ -8,7 +8,7 @@ use crate::model::{Model, check_model};
 use rand::Rng;
 use std::sync::Arc;
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Expansion {
     theta0: Vec<f64>,
     /// `Σᵣ ∇Uᵣ(θ₀)` (data part only).
@@ -38,7 +38,7 @@ struct Expansion {
 ///
 /// Reference: M. B. Giles, T. Nagapetyan, L. Szpruch, S. J. Vollmer, K. C. Zygalakis,
 /// *Multilevel Monte Carlo for scalable Bayesian computations*, arXiv:1609.06144, §3.4.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Taylor {
     exp: Arc<Expansion>,
     sub: Subsample,

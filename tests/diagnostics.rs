@@ -216,10 +216,10 @@ fn observer_sees_progress_and_changes_nothing() {
     let settings = RunSettings { n_iter: 1_000, burn_in: 100, n_chains: 2, seed: 13, ..Default::default() };
     let seen = Mutex::new(Vec::new());
     let observer = |p: &Progress<'_>| seen.lock().unwrap().push((p.chain, p.iteration, p.cost.datum_gradients));
-    let observed = run_observed(&m, &s, &[0.0, 0.0], &settings, 250, &observer).unwrap();
+    let every = sgmcmc::observe::Every { every: 250, f: observer };
+    let observed = run_observed(&m, &s, &[0.0, 0.0], &settings, &[&every]).unwrap();
     let plain = run(&m, &s, &[0.0, 0.0], &settings).unwrap();
     assert_eq!(observed.estimate.stacked_draws().unwrap(), plain.estimate.stacked_draws().unwrap());
-    assert!(matches!(run_observed(&m, &s, &[0.0, 0.0], &settings, 0, &observer), Err(Error::InvalidParameter { .. })));
     let mut v = seen.lock().unwrap().clone();
     v.sort();
     let expect: Vec<(usize, u64, u64)> =

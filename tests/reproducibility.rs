@@ -15,6 +15,7 @@ fn draws_of<S: Sampler>(model: &LogisticRegression, s: &S, seed: u64) -> (ndarra
         seed,
         storage: Storage::SamplesAndGradients,
         parallel: true,
+        ..Default::default()
     };
     let out = run(model, s, &[0.0; 4], &settings).unwrap();
     let grads: Vec<f64> = (0..out.estimate.n_parts())

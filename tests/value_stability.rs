@@ -31,6 +31,7 @@ fn settings() -> RunSettings {
         seed: SEED,
         storage: Storage::Samples,
         parallel: false,
+        ..Default::default()
     }
 }
 

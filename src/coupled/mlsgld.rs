@@ -417,7 +417,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             let first = acc.n as u64;
             let level = acc.level;
             let out = crate::run::fan_out(
-                first..first + c as u64,
+                (first..first + c as u64).collect(),
                 self.settings.parallel,
                 || Work::new(&self.base, d),
                 |w, i| self.sample_with(w, model, g, level, i),

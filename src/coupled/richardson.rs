@@ -2,19 +2,20 @@
 
 use super::SharedIncrements;
 use crate::cost::Cost;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, check_len};
 use crate::estimate::Estimate;
 use crate::gradient::Minibatch;
 use crate::model::Model;
+use crate::observe::Observer;
 use crate::rng::{ChainRng, stream};
-use crate::run::{Recorder, RunSettings};
+use crate::run::{Divergence, Finished, Recorder, RunSettings, Unit, drive};
 use crate::samplers::{Discretisation, Sghmc, Sgld};
 use ndarray::Array1;
-use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 /// How the Gaussian increments of the two chains are related.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum NoiseCoupling {
     /// `Zᴬ_{k+1} = (Zᴮ_{2k+1} + Zᴮ_{2k+2}) / √2` (eq. 7): one Brownian path for both chains. The
     /// variance-optimal choice (Durmus et al. 2016, Theorem 1) and the default.
@@ -79,8 +80,9 @@ impl<S: Discretisation> RichardsonRomberg<S> {
     }
 }
 
-/// The result of [`run_rr`].
-#[derive(Debug, Clone)]
+/// The result of [`run_rr`]; also its checkpoint ([`save`](Self::save), [`load`](Self::load),
+/// [`resume_rr`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RrOutput<S> {
     /// The extrapolated (signed) estimate `2·π̂_{γ/2} − π̂_γ`, pooled over replicates.
     pub estimate: Estimate,
@@ -88,14 +90,24 @@ pub struct RrOutput<S> {
     pub coarse: Estimate,
     /// Chain B alone (step γ/2).
     pub fine: Estimate,
-    /// Final states `(A, B)` of each replicate.
+    /// Final states `(A, B)` of each replicate that did not diverge.
     pub chains: Vec<(S, S)>,
     /// Total cost (three minibatch gradients per iteration per replicate, plus setup once).
     pub cost: Cost,
     /// The one-off setup cost included in `cost`.
     pub setup_cost: Cost,
-    /// Wall time of the whole run.
+    /// Wall time of the whole run (summed over resumptions).
     pub wall_time: Duration,
+    /// The settings of the run.
+    pub settings: RunSettings,
+    /// Iterations (of chain A) each replicate did, in replicate order.
+    pub iterations: Vec<u64>,
+    /// Replicates that diverged, under [`OnDivergence::Report`](crate::OnDivergence::Report).
+    pub divergences: Vec<Divergence>,
+    /// Per replicate: the generators where they stopped (to resume).
+    streams: Vec<[ChainRng; 4]>,
+    coupling: NoiseCoupling,
+    dim: usize,
 }
 
 impl<S> RrOutput<S> {
@@ -114,9 +126,115 @@ impl<S> RrOutput<S> {
     pub fn bias_estimate_mean(&self) -> Result<Array1<f64>> {
         Ok(self.fine.mean()? - self.coarse.mean()?)
     }
+
+    /// Whether every replicate that did not diverge did all `settings.n_iter` iterations.
+    pub fn is_complete(&self) -> bool {
+        self.iterations.iter().all(|&k| k >= self.settings.n_iter)
+    }
 }
 
-/// Runs `settings.n_chains` independent replicates of the coupled pair, all started at `theta0`.
+/// One chain of a pair: A (`fine = false`) takes full steps driven by `(z₁ + z₂)/√2`, B takes
+/// two half steps driven by `z₁`, `z₂`; both draw `z₁, z₂` from their copy of the noise stream.
+#[derive(Debug, Clone)]
+struct CoupledChain<S> {
+    sampler: S,
+    noise: ChainRng,
+    rng: ChainRng,
+    recorder: Option<Recorder>,
+    z: SharedIncrements,
+    fine: bool,
+    iteration: u64,
+}
+
+impl<S: Discretisation> CoupledChain<S> {
+    fn start<M: Model + ?Sized>(&mut self, model: &M, theta0: &[f64], settings: &RunSettings) -> Result<()> {
+        self.sampler.init(model, theta0, &mut self.rng)?;
+        let per = if self.fine { 2 } else { 1 };
+        self.recorder = Some(Recorder::new(settings, model.dim(), per, self.sampler.gradient().is_some())?);
+        self.z = SharedIncrements::new(model.dim());
+        Ok(())
+    }
+
+    fn advance<M: Model + ?Sized>(&mut self, model: &M, to: u64, settings: &RunSettings) -> Result<()> {
+        let rec = self.recorder.as_mut().ok_or(Error::NotInitialised)?;
+        let (s, z) = (&mut self.sampler, &mut self.z);
+        for k in self.iteration + 1..=to {
+            z.draw(&mut self.noise);
+            let keep = settings.keeps(k);
+            let w = s.time_step(k + 1);
+            if self.fine {
+                s.step_fraction(model, k, 0.5, &z.z1, &mut self.rng)?;
+                if keep {
+                    rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients);
+                }
+                s.step_fraction(model, k, 0.5, &z.z2, &mut self.rng)?;
+            } else {
+                s.step_fraction(model, k, 1.0, &z.coarse, &mut self.rng)?;
+            }
+            if keep {
+                rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients);
+            }
+            self.iteration = k;
+        }
+        Ok(())
+    }
+}
+
+/// A replicate: the pair of coupled chains, driven by the crate's runner.
+struct PairUnit<S> {
+    index: usize,
+    a: CoupledChain<S>,
+    b: CoupledChain<S>,
+    theta0: Vec<f64>,
+    started: bool,
+    parallel: bool,
+    wall: Duration,
+}
+
+impl<S: Discretisation> Unit for PairUnit<S> {
+    fn index(&self) -> usize {
+        self.index
+    }
+
+    fn start<M: Model + ?Sized>(&mut self, model: &M, settings: &RunSettings) -> Result<()> {
+        if !self.started {
+            self.a.start(model, &self.theta0, settings)?;
+            self.b.start(model, &self.theta0, settings)?;
+            self.started = true;
+        }
+        Ok(())
+    }
+
+    /// The two chains are independent given the noise: long blocks run on two threads.
+    fn advance<M: Model + ?Sized>(&mut self, model: &M, to: u64, settings: &RunSettings) -> Result<()> {
+        let (a, b) = (&mut self.a, &mut self.b);
+        let (ra, rb) = if self.parallel && to - a.iteration.min(b.iteration) >= 64 {
+            rayon::join(|| a.advance(model, to, settings), || b.advance(model, to, settings))
+        } else {
+            (a.advance(model, to, settings), b.advance(model, to, settings))
+        };
+        ra.and(rb)
+    }
+
+    fn iteration(&self) -> u64 {
+        self.a.iteration.min(self.b.iteration)
+    }
+
+    fn cost(&self) -> Cost {
+        self.a.sampler.cost() + self.b.sampler.cost()
+    }
+
+    fn position(&self) -> &[f64] {
+        self.b.sampler.position()
+    }
+
+    fn wall_mut(&mut self) -> &mut Duration {
+        &mut self.wall
+    }
+}
+
+/// Runs `settings.n_chains` independent replicates of the coupled pair, all started at `theta0`,
+/// on the crate's runner.
 ///
 /// `n_iter`, `burn_in` and `thin` count iterations of chain A (chain B does twice as many steps;
 /// both of its draws in a kept iteration are kept). Replicate c uses the streams
@@ -132,86 +250,168 @@ pub fn run_rr<M: Model + ?Sized, S: Discretisation>(
     theta0: &[f64],
     settings: &RunSettings,
 ) -> Result<RrOutput<S>> {
+    run_rr_observed(model, rr, theta0, settings, &[])
+}
+
+/// As [`run_rr`], with observers (see [`observe`](crate::observe)), which see each replicate as
+/// a chain (its cost is both chains'; its position chain B's) and may stop it: both chains of a
+/// stopped replicate stop at the same iteration, keeping their draws; [`resume_rr`] goes on.
+pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
+    model: &M,
+    rr: &RichardsonRomberg<S>,
+    theta0: &[f64],
+    settings: &RunSettings,
+    observers: &[&dyn Observer],
+) -> Result<RrOutput<S>> {
     settings.validate()?;
+    let d = model.dim();
+    let chain = |fine: bool, noise: ChainRng, rng: ChainRng| CoupledChain {
+        sampler: rr.base.clone(),
+        noise,
+        rng,
+        recorder: None,
+        z: SharedIncrements::default(),
+        fine,
+        iteration: 0,
+    };
+    let units: Vec<PairUnit<S>> = (0..settings.n_chains as u64)
+        .map(|c| {
+            let noise_a = match rr.coupling {
+                NoiseCoupling::Shared => stream(settings.seed, &[c, 0]),
+                NoiseCoupling::Independent => stream(settings.seed, &[c, 3]),
+            };
+            PairUnit {
+                index: c as usize,
+                a: chain(false, noise_a, stream(settings.seed, &[c, 1])),
+                b: chain(true, stream(settings.seed, &[c, 0]), stream(settings.seed, &[c, 2])),
+                theta0: theta0.to_vec(),
+                started: false,
+                parallel: settings.parallel,
+                wall: Duration::ZERO,
+            }
+        })
+        .collect();
     let start = Instant::now();
-    let one = |c: usize| -> Result<(Estimate, Estimate, S, S)> {
-        let wrap = |e: Error| Error::Chain { chain: c, source: Box::new(e) };
-        let c64 = c as u64;
-        let noise_a = match rr.coupling {
-            NoiseCoupling::Shared => stream(settings.seed, &[c64, 0]),
-            NoiseCoupling::Independent => stream(settings.seed, &[c64, 3]),
-        };
-        let a =
-            || run_chain(model, &rr.base, theta0, settings, noise_a.clone(), stream(settings.seed, &[c64, 1]), false);
-        let b = || {
-            run_chain(
-                model,
-                &rr.base,
-                theta0,
-                settings,
-                stream(settings.seed, &[c64, 0]),
-                stream(settings.seed, &[c64, 2]),
-                true,
-            )
-        };
-        let (ra, rb) = if settings.parallel { rayon::join(a, b) } else { (a(), b()) };
-        let (ea, sa) = ra.map_err(wrap)?;
-        let (eb, sb) = rb.map_err(wrap)?;
-        Ok((ea, eb, sa, sb))
-    };
-    let results: Vec<Result<(Estimate, Estimate, S, S)>> = if settings.parallel && settings.n_chains > 1 {
-        (0..settings.n_chains).into_par_iter().map(one).collect()
-    } else {
-        (0..settings.n_chains).map(one).collect()
-    };
-    let (mut coarse, mut fine, mut chains) = (Vec::new(), Vec::new(), Vec::new());
-    for r in results {
-        let (ea, eb, sa, sb) = r?;
-        coarse.push(ea);
-        fine.push(eb);
-        chains.push((sa, sb));
+    let done = drive(model, units, settings, observers, start)?;
+    assemble(done, settings, rr.base.setup_cost(), rr.coupling, start.elapsed(), Duration::ZERO, d)
+}
+
+/// Continues a stopped (or loaded) Richardson–Romberg run up to `out.settings.n_iter`; the
+/// draws are bit-identical to an uninterrupted run's.
+///
+/// Errors: as [`resume`](crate::resume()).
+pub fn resume_rr<M: Model + ?Sized, S: Discretisation>(
+    model: &M,
+    out: RrOutput<S>,
+    observers: &[&dyn Observer],
+) -> Result<RrOutput<S>> {
+    let settings = out.settings;
+    settings.validate()?;
+    check_len("model dimension (resumed run)", out.dim, model.dim())?;
+    if !out.divergences.is_empty() {
+        return Err(Error::invalid(
+            "divergences",
+            out.divergences.len(),
+            "a run with diverged replicates cannot be resumed",
+        ));
     }
-    let setup_cost = rr.base.setup_cost();
-    let cost = chains.iter().map(|(a, b)| a.cost() + b.cost()).sum::<Cost>() + setup_cost;
+    if out.iterations.iter().any(|&k| k > settings.n_iter) {
+        return Err(Error::invalid("n_iter", settings.n_iter, "is below the iterations a replicate has already done"));
+    }
+    let n = out.chains.len();
+    if out.streams.len() != n || out.iterations.len() != n {
+        return Err(Error::CorruptCheckpoint { reason: "replicate records of different lengths".into() });
+    }
+    let d = model.dim();
+    let mut coarse = out.coarse.into_parts().into_iter();
+    let mut fine = out.fine.into_parts().into_iter();
+    let mut units = Vec::with_capacity(n);
+    for (c, (((a, b), streams), k)) in out.chains.into_iter().zip(out.streams).zip(out.iterations).enumerate() {
+        let [noise_a, rng_a, noise_b, rng_b] = streams;
+        let rec_a = Recorder::from_part(&settings, d, 1, a.gradient().is_some(), coarse.next())?;
+        let rec_b = Recorder::from_part(&settings, d, 2, b.gradient().is_some(), fine.next())?;
+        let mk = |sampler: S, noise, rng, recorder, fine| CoupledChain {
+            sampler,
+            noise,
+            rng,
+            recorder: Some(recorder),
+            z: SharedIncrements::new(d),
+            fine,
+            iteration: k,
+        };
+        units.push(PairUnit {
+            index: c,
+            a: mk(a, noise_a, rng_a, rec_a, false),
+            b: mk(b, noise_b, rng_b, rec_b, true),
+            theta0: Vec::new(),
+            started: true,
+            parallel: settings.parallel,
+            wall: Duration::ZERO,
+        });
+    }
+    let start = Instant::now();
+    let done = drive(model, units, &settings, observers, start)?;
+    assemble(done, &settings, out.setup_cost, out.coupling, start.elapsed(), out.wall_time, d)
+}
+
+fn assemble<S: Discretisation>(
+    done: Vec<Finished<PairUnit<S>>>,
+    settings: &RunSettings,
+    setup_cost: Cost,
+    coupling: NoiseCoupling,
+    wall: Duration,
+    wall_before: Duration,
+    dim: usize,
+) -> Result<RrOutput<S>> {
+    let (mut coarse, mut fine, mut chains, mut streams, mut iterations, mut divergences) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut cost = setup_cost;
+    let mut first_error = None;
+    for f in done {
+        let (u, div) = match f {
+            Finished::Ran(u, _) => (u, None),
+            Finished::Diverged(u, div) => (u, Some(div)),
+        };
+        cost += u.a.sampler.cost() + u.b.sampler.cost();
+        let (ea, eb) = (u.a.recorder.map(Recorder::finish), u.b.recorder.map(Recorder::finish));
+        match div {
+            Some(mut div) => {
+                div.draws.extend(ea.into_iter().chain(eb));
+                first_error.get_or_insert_with(|| Error::Chain {
+                    chain: div.chain,
+                    source: Box::new(Error::NonFiniteState { iteration: div.iteration }),
+                });
+                divergences.push(div);
+            }
+            None => {
+                coarse.push(ea.ok_or(Error::NotInitialised)?);
+                fine.push(eb.ok_or(Error::NotInitialised)?);
+                iterations.push(u.a.iteration.min(u.b.iteration));
+                streams.push([u.a.noise, u.a.rng, u.b.noise, u.b.rng]);
+                chains.push((u.a.sampler, u.b.sampler));
+            }
+        }
+    }
+    if coarse.is_empty() {
+        return Err(first_error.unwrap_or(Error::NoSamples { reason: "no replicate" }));
+    }
     let coarse = Estimate::combine(coarse)?;
     let fine = Estimate::combine(fine)?;
     // B carries weight +γ on each of its two draws per iteration, A carries −γ: total Σγ.
     let estimate = Estimate::combine([fine.clone(), coarse.clone().scaled(-1.0)])?;
-    Ok(RrOutput { estimate, coarse, fine, chains, cost, setup_cost, wall_time: start.elapsed() })
-}
-
-/// One chain of the pair: A (`fine = false`) takes full steps driven by `(z₁ + z₂)/√2`, B takes
-/// two half steps driven by `z₁`, `z₂`; both draw `z₁, z₂` from their copy of the noise stream.
-fn run_chain<M: Model + ?Sized, S: Discretisation>(
-    model: &M,
-    base: &S,
-    theta0: &[f64],
-    settings: &RunSettings,
-    mut noise: ChainRng,
-    mut rng: ChainRng,
-    fine: bool,
-) -> Result<(Estimate, S)> {
-    let mut s = base.clone();
-    s.init(model, theta0, &mut rng)?;
-    let d = model.dim();
-    let mut rec = Recorder::new(settings, d, if fine { 2 } else { 1 }, s.gradient().is_some())?;
-    let mut z = SharedIncrements::new(d);
-    for k in 1..=settings.n_iter {
-        z.draw(&mut noise);
-        let keep = settings.keeps(k);
-        let w = s.time_step(k + 1);
-        if fine {
-            s.step_fraction(model, k, 0.5, &z.z1, &mut rng)?;
-            if keep {
-                rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients);
-            }
-            s.step_fraction(model, k, 0.5, &z.z2, &mut rng)?;
-        } else {
-            s.step_fraction(model, k, 1.0, &z.coarse, &mut rng)?;
-        }
-        if keep {
-            rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients);
-        }
-    }
-    Ok((rec.finish(), s))
+    Ok(RrOutput {
+        estimate,
+        coarse,
+        fine,
+        chains,
+        cost,
+        setup_cost,
+        wall_time: wall_before + wall,
+        settings: *settings,
+        iterations,
+        divergences,
+        streams,
+        coupling,
+        dim,
+    })
 }

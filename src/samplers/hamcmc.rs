@@ -11,7 +11,7 @@ use crate::schedule::StepSize;
 use rand::Rng;
 
 /// Settings of [`Hamcmc`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HamcmcSettings {
     /// The step schedule `ε_t`, held constant within blocks of M iterations (Condition 1 of the
     /// paper): iteration t uses `ε` at the first iteration of its block. Default `Constant(1e-4)`.
@@ -77,7 +77,7 @@ impl HamcmcSettings {
 ///
 /// Reference: U. Şimşekli, R. Badeau, A. T. Cemgil, G. Richard, *Stochastic quasi-Newton Langevin
 /// Monte Carlo*, ICML 2016.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Hamcmc<E = Minibatch> {
     settings: HamcmcSettings,
     estimator: E,

@@ -8,7 +8,7 @@ use crate::rng::fill_standard_normal;
 use rand::{Rng, RngExt};
 
 /// Settings of [`Mala`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MalaSettings {
     /// The (initial) step size γ of the Langevin proposal. Default 1e-4.
     pub step_size: f64,
@@ -53,7 +53,7 @@ impl MalaSettings {
 ///
 /// Reference: G. O. Roberts and R. L. Tweedie, *Exponential convergence of Langevin
 /// distributions and their discrete approximations*, Bernoulli 2(4), 1996.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Mala {
     settings: MalaSettings,
     gamma: f64,
