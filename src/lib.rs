@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod checkpoint;
 pub mod control_variate;
 pub mod cost;
 mod coupled;
@@ -27,7 +28,9 @@ pub mod zv;
 
 pub use control_variate::{ControlVariate, CvSettings};
 pub use cost::Cost;
-pub use coupled::mlsgld::{AdaptiveSettings, LevelStats, MlCoupling, MlSgld, MlSgldSettings, MlmcResult};
+pub use coupled::mlsgld::{
+    AdaptiveSettings, LevelSample, LevelStats, MlCoupling, MlSgld, MlSgldSettings, MlmcCheckpoint, MlmcResult,
+};
 pub use coupled::richardson::{
     NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, resume_rr, run_rr, run_rr_observed,
 };

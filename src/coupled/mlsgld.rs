@@ -9,9 +9,10 @@ use crate::model::{Model, check_model};
 use crate::rng::{DEFAULT_SEED, stream};
 use crate::samplers::{Sgld, SgldSettings, SubsampledDiscretisation};
 use ndarray::{Array1, Array2};
+use serde::{Deserialize, Serialize};
 
 /// How the coarse path of a level is coupled to the fine one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum MlCoupling {
     /// Algorithm 1: one coarse path; its minibatch is n indices drawn **without replacement**
     /// from the union τ¹ ∪ τ² of the two fine minibatches; `Δ_l = g(θᶠ) − g(θᶜ)`. With an
@@ -28,7 +29,7 @@ pub enum MlCoupling {
 }
 
 /// Settings of [`MlSgld`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MlSgldSettings {
     /// m ≥ 1 in the horizons `T_l = m (l + 1) h₀`. The paper takes 5. Default 5.
     pub horizon: usize,
@@ -469,18 +470,89 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         g: &G,
         samples: &[usize],
     ) -> Result<MlmcResult> {
-        self.check(model)?;
+        let mut ck = self.start_fixed(samples)?;
+        self.advance_fixed(model, g, &mut ck, usize::MAX)?;
+        self.result(model, &ck)
+    }
+
+    /// A resumable fixed-levels run (levels 0..samples.len(), `samples[l]` at level l) with no
+    /// sample taken yet: advance it with [`advance_fixed`](Self::advance_fixed), save it with
+    /// [`MlmcCheckpoint::save`], and finish it with [`result`](Self::result). A run made in several
+    /// pieces, saved and loaded in between, gives bit-identical results to
+    /// [`run_fixed`](Self::run_fixed): every sample depends only on (seed, level, index), and the
+    /// level statistics are folded in index order.
+    ///
+    /// Errors: [`Error::NoSamples`] for an empty list or a level with fewer than 2 samples.
+    pub fn start_fixed(&self, samples: &[usize]) -> Result<MlmcCheckpoint> {
         if samples.is_empty() || samples.iter().any(|&n| n < 2) {
             return Err(Error::NoSamples { reason: "every level needs at least 2 samples" });
         }
+        let keep = self.settings.keep_points && self.settings.averaging_window.is_none();
+        Ok(MlmcCheckpoint {
+            targets: samples.to_vec(),
+            levels: (0..samples.len()).map(|l| LevelAcc::new(l, keep)).collect(),
+            settings: self.settings,
+            h0: self.h0,
+            theta0: self.theta0.clone(),
+        })
+    }
+
+    /// Takes up to `max_samples` more samples of a fixed-levels run (level by level, in index
+    /// order); returns whether the run is complete.
+    ///
+    /// Errors: [`Error::CheckpointMismatch`] if `ck` was made with other settings, step or
+    /// starting point; model, estimator and non-finite errors.
+    pub fn advance_fixed<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
+        &self,
+        model: &M,
+        g: &G,
+        ck: &mut MlmcCheckpoint,
+        max_samples: usize,
+    ) -> Result<bool> {
+        self.check(model)?;
+        self.check_checkpoint(ck)?;
+        let mut left = max_samples;
         let mut budget = Budget::unlimited();
-        let mut data = Vec::new();
-        for (l, &n) in samples.iter().enumerate() {
-            let mut acc = LevelAcc::new(l, self.settings.keep_points && self.settings.averaging_window.is_none());
-            self.extend_level(model, g, &mut acc, n, &mut budget)?;
-            data.push(acc);
+        for (acc, &target) in ck.levels.iter_mut().zip(&ck.targets) {
+            let want = target.saturating_sub(acc.n).min(left);
+            if want > 0 {
+                self.extend_level(model, g, acc, want, &mut budget)?;
+                left -= want;
+            }
         }
-        Ok(self.summarise(model, &data, None))
+        Ok(ck.is_complete())
+    }
+
+    /// The result of a fixed-levels run so far (complete or not).
+    ///
+    /// Errors: [`Error::CheckpointMismatch`] as [`advance_fixed`](Self::advance_fixed);
+    /// [`Error::NoSamples`] if a level has fewer than 2 samples.
+    pub fn result<M: Model + ?Sized>(&self, model: &M, ck: &MlmcCheckpoint) -> Result<MlmcResult> {
+        self.check_checkpoint(ck)?;
+        if ck.levels.iter().any(|a| a.n < 2) {
+            return Err(Error::NoSamples { reason: "every level needs at least 2 samples" });
+        }
+        Ok(self.summarise(model, &ck.levels, None))
+    }
+
+    fn check_checkpoint(&self, ck: &MlmcCheckpoint) -> Result<()> {
+        let mismatch =
+            |what: &'static str, e: String, f: String| Err(Error::CheckpointMismatch { what, expected: e, found: f });
+        if ck.settings != self.settings {
+            return mismatch("multilevel settings", format!("{:?}", self.settings), format!("{:?}", ck.settings));
+        }
+        if ck.h0.to_bits() != self.h0.to_bits() {
+            return mismatch("level-0 step h0", self.h0.to_string(), ck.h0.to_string());
+        }
+        if ck.theta0.len() != self.theta0.len()
+            || ck.theta0.iter().zip(&self.theta0).any(|(a, b)| a.to_bits() != b.to_bits())
+        {
+            return mismatch("starting point", format!("{:?}", self.theta0), format!("{:?}", ck.theta0));
+        }
+        if ck.levels.len() != ck.targets.len() || ck.levels.iter().enumerate().any(|(l, a)| a.level != l) {
+            return Err(Error::CorruptCheckpoint { reason: "level records do not match the planned levels".into() });
+        }
+        Ok(())
     }
 
     /// Giles' adaptive MLMC for a target RMSE ε: start with levels 0..=2 and `n_initial` samples
@@ -620,6 +692,48 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
     }
 }
 
+/// The state of a resumable fixed-levels multilevel run: the planned samples per level and the
+/// statistics of the samples taken so far (see [`MlSgld::start_fixed`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MlmcCheckpoint {
+    targets: Vec<usize>,
+    levels: Vec<LevelAcc>,
+    settings: MlSgldSettings,
+    h0: f64,
+    theta0: Vec<f64>,
+}
+
+impl MlmcCheckpoint {
+    /// Samples planned per level.
+    pub fn targets(&self) -> &[usize] {
+        &self.targets
+    }
+
+    /// Samples taken per level so far.
+    pub fn samples_done(&self) -> Vec<usize> {
+        self.levels.iter().map(|a| a.n).collect()
+    }
+
+    /// Whether every level has its planned samples.
+    pub fn is_complete(&self) -> bool {
+        self.levels.iter().zip(&self.targets).all(|(a, &t)| a.n >= t)
+    }
+
+    /// Saves it to `path` in the [checkpoint format](crate::checkpoint).
+    ///
+    /// Errors: [`Error::Io`].
+    pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        crate::checkpoint::save(path.as_ref(), "multilevel", "MlmcCheckpoint", self)
+    }
+
+    /// Loads a checkpoint saved by [`save`](Self::save).
+    ///
+    /// Errors: as [`RunOutput::load`](crate::RunOutput::load).
+    pub fn load(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        crate::checkpoint::load(path.as_ref(), "multilevel", "MlmcCheckpoint")
+    }
+}
+
 /// Work spent and the limit, in datum evaluations (gradients + Hessian-vector products).
 struct Budget {
     spent: f64,
@@ -645,6 +759,7 @@ impl Budget {
 }
 
 /// Running statistics of one level (Welford, folded in sample order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct LevelAcc {
     level: usize,
     n: usize,

@@ -1,0 +1,293 @@
+//! Stopping, checkpointing and resuming runs: a stopped run keeps exactly its draws so far; a run
+//! saved at iteration k, loaded and resumed is bit-identical to an uninterrupted one; corrupt
+//! files are typed errors; divergences can be reported as data.
+
+use serde::{Serialize, de::DeserializeOwned};
+use sgmcmc::observe::{Budget, StopFlag, StopWhen};
+use sgmcmc::*;
+
+fn dir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("sgmcmc-checkpoint-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn bits(e: &Estimate) -> Vec<u64> {
+    let mut b = Vec::new();
+    for c in 0..e.n_parts() {
+        let s = e.samples(c).unwrap();
+        b.extend(s.draws().iter().map(|x| x.to_bits()));
+        b.extend(s.weights().iter().map(|x| x.to_bits()));
+        if let Some(g) = s.gradients() {
+            b.extend(g.iter().map(|x| x.to_bits()));
+        }
+        b.extend(s.costs().unwrap().iter().copied());
+    }
+    b
+}
+
+fn stop_at(k: u64) -> StopWhen<impl Fn(&Progress<'_>) -> bool + Sync> {
+    StopWhen { condition: move |p: &Progress<'_>| p.iteration >= k, interval: 1 }
+}
+
+/// Runs uninterrupted, and again stopped at iteration `k`, saved, loaded and resumed: the two
+/// must agree bit for bit (draws, weights, gradients, per-draw costs, total cost).
+fn check_resume<M: Model, S: Sampler + Serialize + DeserializeOwned>(
+    name: &str,
+    model: &M,
+    sampler: &S,
+    theta0: &[f64],
+    settings: &RunSettings,
+    k: u64,
+) {
+    let full = run(model, sampler, theta0, settings).unwrap();
+    let stopped = run_observed(model, sampler, theta0, settings, &[&stop_at(k)]).unwrap();
+    assert!(!stopped.is_complete(), "{name}");
+    assert!(stopped.chains.iter().all(|c| c.iterations == k && c.stopped), "{name}");
+    let path = dir().join(format!("{name}.ckpt"));
+    stopped.save(&path).unwrap();
+    let loaded = RunOutput::<S>::load(&path).unwrap();
+    let resumed = resume(model, loaded, &[]).unwrap();
+    assert!(resumed.is_complete(), "{name}");
+    assert_eq!(bits(&resumed.estimate), bits(&full.estimate), "{name}: resumed draws differ");
+    assert_eq!(resumed.cost, full.cost, "{name}: cost differs");
+    for (a, b) in resumed.chains.iter().zip(&full.chains) {
+        assert_eq!(a.iterations, b.iterations);
+        assert_eq!(
+            a.sampler.position().iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            b.sampler.position().iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn resumed_runs_are_bit_identical() {
+    let lo = LogisticRegression::synthetic(2_000, 4, 10.0, 3).unwrap();
+    let map = lo.map().unwrap().to_vec();
+    let settings = RunSettings {
+        n_iter: 3_000,
+        burn_in: 500,
+        thin: 2,
+        n_chains: 3,
+        seed: 8,
+        storage: Storage::SamplesAndGradients,
+        ..Default::default()
+    };
+    // SGLD, stopped during burn-in and after it.
+    let sgld = Sgld::new(SgldSettings::constant(1e-3), Minibatch::new(50)).unwrap();
+    check_resume("sgld", &lo, &sgld, &[0.0; 4], &settings, 300);
+    check_resume("sgld_after_burn_in", &lo, &sgld, &[0.0; 4], &settings, 1_777);
+    // SGHMC-CV (its estimator shares a centre between chains).
+    let cv = ControlVariate::at(&lo, &map, CvSettings { batch_size: 50, ..Default::default() }).unwrap();
+    let sghmc_cv = Sghmc::new(SghmcSettings::constant(1e-5, 0.1), cv).unwrap();
+    check_resume("sghmc_cv", &lo, &sghmc_cv, &map, &settings, 1_234);
+    // HAMCMC (L-BFGS memory, history ring, pair iterations).
+    let hamcmc =
+        Hamcmc::new(HamcmcSettings { step_size: StepSize::Constant(0.2), ..Default::default() }, Minibatch::new(50))
+            .unwrap();
+    check_resume("hamcmc", &lo, &hamcmc, &map, &settings, 1_001);
+    // Streaming moments, without-replacement minibatches (the permutation is state), pSGLD.
+    let moments = RunSettings { storage: Storage::Moments, ..settings };
+    let psgld = Psgld::new(
+        PsgldSettings { step_size: StepSize::Constant(1e-3), ..Default::default() },
+        Minibatch::without_replacement(40),
+    )
+    .unwrap();
+    let full = run(&lo, &psgld, &map, &moments).unwrap();
+    let stopped = run_observed(&lo, &psgld, &map, &moments, &[&stop_at(2_100)]).unwrap();
+    let path = dir().join("psgld_moments.ckpt");
+    stopped.save(&path).unwrap();
+    let resumed = resume(&lo, RunOutput::<Psgld>::load(&path).unwrap(), &[]).unwrap();
+    let (a, b) = (resumed.estimate.covariance().unwrap(), full.estimate.covariance().unwrap());
+    assert_eq!(a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), b.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn resumed_richardson_romberg_is_bit_identical() {
+    let lg = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 5).unwrap();
+    let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50)).unwrap());
+    let settings = RunSettings { n_iter: 2_000, burn_in: 200, n_chains: 2, seed: 4, ..Default::default() };
+    let full = run_rr(&lg, &rr, &[0.0, 0.0], &settings).unwrap();
+    let stopped = run_rr_observed(&lg, &rr, &[0.0, 0.0], &settings, &[&stop_at(777)]).unwrap();
+    assert_eq!(stopped.iterations, vec![777, 777]);
+    let path = dir().join("sgrrld.ckpt");
+    stopped.save(&path).unwrap();
+    let resumed = resume_rr(&lg, RrOutput::<Sgld>::load(&path).unwrap(), &[]).unwrap();
+    assert!(resumed.is_complete());
+    assert_eq!(bits(&resumed.coarse), bits(&full.coarse));
+    assert_eq!(bits(&resumed.fine), bits(&full.fine));
+    assert_eq!(resumed.cost, full.cost);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn resumed_multilevel_run_is_bit_identical() {
+    let m = LogisticRegression::synthetic(500, 3, 1.0, 7).unwrap();
+    let map = m.map().unwrap();
+    let g = |t: &[f64]| t[0] + t[1] * t[2];
+    let settings = MlSgldSettings { keep_points: true, ..Default::default() };
+    let ml = MlSgld::sgld(settings, 1.0 / 500.0, Minibatch::new(10), map.as_slice().unwrap()).unwrap();
+    let plan = [300, 200, 100];
+    let full = ml.run_fixed(&m, &g, &plan).unwrap();
+    let mut ck = ml.start_fixed(&plan).unwrap();
+    assert!(!ml.advance_fixed(&m, &g, &mut ck, 350).unwrap());
+    assert_eq!(ck.samples_done(), vec![300, 50, 0]);
+    let path = dir().join("mlsgld.ckpt");
+    ck.save(&path).unwrap();
+    let mut loaded = MlmcCheckpoint::load(&path).unwrap();
+    assert_eq!(loaded, ck);
+    assert!(ml.advance_fixed(&m, &g, &mut loaded, usize::MAX).unwrap());
+    let resumed = ml.result(&m, &loaded).unwrap();
+    assert_eq!(resumed.estimate.to_bits(), full.estimate.to_bits());
+    assert_eq!(resumed.variance.to_bits(), full.variance.to_bits());
+    assert_eq!(resumed.levels, full.levels);
+    assert_eq!(resumed.cost, full.cost);
+    assert_eq!(bits_measure(&resumed), bits_measure(&full));
+    // A checkpoint of another run is refused.
+    let other = MlSgld::sgld(settings, 1.0 / 400.0, Minibatch::new(10), map.as_slice().unwrap()).unwrap();
+    assert!(matches!(other.advance_fixed(&m, &g, &mut loaded, 1), Err(Error::CheckpointMismatch { .. })));
+    std::fs::remove_file(&path).unwrap();
+}
+
+fn bits_measure(r: &MlmcResult) -> Vec<u64> {
+    let e = r.measure.as_ref().unwrap();
+    let s = e.samples(0).unwrap();
+    s.draws().iter().chain(s.weights().iter()).map(|x| x.to_bits()).collect()
+}
+
+/// A budget observer returns exactly the draws up to where it stopped: the stopped run's draws
+/// are the uninterrupted run's first draws, bit for bit.
+#[test]
+fn a_budget_stop_returns_exactly_the_draws_so_far() {
+    let lg = LinearGaussian::synthetic(1_000, 3, 1.0, 10.0, 9).unwrap();
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100)).unwrap();
+    let settings = RunSettings { n_iter: 4_000, burn_in: 100, n_chains: 2, seed: 3, ..Default::default() };
+    let full = run(&lg, &sgld, &[0.0; 3], &settings).unwrap();
+    // 100 per step and 100 for the initial gradient: 150 000 per chain stops at iteration 1 499.
+    let out = run_observed(&lg, &sgld, &[0.0; 3], &settings, &[&Budget::datum_gradients(300_000)]).unwrap();
+    assert_eq!(out.cost.datum_gradients, 300_000);
+    for c in 0..2 {
+        assert_eq!(out.chains[c].iterations, 1_499);
+        assert!(out.chains[c].stopped);
+        let kept = out.estimate.samples(c).unwrap();
+        let all = full.estimate.samples(c).unwrap();
+        assert_eq!(kept.len(), 1_399);
+        assert_eq!(kept.draws(), all.draws().slice_axis(ndarray::Axis(0), ndarray::Slice::from(..1_399)));
+        assert_eq!(
+            kept.costs().unwrap(),
+            all.costs().unwrap().slice_axis(ndarray::Axis(0), ndarray::Slice::from(..1_399))
+        );
+    }
+    // A stop flag raised before the run: every chain stops at its start, with nothing drawn.
+    let flag = StopFlag::new(1);
+    flag.raise();
+    let out = run_observed(&lg, &sgld, &[0.0; 3], &settings, &[&flag]).unwrap();
+    assert!(out.chains.iter().all(|c| c.iterations == 0 && c.stopped));
+    assert_eq!(out.estimate.n_samples(), 0);
+    // ... and the run goes on from there when resumed.
+    let resumed = resume(&lg, out, &[]).unwrap();
+    assert_eq!(bits(&resumed.estimate), bits(&full.estimate));
+}
+
+#[test]
+fn corrupt_and_mismatched_checkpoints_are_typed_errors() {
+    let lg = LinearGaussian::synthetic(200, 2, 1.0, 10.0, 1).unwrap();
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap();
+    let settings = RunSettings { n_iter: 500, burn_in: 50, n_chains: 2, ..Default::default() };
+    let out = run_observed(&lg, &sgld, &[0.0; 2], &settings, &[&stop_at(200)]).unwrap();
+    let path = dir().join("good.ckpt");
+    out.save(&path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let write = |name: &str, b: &[u8]| {
+        let p = dir().join(name);
+        std::fs::write(&p, b).unwrap();
+        p
+    };
+    // Truncated anywhere: a typed error.
+    for cut in [0, 5, 12, 40, bytes.len() / 2, bytes.len() - 1] {
+        let e = RunOutput::<Sgld>::load(write("truncated.ckpt", &bytes[..cut])).unwrap_err();
+        assert!(matches!(e, Error::CorruptCheckpoint { .. }), "cut at {cut}: {e:?}");
+    }
+    // One byte altered anywhere in the payload (here: inside the draws, and in the header).
+    for at in [20, bytes.len() / 2, bytes.len() - 3] {
+        let mut t = bytes.clone();
+        t[at] ^= 0x10;
+        let e = RunOutput::<Sgld>::load(write("tampered.ckpt", &t)).unwrap_err();
+        assert!(matches!(e, Error::CorruptCheckpoint { .. }), "byte {at}: {e:?}");
+    }
+    // Another format version.
+    let mut t = bytes.clone();
+    t[8] = 99;
+    assert!(matches!(
+        RunOutput::<Sgld>::load(write("version.ckpt", &t)),
+        Err(Error::CheckpointMismatch { what: "format version", .. })
+    ));
+    // Another sampler, another kind of run.
+    assert!(matches!(RunOutput::<Sghmc>::load(&path), Err(Error::CheckpointMismatch { what: "sampler type", .. })));
+    assert!(matches!(RrOutput::<Sgld>::load(&path), Err(Error::CheckpointMismatch { what: "kind of run", .. })));
+    // Not a checkpoint at all; a missing file.
+    assert!(matches!(
+        RunOutput::<Sgld>::load(write("text.ckpt", b"hello, world")),
+        Err(Error::CorruptCheckpoint { .. })
+    ));
+    assert!(matches!(RunOutput::<Sgld>::load(dir().join("missing.ckpt")), Err(Error::Io { .. })));
+    // A model of another dimension on resume.
+    let other = LinearGaussian::synthetic(200, 3, 1.0, 10.0, 1).unwrap();
+    let loaded = RunOutput::<Sgld>::load(&path).unwrap();
+    assert!(matches!(resume(&other, loaded, &[]), Err(Error::DimensionMismatch { .. })));
+}
+
+/// A model whose gradient is NaN wherever −5 < θ₀ < −4: a chain started at θ₀ = −10 crosses
+/// that band on its way to the posterior; chains started at the posterior mean never go there.
+struct Cliff(LinearGaussian);
+
+impl Model for Cliff {
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+    fn n_data(&self) -> usize {
+        self.0.n_data()
+    }
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+        self.0.grad_prior(theta, out);
+    }
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+        self.0.grad_data_sum(theta, idx, out);
+        if theta[0] > -5.0 && theta[0] < -4.0 {
+            out[0] = f64::NAN;
+        }
+    }
+}
+
+#[test]
+fn divergences_can_be_reported_as_data() {
+    let lg = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 2).unwrap();
+    let mu = lg.posterior_mean().to_vec();
+    let model = Cliff(lg);
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50)).unwrap();
+    let far = [-10.0, mu[1]];
+    let inits: Vec<&[f64]> = vec![&mu, &far, &mu];
+    let settings = RunSettings { n_iter: 2_000, burn_in: 100, n_chains: 3, seed: 5, ..Default::default() };
+    // Default: the run fails, naming the chain.
+    let e = run_chains(&model, &sgld, &inits, &settings).unwrap_err();
+    assert!(matches!(e, Error::Chain { chain: 1, .. }), "{e:?}");
+    assert!(matches!(e.root(), Error::NonFiniteGradient { .. }));
+    // Report: chain 1 is reported with its iteration; chains 0 and 2 are returned, unchanged.
+    let report = RunSettings { on_divergence: OnDivergence::Report, ..settings };
+    let out = run_chains(&model, &sgld, &inits, &report).unwrap();
+    assert_eq!(out.divergences.len(), 1);
+    let div = &out.divergences[0];
+    let Error::Chain { source, .. } = &e else { unreachable!() };
+    let Error::NonFiniteGradient { iteration } = **source else { unreachable!() };
+    assert_eq!((div.chain, div.iteration, div.non_finite_state), (1, iteration, false));
+    assert!(out.chains[1].diverged && !out.chains[0].diverged && !out.chains[2].diverged);
+    assert_eq!(out.estimate.n_parts(), 2);
+    let healthy = run_chains(&model, &sgld, &[&mu, &mu], &RunSettings { n_chains: 2, ..settings }).unwrap();
+    assert_eq!(bits(&out.estimate.part(0).unwrap()), bits(&healthy.estimate.part(0).unwrap()));
+    // Everything diverges: the first error comes back.
+    let all_far: Vec<&[f64]> = vec![&far, &far];
+    let e = run_chains(&model, &sgld, &all_far, &RunSettings { n_chains: 2, ..report }).unwrap_err();
+    assert!(matches!(e, Error::Chain { chain: 0, .. }), "{e:?}");
+}
