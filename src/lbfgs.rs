@@ -86,6 +86,28 @@ impl Lbfgs {
         self.gamma
     }
 
+    /// Sets the initial scale γ (`H⁰ = γ I`) used from now on (L-BFGS optimisers rescale it
+    /// at every iteration, e.g. to `sᵀy / yᵀy` of the newest pair).
+    ///
+    /// Errors: [`Error::InvalidParameter`](crate::Error::InvalidParameter) for γ not finite and
+    /// positive.
+    pub fn set_initial_scale(&mut self, gamma: f64) -> Result<()> {
+        check_positive("initial_scale", gamma)?;
+        if gamma != self.gamma {
+            self.gamma = gamma;
+            self.dirty = true;
+        }
+        Ok(())
+    }
+
+    /// The newest pair `(s, y)`, if any.
+    pub fn newest(&self) -> Option<(&[f64], &[f64])> {
+        (self.len > 0).then(|| {
+            let k = self.slot(self.len - 1);
+            (self.s[k].as_slice(), self.y[k].as_slice())
+        })
+    }
+
     /// Removes every pair.
     pub fn clear(&mut self) {
         self.len = 0;

@@ -3,28 +3,28 @@
 #![forbid(unsafe_code)]
 
 pub mod checkpoint;
-pub mod control_variate;
-pub mod cost;
+mod control_variate;
+mod cost;
 mod coupled;
 pub mod diagnostics;
-pub mod error;
-pub mod estimate;
+mod error;
+mod estimate;
 pub mod export;
-pub mod gradient;
-pub mod lbfgs;
+mod gradient;
+mod lbfgs;
 pub mod linalg;
-pub mod model;
-pub mod models;
+mod model;
+mod models;
 pub mod observe;
-pub mod optim;
+mod optim;
 #[cfg(feature = "progress")]
 pub mod progress;
 pub mod rng;
-pub mod run;
-pub mod samplers;
-pub mod schedule;
-pub mod taylor;
-pub mod zv;
+mod run;
+mod samplers;
+mod schedule;
+mod taylor;
+mod zv;
 
 pub use control_variate::{ControlVariate, CvSettings};
 pub use cost::Cost;
@@ -42,7 +42,6 @@ pub use model::Model;
 pub use models::{LinearGaussian, LogisticRegression, Pmf, Ratings};
 pub use observe::{Control, Observer, Progress};
 pub use optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
-pub use rng::{ChainRng, DEFAULT_SEED};
 pub use run::{
     ChainReport, Divergence, OnDivergence, RunOutput, RunSettings, Storage, resume, run, run_chains,
     run_chains_observed, run_observed,

@@ -7,10 +7,10 @@
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::{FullGradient, GradientEstimator, Minibatch};
+use crate::lbfgs::Lbfgs;
 use crate::model::{Model, check_model};
 use crate::rng::{DEFAULT_SEED, stream};
 use crate::schedule::StepSize;
-use std::collections::VecDeque;
 
 /// The result of an optimiser.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,7 +136,9 @@ fn dotp(a: &[f64], b: &[f64]) -> f64 {
 
 /// The posterior mode θ* by L-BFGS on the full potential, from `theta0`.
 ///
-/// Uses only gradients (so it works for models without potentials): the line search looks for a
+/// Directions come from the crate's one L-BFGS ([`Lbfgs`], two-loop recursion) with the usual
+/// initial scaling `sᵀy / yᵀy`. Uses only gradients (so it works for models without
+/// potentials): the line search looks for a
 /// step where the directional derivative has fallen to at most 0.9 of its initial magnitude
 /// (the strong Wolfe curvature condition), by doubling then bisection — sound for the
 /// log-concave posteriors control variates are meant for. Every gradient is a full pass
@@ -161,9 +163,9 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
     if !all_finite(&g) {
         return Err(Error::NonFiniteGradient { iteration: 0 });
     }
-    let mut pairs: VecDeque<(Vec<f64>, Vec<f64>, f64)> = VecDeque::with_capacity(settings.memory);
+    let mut lbfgs = Lbfgs::new(d, settings.memory, 1.0)?;
     let (mut xt, mut gt, mut dir) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
-    let mut alpha = vec![0.0; settings.memory];
+    let (mut s, mut y) = (vec![0.0; d], vec![0.0; d]);
     let mut done = 0;
     for it in 1..=settings.max_iter {
         done = it;
@@ -172,30 +174,18 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
             let cost = Cost::gradients(est.n_datum_gradients());
             return Ok(Optimum { theta: x, cost, iterations: it - 1, grad_norm: Some(gn) });
         }
-        // Two-loop recursion: dir = −H g.
-        dir.copy_from_slice(&g);
-        for (j, (s, y, rho)) in pairs.iter().enumerate().rev() {
-            alpha[j] = rho * dotp(s, &dir);
-            for (q, yi) in dir.iter_mut().zip(y) {
-                *q -= alpha[j] * yi;
-            }
-        }
-        let scale = match pairs.back() {
-            Some((s, y, _)) => dotp(s, y) / dotp(y, y),
+        // dir = −H g, with H⁰ = (sᵀy / yᵀy) I from the newest pair (1/‖g‖ without pairs).
+        let scale = match lbfgs.newest() {
+            Some((s, y)) => dotp(s, y) / dotp(y, y),
             None => 1.0 / gn,
         };
-        dir.iter_mut().for_each(|q| *q *= scale);
-        for (j, (s, y, rho)) in pairs.iter().enumerate() {
-            let beta = rho * dotp(y, &dir);
-            for (q, si) in dir.iter_mut().zip(s) {
-                *q += (alpha[j] - beta) * si;
-            }
-        }
+        lbfgs.set_initial_scale(scale)?;
+        lbfgs.apply_h(&g, &mut dir)?;
         dir.iter_mut().for_each(|q| *q = -*q);
         let mut dphi0 = dotp(&g, &dir);
         if dphi0.is_nan() || dphi0 >= 0.0 {
             // Not a descent direction (numerical trouble): restart from steepest descent.
-            pairs.clear();
+            lbfgs.clear();
             for (q, gi) in dir.iter_mut().zip(&g) {
                 *q = -gi / gn;
             }
@@ -225,14 +215,14 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
         if !found {
             break;
         }
-        let s: Vec<f64> = xt.iter().zip(&x).map(|(a, b)| a - b).collect();
-        let y: Vec<f64> = gt.iter().zip(&g).map(|(a, b)| a - b).collect();
-        let sy = dotp(&s, &y);
-        if sy > 1e-300 {
-            if pairs.len() == settings.memory {
-                pairs.pop_front();
-            }
-            pairs.push_back((s, y, 1.0 / sy));
+        for (((si, yi), (a, b)), (ga, gb)) in
+            s.iter_mut().zip(y.iter_mut()).zip(xt.iter().zip(&x)).zip(gt.iter().zip(&g))
+        {
+            *si = a - b;
+            *yi = ga - gb;
+        }
+        if dotp(&s, &y) > 1e-300 {
+            lbfgs.push(&s, &y)?;
         }
         std::mem::swap(&mut x, &mut xt);
         std::mem::swap(&mut g, &mut gt);

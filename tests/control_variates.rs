@@ -25,7 +25,7 @@ fn moments<E: GradientEstimator>(
     m: usize,
 ) -> (Vec<(f64, f64, f64)>, Vec<f64>) {
     let d = model.dim();
-    let mut rng = ChainRng::seed_from_u64(77);
+    let mut rng = sgmcmc::rng::ChainRng::seed_from_u64(77);
     est.prepare(model).unwrap();
     let mut full = FullGradient::new();
     full.prepare(model).unwrap();
@@ -234,7 +234,7 @@ fn zv_on_a_gaussian_with_exact_gradients() {
     let samples = out.estimate.samples(0).unwrap();
     let mu = m.posterior_mean();
     // Linear test function, first order: exact up to rounding.
-    let lin = zv::zv_samples(samples, |t| 2.0 * t[0] - t[1], ZvOrder::First).unwrap();
+    let lin = zv_samples(samples, |t| 2.0 * t[0] - t[1], ZvOrder::First).unwrap();
     eprintln!(
         "linear: plain {:.6} zv {:.6} truth {:.6} VRF {:.3e}",
         lin.plain_estimate,
@@ -247,8 +247,8 @@ fn zv_on_a_gaussian_with_exact_gradients() {
     // Quadratic test function: first order helps little, second order is exact.
     let cov = m.posterior_covariance();
     let truth = cov[[0, 0]] + mu[0] * mu[0];
-    let q1 = zv::zv_samples(samples, |t| t[0] * t[0], ZvOrder::First).unwrap();
-    let q2 = zv::zv_samples(samples, |t| t[0] * t[0], ZvOrder::Second).unwrap();
+    let q1 = zv_samples(samples, |t| t[0] * t[0], ZvOrder::First).unwrap();
+    let q2 = zv_samples(samples, |t| t[0] * t[0], ZvOrder::Second).unwrap();
     eprintln!(
         "quadratic: VRF first {:.3e} second {:.3e}; zv {:.8} truth {:.8}",
         q1.variance_reduction, q2.variance_reduction, q2.estimate, truth
@@ -259,7 +259,7 @@ fn zv_on_a_gaussian_with_exact_gradients() {
     // The matrix form gives the same numbers.
     let draws = samples.draws();
     let vals = Array2::from_shape_fn((draws.nrows(), 1), |(r, _)| 2.0 * draws[[r, 0]] - draws[[r, 1]]);
-    let again = zv::zv_matrix(draws, samples.gradients().unwrap(), vals.view(), ZvOrder::First).unwrap();
+    let again = zv_matrix(draws, samples.gradients().unwrap(), vals.view(), ZvOrder::First).unwrap();
     assert!((again[0].estimate - lin.estimate).abs() < 1e-12);
 }
 
@@ -287,7 +287,7 @@ fn zv_on_sgld_cv_output() {
     let mu = m.posterior_mean();
     let (mut plain, mut zvs, mut vrf) = (Vec::new(), Vec::new(), Vec::new());
     for c in 0..20 {
-        let r = zv::zv_samples(out.estimate.samples(c).unwrap(), |t| t[0], ZvOrder::First).unwrap();
+        let r = zv_samples(out.estimate.samples(c).unwrap(), |t| t[0], ZvOrder::First).unwrap();
         plain.push(r.plain_estimate);
         zvs.push(r.estimate);
         vrf.push(r.variance_reduction);
@@ -308,7 +308,7 @@ fn zv_errors() {
     let sgld = Sgld::new(SgldSettings { step_size: StepSize::Constant(1e-4) }, Minibatch::new(10)).unwrap();
     let out = run(&m, &sgld, &[0.0, 0.0], &RunSettings { n_iter: 100, burn_in: 10, ..Default::default() }).unwrap();
     assert!(matches!(
-        zv::zv_samples(out.estimate.samples(0).unwrap(), |t| t[0], ZvOrder::First),
+        zv_samples(out.estimate.samples(0).unwrap(), |t| t[0], ZvOrder::First),
         Err(Error::NotStored { .. })
     ));
     let decreasing =
@@ -317,15 +317,12 @@ fn zv_errors() {
     let s = RunSettings { n_iter: 100, burn_in: 10, storage: Storage::SamplesAndGradients, ..Default::default() };
     let out = run(&m, &decreasing, &[0.0, 0.0], &s).unwrap();
     assert!(matches!(
-        zv::zv_samples(out.estimate.samples(0).unwrap(), |t| t[0], ZvOrder::First),
+        zv_samples(out.estimate.samples(0).unwrap(), |t| t[0], ZvOrder::First),
         Err(Error::InvalidParameter { name: "weights", .. })
     ));
     // Collinear control variates: duplicated gradient column.
     let draws = Array2::from_shape_fn((50, 2), |(r, c)| (r * (c + 1)) as f64);
     let grads = Array2::from_shape_fn((50, 2), |(r, _)| (r as f64).sin());
     let vals = Array1::from_shape_fn(50, |r| r as f64);
-    assert!(matches!(
-        zv::zv(draws.view(), grads.view(), vals.view(), ZvOrder::First),
-        Err(Error::LinearAlgebra { .. })
-    ));
+    assert!(matches!(zv(draws.view(), grads.view(), vals.view(), ZvOrder::First), Err(Error::LinearAlgebra { .. })));
 }

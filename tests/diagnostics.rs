@@ -82,7 +82,7 @@ fn stein_direct(x: &[f64], sx: &[f64], y: &[f64], sy: &[f64], c: f64, beta: f64)
 
 #[test]
 fn ksd_matches_a_direct_double_loop() {
-    let mut rng = ChainRng::seed_from_u64(5);
+    let mut rng = sgmcmc::rng::ChainRng::seed_from_u64(5);
     let (n, d) = (30, 3);
     let x = Array2::from_shape_fn((n, d), |_| StandardNormal.sample(&mut rng));
     let s = Array2::from_shape_fn((n, d), |_| StandardNormal.sample(&mut rng));
@@ -105,7 +105,7 @@ fn ksd_matches_a_direct_double_loop() {
 /// Exact Gaussian samples with exact scores: KSD is small and decreases with n (about n^(−1/2)).
 #[test]
 fn ksd_of_exact_samples_decreases_with_n() {
-    let mut rng = ChainRng::seed_from_u64(9);
+    let mut rng = sgmcmc::rng::ChainRng::seed_from_u64(9);
     let d = 2;
     let mut prev = f64::INFINITY;
     let mut values = Vec::new();

@@ -30,7 +30,7 @@ fn check(estimator: Minibatch, fpc: bool) {
     let mut full = FullGradient::new();
     full.prepare(&model).unwrap();
     let mut g_full = vec![0.0; d];
-    let mut rng = ChainRng::seed_from_u64(5);
+    let mut rng = sgmcmc::rng::ChainRng::seed_from_u64(5);
     full.estimate(&model, &theta, &mut rng, &mut g_full);
     // Exact variance of the estimate, from the per-datum gradients.
     let per = per_datum_gradients(&model, &theta);
@@ -88,7 +88,7 @@ fn full_gradient_counts_n_per_call() {
     let model = LogisticRegression::synthetic(123, 2, 1.0, 1).unwrap();
     let mut full = FullGradient::new();
     full.prepare(&model).unwrap();
-    let mut rng = ChainRng::seed_from_u64(0);
+    let mut rng = sgmcmc::rng::ChainRng::seed_from_u64(0);
     let mut g = [0.0; 2];
     for _ in 0..3 {
         full.estimate(&model, &[0.1, 0.2], &mut rng, &mut g);

@@ -58,7 +58,7 @@ fn outer(a: &Array1<f64>, b: &Array1<f64>) -> Array2<f64> {
 }
 
 fn random_pairs(d: usize, m: usize, seed: u64) -> Vec<(Array1<f64>, Array1<f64>)> {
-    let mut rng = ChainRng::seed_from_u64(seed);
+    let mut rng = sgmcmc::rng::ChainRng::seed_from_u64(seed);
     let mut n = || -> f64 { StandardNormal.sample(&mut rng) };
     // A random SPD "Hessian" A = QQᵀ + I; pairs y = A s (+ small noise), so sᵀy > 0.
     let q = Array2::from_shape_fn((d, d), |_| n());
@@ -168,7 +168,7 @@ fn hamcmc_history_indexing_is_algorithm_1() {
         warmup_step_size: 1e-3,
     };
     let mut sampler = Hamcmc::new(settings, FullGradient::new()).unwrap();
-    let mut rng = ChainRng::seed_from_u64(17);
+    let mut rng = sgmcmc::rng::ChainRng::seed_from_u64(17);
     // 2M + 1 starting samples of our own.
     let mut theta: Vec<Vec<f64>> = (0..=2 * m_mem)
         .map(|_| (0..d).map(|j| inner.posterior_mean()[j] + 0.05 * rng.random::<f64>()).collect())
@@ -273,7 +273,7 @@ fn hamcmc_with_minibatches_runs_and_counts() {
     let bad = HamcmcSettings { memory: 1, ..HamcmcSettings::default() };
     assert!(matches!(Hamcmc::new(bad, Minibatch::new(10)), Err(Error::InvalidParameter { name: "memory", .. })));
     let mut hh = Hamcmc::new(HamcmcSettings::default(), Minibatch::new(10)).unwrap();
-    let mut rng = ChainRng::seed_from_u64(0);
+    let mut rng = sgmcmc::rng::ChainRng::seed_from_u64(0);
     assert!(matches!(hh.init_history(&m, &[&[0.0, 0.0]], &mut rng), Err(Error::DimensionMismatch { .. })));
     assert_eq!(hh.step(&m, &mut rng), Err(Error::NotInitialised));
 }

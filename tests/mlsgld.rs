@@ -189,7 +189,7 @@ fn taylor_estimator_is_unbiased_and_second_order() {
     cv.prepare(&m).unwrap();
     let mut full = FullGradient::new();
     full.prepare(&m).unwrap();
-    let mut rng = ChainRng::seed_from_u64(3);
+    let mut rng = sgmcmc::rng::ChainRng::seed_from_u64(3);
     let mut gf = vec![0.0; 3];
     full.estimate(&m, &theta, &mut rng, &mut gf);
     let draws = 40_000;
