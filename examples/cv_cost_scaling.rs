@@ -52,7 +52,9 @@ use rayon::prelude::*;
 use sgmcmc::SgdSettings;
 use sgmcmc::prelude::*;
 use sgmcmc::rng::stream;
+use sgmcmc::{Control, Progress};
 use std::error::Error;
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Data sizes (the first rows of one data set of the largest size).
@@ -183,48 +185,25 @@ fn max_err(x: &[f64], r: &Reference) -> f64 {
     x.iter().zip(&r.mean).zip(&r.sd).map(|((x, m), s)| (x - m).abs() / s).fold(0.0, f64::max)
 }
 
-/// Runs `sampler` from `theta0` until its cost (setup included) reaches `budget`, checking the
-/// second-half average every `CHECK_EVERY` iterations.
+/// Runs `sampler` from `theta0` on the library's runner (stream `(seed, [0])`) until its cost
+/// (setup included) reaches `budget`: an observer tracks the second-half average every
+/// `CHECK_EVERY` iterations and stops the chain at the first check past the budget.
 fn drive<S: Sampler>(
     model: &LogisticRegression,
-    mut sampler: S,
+    sampler: S,
     theta0: &[f64],
-    rng: &mut impl Rng,
+    seed: u64,
     r: &Reference,
     budget: u64,
 ) -> sgmcmc::Result<ChainOutcome> {
-    let d = model.dim();
-    sampler.init(model, theta0, rng)?;
     let setup = sampler.setup_cost().datum_gradients;
-    // prefix[j·d..(j+1)·d] = sum of the first j·CHECK_EVERY iterates.
-    let mut prefix = vec![0.0; d];
-    let mut sum = vec![0.0; d];
-    let mut est = vec![0.0; d];
-    let mut costs: Vec<u64> = Vec::new();
-    let mut errs: Vec<f64> = Vec::new();
-    let mut k = 0u64;
-    loop {
-        sampler.step(model, rng)?;
-        k += 1;
-        for (s, x) in sum.iter_mut().zip(sampler.position()) {
-            *s += x;
-        }
-        if k % CHECK_EVERY == 0 {
-            prefix.extend_from_slice(&sum);
-            let j = (k / CHECK_EVERY) as usize;
-            let h = j / 2;
-            let len = ((j - h) as u64 * CHECK_EVERY) as f64;
-            for (i, e) in est.iter_mut().enumerate() {
-                *e = (sum[i] - prefix[h * d + i]) / len;
-            }
-            errs.push(max_err(&est, r));
-            let cost = setup + sampler.cost().datum_gradients;
-            costs.push(cost);
-            if cost >= budget {
-                break;
-            }
-        }
-    }
+    let tracker = Tracker { d: model.dim(), r, setup, budget, state: Mutex::new(Track::default()) };
+    // Every step costs at least BATCH_SIZE, so the budget is reached before this many iterations;
+    // the run keeps only its last draw (the observer does the work).
+    let n_iter = (budget / BATCH_SIZE as u64 / CHECK_EVERY + 2) * CHECK_EVERY;
+    let settings = RunSettings { n_iter, burn_in: n_iter - 1, seed, parallel: false, ..Default::default() };
+    run_observed(model, &sampler, theta0, &settings, &[&tracker])?;
+    let Track { costs, errs, .. } = tracker.state.into_inner().unwrap_or_default();
     let last_bad = errs.iter().rposition(|&e| e > THRESHOLD);
     let first_good = last_bad.map_or(0, |b| b + 1);
     Ok(ChainOutcome {
@@ -233,6 +212,53 @@ fn drive<S: Sampler>(
         final_err: errs.last().copied().unwrap_or(f64::NAN),
         centre_err: None,
     })
+}
+
+/// The observer of [`drive`]: running sums of the iterates, the error of the second-half average
+/// and the cost at every check.
+struct Tracker<'a> {
+    d: usize,
+    r: &'a Reference,
+    setup: u64,
+    budget: u64,
+    state: Mutex<Track>,
+}
+
+#[derive(Default)]
+struct Track {
+    /// prefix[j·d..(j+1)·d] = sum of the first j·CHECK_EVERY iterates.
+    prefix: Vec<f64>,
+    sum: Vec<f64>,
+    costs: Vec<u64>,
+    errs: Vec<f64>,
+}
+
+impl Observer for Tracker<'_> {
+    fn observe(&self, p: &Progress<'_>) -> Control {
+        let Ok(mut t) = self.state.lock() else { return Control::Stop };
+        let d = self.d;
+        if t.sum.is_empty() {
+            t.sum = vec![0.0; d];
+            t.prefix = vec![0.0; d];
+        }
+        for (s, x) in t.sum.iter_mut().zip(p.position) {
+            *s += x;
+        }
+        let k = p.iteration;
+        if k % CHECK_EVERY != 0 {
+            return Control::Continue;
+        }
+        let sum = t.sum.clone();
+        t.prefix.extend_from_slice(&sum);
+        let j = (k / CHECK_EVERY) as usize;
+        let h = j / 2;
+        let len = ((j - h) as u64 * CHECK_EVERY) as f64;
+        let est: Vec<f64> = (0..d).map(|i| (sum[i] - t.prefix[h * d + i]) / len).collect();
+        t.errs.push(max_err(&est, self.r));
+        let cost = self.setup + p.cost.datum_gradients;
+        t.costs.push(cost);
+        if cost >= self.budget { Control::Stop } else { Control::Continue }
+    }
 }
 
 /// One chain of `method` (0 SGLD, 1 SGLD-CV) at step γ = η/N on stream `ids` of `seed`.
@@ -250,13 +276,13 @@ fn chain(
     let mut rng = stream(seed, ids);
     let theta0 = vec![0.0; model.dim()];
     if method == 0 {
-        return drive(model, Sgld::new(step, Minibatch::new(BATCH_SIZE))?, &theta0, &mut rng, r, budget);
+        return drive(model, Sgld::new(step, Minibatch::new(BATCH_SIZE))?, &theta0, rng.next_u64(), r, budget);
     }
     let sgd = SgdSettings { batch_size: BATCH_SIZE, n_passes: SGD_PASSES, step_size: SGD_STEP, seed: rng.next_u64() };
     let cv =
         ControlVariate::from_sgd(model, &theta0, &sgd, CvSettings { batch_size: BATCH_SIZE, ..Default::default() })?;
     let centre = cv.centre().to_vec();
-    let mut out = drive(model, Sgld::new(step, cv)?, &centre, &mut rng, r, budget)?;
+    let mut out = drive(model, Sgld::new(step, cv)?, &centre, rng.next_u64(), r, budget)?;
     out.centre_err = Some(max_err(&centre, r));
     Ok(out)
 }

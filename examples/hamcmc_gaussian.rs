@@ -73,15 +73,17 @@
 mod plot;
 
 use ndarray::{Array1, Array2};
+use rand::Rng;
 use rayon::prelude::*;
 use sgmcmc::rng::{fill_standard_normal, stream};
 use sgmcmc::{
-    Estimate, Hamcmc, HamcmcSettings, LinearGaussian, Minibatch, PreconditionedSgld, Psgld, PsgldSettings, Sampler,
-    Sgld, SgldSettings, StepSize,
+    Control, Hamcmc, HamcmcSettings, LinearGaussian, Minibatch, Observer, OnDivergence, PreconditionedSgld, Progress,
+    Psgld, PsgldSettings, RunSettings, Sampler, Sgld, SgldSettings, StepSize, run_observed,
 };
 use std::error::Error;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::Instant;
 
 type Res<T> = Result<T, Box<dyn Error>>;
@@ -356,79 +358,52 @@ fn run_config(p: &Problem, cfg: &Config, seed: u64, keep: bool) -> Res<Chain> {
     }
 }
 
-fn is_divergence(e: &sgmcmc::Error) -> bool {
-    matches!(e, sgmcmc::Error::NonFiniteState { .. } | sgmcmc::Error::NonFiniteGradient { .. })
-}
-
-/// Drives a sampler for T iterations from θ₀ = 0, keeping prefix sums of the weighted draws at
-/// every checkpoint t and at t/2.
-fn drive<S: Sampler + SkipCount>(p: &Problem, mut s: S, seed: u64, keep: bool, start: Instant) -> Res<Chain> {
+/// Drives a sampler for T iterations from θ₀ = 0 on the library's runner (a non-finite state or
+/// gradient reported as data, `OnDivergence::Report`), with an observer that keeps prefix sums of
+/// the weighted draws at every checkpoint t and at t/2, and stops a runaway chain. The chain's
+/// stream is `(s, [0])` with `s` the first draw of `(RUN_SEED, [d, seed])`.
+fn drive<S: Sampler + SkipCount>(p: &Problem, s: S, seed: u64, keep: bool, start: Instant) -> Res<Chain> {
     let d = p.dim;
     let model = &p.model;
-    let mut rng = stream(RUN_SEED, &[d as u64, seed]);
     let mut snap_times: Vec<u64> = p.checkpoints.iter().flat_map(|&t| [t / 2, t]).collect();
     snap_times.sort_unstable();
     snap_times.dedup();
-    let mut snaps: Vec<(u64, Vec<f64>, f64, f64)> = Vec::with_capacity(snap_times.len());
-    let mut next = 0;
-    let mut sum = vec![0.0; d];
-    let mut wsum = 0.0;
-    let limit = DIVERGED * p.cov_trace;
     let burn = N_ITER / 2;
-    let (mut draws, mut weights) = if keep {
-        (Vec::with_capacity((N_ITER - burn) as usize * d), Vec::with_capacity((N_ITER - burn) as usize))
-    } else {
-        (Vec::new(), Vec::new())
+    let watch = Watch {
+        snap_times,
+        limit: DIVERGED * p.cov_trace,
+        mean: &p.mean,
+        burn,
+        start,
+        state: Mutex::new(WatchState { sum: vec![0.0; d], s1p: vec![0.0; d], s2p: vec![0.0; d], ..Default::default() }),
     };
-    // Post-burn-in Σ w, Σ w θ, Σ w θ∘θ (for the trace of the sample covariance).
-    let (mut wp, mut s1p, mut s2p) = (0.0, vec![0.0; d], vec![0.0; d]);
-    let mut diverged = None;
-    let theta0 = vec![0.0; d];
-    match s.init(model, &theta0, &mut rng) {
-        Ok(()) => {}
-        Err(e) if is_divergence(&e) => diverged = Some(0),
-        Err(e) => return Err(e.into()),
-    }
-    if diverged.is_none() {
-        for t in 1..=N_ITER {
-            if let Err(e) = s.step(model, &mut rng) {
-                if is_divergence(&e) {
-                    diverged = Some(t);
-                    break;
-                }
-                return Err(e.into());
-            }
-            let theta = s.position();
-            let w = s.weight();
-            for (acc, x) in sum.iter_mut().zip(theta) {
-                *acc += w * x;
-            }
-            wsum += w;
-            if t > burn {
-                wp += w;
-                for ((a1, a2), x) in s1p.iter_mut().zip(s2p.iter_mut()).zip(theta) {
-                    *a1 += w * x;
-                    *a2 += w * x * x;
-                }
-                if keep {
-                    draws.extend_from_slice(theta);
-                    weights.push(w);
-                }
-            }
-            if t % 64 == 0 {
-                let dist: f64 = theta.iter().zip(&p.mean).map(|(x, m)| (x - m) * (x - m)).sum();
-                if dist.is_nan() || dist >= limit {
-                    diverged = Some(t);
-                    break;
-                }
-            }
-            if next < snap_times.len() && snap_times[next] == t {
-                snaps.push((t, sum.clone(), wsum, start.elapsed().as_secs_f64()));
-                next += 1;
-            }
+    // The runner keeps the draws of (T/2, T] when asked (else only the last one).
+    let run_seed = stream(RUN_SEED, &[d as u64, seed]).next_u64();
+    let settings = RunSettings {
+        n_iter: N_ITER,
+        burn_in: if keep { burn } else { N_ITER - 1 },
+        seed: run_seed,
+        parallel: false,
+        on_divergence: OnDivergence::Report,
+        ..Default::default()
+    };
+    let out = match run_observed(model, &s, &vec![0.0; d], &settings, &[&watch]) {
+        Ok(out) => Some(out),
+        // Divergence at θ₀ already: no chain survives to be returned.
+        Err(e)
+            if matches!(e.root(), sgmcmc::Error::NonFiniteState { .. } | sgmcmc::Error::NonFiniteGradient { .. }) =>
+        {
+            None
         }
-    }
+        Err(e) => return Err(e.into()),
+    };
     let elapsed = start.elapsed().as_secs_f64();
+    let st = watch.state.into_inner().map_err(|_| "observer poisoned")?;
+    let diverged = match &out {
+        None => Some(0),
+        Some(o) => o.divergences.first().map(|div| div.iteration).or(st.runaway),
+    };
+    let skipped_pairs = out.as_ref().and_then(|o| o.chains.first()).map_or(0, |c| c.sampler.skipped());
     if diverged.is_some() {
         let n = p.checkpoints.len();
         return Ok(Chain {
@@ -438,9 +413,11 @@ fn drive<S: Sampler + SkipCount>(p: &Problem, mut s: S, seed: u64, keep: bool, s
             diverged,
             trace_ratio: f64::NAN,
             whitened: None,
-            skipped_pairs: s.skipped(),
+            skipped_pairs,
         });
     }
+    let out = out.ok_or("no chain")?;
+    let snaps = &st.snaps;
     let find = |t: u64| snaps.iter().find(|x| x.0 == t).ok_or("missing snapshot");
     let mut err = Vec::with_capacity(p.checkpoints.len());
     let mut time = Vec::with_capacity(p.checkpoints.len());
@@ -452,11 +429,10 @@ fn drive<S: Sampler + SkipCount>(p: &Problem, mut s: S, seed: u64, keep: bool, s
         err.push(if e.is_finite() { e } else { f64::INFINITY });
         time.push(hi.3);
     }
-    let trace: f64 = s1p.iter().zip(&s2p).map(|(a1, a2)| a2 / wp - (a1 / wp).powi(2)).sum();
+    let wp = st.wp;
+    let trace: f64 = st.s1p.iter().zip(&st.s2p).map(|(a1, a2)| a2 / wp - (a1 / wp).powi(2)).sum();
     let whitened = if keep {
-        let n = weights.len();
-        let est = Estimate::from_weighted(Array2::from_shape_vec((n, d), draws)?, Array1::from_vec(weights))?;
-        let c = est.covariance()?;
+        let c = out.estimate.covariance()?;
         let prec = model.posterior_precision();
         Some(c.iter().zip(prec.iter()).map(|(a, b)| a * b).sum::<f64>() / d as f64)
     } else {
@@ -469,8 +445,66 @@ fn drive<S: Sampler + SkipCount>(p: &Problem, mut s: S, seed: u64, keep: bool, s
         diverged: None,
         trace_ratio: trace / p.cov_trace,
         whitened,
-        skipped_pairs: s.skipped(),
+        skipped_pairs,
     })
+}
+
+/// The observer of [`drive`]: prefix sums of the weighted draws at the snapshot times,
+/// post-burn-in weighted moments, and a runaway check every 64 iterations.
+struct Watch<'a> {
+    snap_times: Vec<u64>,
+    limit: f64,
+    mean: &'a Array1<f64>,
+    burn: u64,
+    start: Instant,
+    state: Mutex<WatchState>,
+}
+
+#[derive(Default)]
+struct WatchState {
+    /// Σ w θ and Σ w since the start.
+    sum: Vec<f64>,
+    wsum: f64,
+    /// (t, Σ w θ, Σ w, seconds) at each snapshot time.
+    snaps: Vec<(u64, Vec<f64>, f64, f64)>,
+    next: usize,
+    /// Post-burn-in Σ w, Σ w θ, Σ w θ∘θ (for the trace of the sample covariance).
+    wp: f64,
+    s1p: Vec<f64>,
+    s2p: Vec<f64>,
+    runaway: Option<u64>,
+}
+
+impl Observer for Watch<'_> {
+    fn observe(&self, p: &Progress<'_>) -> Control {
+        let Ok(mut st) = self.state.lock() else { return Control::Stop };
+        let st = &mut *st;
+        let (t, theta, w) = (p.iteration, p.position, p.weight);
+        for (acc, x) in st.sum.iter_mut().zip(theta) {
+            *acc += w * x;
+        }
+        st.wsum += w;
+        if t > self.burn {
+            st.wp += w;
+            for ((a1, a2), x) in st.s1p.iter_mut().zip(st.s2p.iter_mut()).zip(theta) {
+                *a1 += w * x;
+                *a2 += w * x * x;
+            }
+        }
+        if t % 64 == 0 {
+            let dist: f64 = theta.iter().zip(self.mean).map(|(x, m)| (x - m) * (x - m)).sum();
+            if dist.is_nan() || dist >= self.limit {
+                st.runaway = Some(t);
+                return Control::Stop;
+            }
+        }
+        if st.next < self.snap_times.len() && self.snap_times[st.next] == t {
+            let snap = (t, st.sum.clone(), st.wsum, self.start.elapsed().as_secs_f64());
+            st.snaps.push(snap);
+            st.next += 1;
+        }
+        Control::Continue
+    }
 }
 
 /// Pairs skipped by HAMCMC (0 for the other samplers).

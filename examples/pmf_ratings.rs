@@ -65,7 +65,8 @@
 
 use plotters::prelude::*;
 use sgmcmc::prelude::*;
-use sgmcmc::{GradientEstimator, Pmf, Ratings, SgdSettings};
+use sgmcmc::{Control, GradientEstimator, Pmf, Progress, Ratings, SgdSettings};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Synthetic data: MovieLens-100k's shape.
@@ -336,77 +337,144 @@ fn main() -> Res<()> {
     Ok(())
 }
 
-/// Runs one chain of `sampler` for `n_iter` iterations with its own loop, accumulating predictions
-/// on `test` from every `PRED_THIN`-th draw after `burn_in`, and recording a checkpoint each time
-/// the cost (setup included) passes a multiple of `CHECK_EPOCHS` epochs, and at the end.
+/// Runs one chain of `sampler` for `n_iter` iterations on the library's runner, with an
+/// observer that accumulates predictions on `test` from every `PRED_THIN`-th draw after
+/// `burn_in`, and records a checkpoint each time the cost (setup included) passes a multiple of
+/// `FINE_EPOCHS` epochs, and at the end. The chain uses the stream `(seed, [0])`.
 #[allow(clippy::too_many_arguments)]
 fn traced_run<E: GradientEstimator>(
     pmf: &Pmf,
     test: &Ratings,
     name: &'static str,
-    mut sampler: Sgld<E>,
+    sampler: Sgld<E>,
     theta0: &[f64],
     n_iter: u64,
     burn_in: u64,
     (setup_gradients, setup_s): (u64, f64),
     seed: u64,
 ) -> Res<Trace> {
-    let t0 = Instant::now();
     let step = match sampler.settings().step_size {
         StepSize::Constant(g) => g,
         _ => return Err("traced_run expects a constant step".into()),
     };
-    let mut rng = sgmcmc::rng::stream(seed, &[0]);
-    sampler.init(pmf, theta0, &mut rng)?;
-    let tests: Vec<(usize, usize, f64)> = (0..test.len()).filter_map(|k| test.get(k)).collect();
-    let mut pred_sum = vec![0.0; tests.len()];
-    let mut n_pred = 0u64;
-    let cost = |s: &Sgld<E>| setup_gradients + s.cost().datum_gradients;
-    let start_rmse = pmf.rmse(sampler.position(), test)?;
-    let mut rows = vec![Checkpoint {
-        printed: true,
-        iteration: 0,
-        wall_s: setup_s + t0.elapsed().as_secs_f64(),
-        datum_gradients: cost(&sampler),
-        rmse_draw: start_rmse,
-        rmse_mean: f64::NAN,
-    }];
-    // The next fine checkpoint and the next printed one, in datum gradients.
-    let epoch = pmf.n_data() as f64;
-    let after = |c: u64, every: f64| ((c as f64 / epoch / every).floor() + 1.0) * every * epoch;
-    let (mut next_fine, mut next_print) = (after(cost(&sampler), FINE_EPOCHS), after(cost(&sampler), CHECK_EPOCHS));
-    for k in 1..=n_iter {
-        sampler.step(pmf, &mut rng)?;
-        if k > burn_in && (k - burn_in) % PRED_THIN == 0 {
-            let theta = sampler.position();
-            for (p, &(u, i, _)) in pred_sum.iter_mut().zip(&tests) {
-                *p += pmf.predict(theta, u, i);
-            }
-            n_pred += 1;
+    let tracer = Tracer {
+        pmf,
+        test,
+        tests: (0..test.len()).filter_map(|k| test.get(k)).collect(),
+        burn_in,
+        setup_gradients,
+        setup_s,
+        t0: Instant::now(),
+        state: Mutex::new(TraceState::default()),
+    };
+    // The observer does the work; the run itself keeps only its last draw.
+    let settings =
+        RunSettings { n_iter, burn_in: n_iter - 1, n_chains: 1, seed, parallel: false, ..Default::default() };
+    run_observed(pmf, &sampler, theta0, &settings, &[&tracer])?;
+    let state = tracer.state.into_inner().map_err(|_| "tracer poisoned")?;
+    if let Some(e) = state.error {
+        return Err(e.into());
+    }
+    Ok(Trace { name, step, n_iter, burn_in, setup_gradients, setup_s, start_rmse: state.start_rmse, rows: state.rows })
+}
+
+/// The observer of [`traced_run`].
+struct Tracer<'a> {
+    pmf: &'a Pmf,
+    test: &'a Ratings,
+    tests: Vec<(usize, usize, f64)>,
+    burn_in: u64,
+    setup_gradients: u64,
+    setup_s: f64,
+    t0: Instant,
+    state: Mutex<TraceState>,
+}
+
+#[derive(Default)]
+struct TraceState {
+    pred_sum: Vec<f64>,
+    n_pred: u64,
+    start_rmse: f64,
+    rows: Vec<Checkpoint>,
+    next_fine: f64,
+    next_print: f64,
+    error: Option<String>,
+}
+
+impl Tracer<'_> {
+    /// The next multiple of `every` epochs after `c` datum gradients.
+    fn after(&self, c: u64, every: f64) -> f64 {
+        let epoch = self.pmf.n_data() as f64;
+        ((c as f64 / epoch / every).floor() + 1.0) * every * epoch
+    }
+
+    fn track(&self, p: &Progress<'_>, st: &mut TraceState) -> sgmcmc::Result<()> {
+        let c = self.setup_gradients + p.cost.datum_gradients;
+        if p.iteration == 0 {
+            st.pred_sum = vec![0.0; self.tests.len()];
+            st.start_rmse = self.pmf.rmse(p.position, self.test)?;
+            st.rows.push(Checkpoint {
+                printed: true,
+                iteration: 0,
+                wall_s: self.setup_s + self.t0.elapsed().as_secs_f64(),
+                datum_gradients: c,
+                rmse_draw: st.start_rmse,
+                rmse_mean: f64::NAN,
+            });
+            st.next_fine = self.after(c, FINE_EPOCHS);
+            st.next_print = self.after(c, CHECK_EPOCHS);
+            return Ok(());
         }
-        let c = cost(&sampler);
-        if c as f64 >= next_fine || k == n_iter {
-            let printed = c as f64 >= next_print || k == n_iter;
-            next_fine = after(c, FINE_EPOCHS);
-            next_print = after(c, CHECK_EPOCHS);
-            let rmse_mean = if n_pred == 0 {
+        let k = p.iteration;
+        if k > self.burn_in && (k - self.burn_in) % PRED_THIN == 0 {
+            for (s, &(u, i, _)) in st.pred_sum.iter_mut().zip(&self.tests) {
+                *s += self.pmf.predict(p.position, u, i);
+            }
+            st.n_pred += 1;
+        }
+        if c as f64 >= st.next_fine || k == p.n_iter {
+            let printed = c as f64 >= st.next_print || k == p.n_iter;
+            st.next_fine = self.after(c, FINE_EPOCHS);
+            st.next_print = self.after(c, CHECK_EPOCHS);
+            let rmse_mean = if st.n_pred == 0 {
                 f64::NAN
             } else {
-                let m = n_pred as f64;
-                let se: f64 = pred_sum.iter().zip(&tests).map(|(p, t)| (p / m - t.2).powi(2)).sum();
-                (se / tests.len() as f64).sqrt()
+                let m = st.n_pred as f64;
+                let se: f64 = st.pred_sum.iter().zip(&self.tests).map(|(s, t)| (s / m - t.2).powi(2)).sum();
+                (se / self.tests.len() as f64).sqrt()
             };
-            rows.push(Checkpoint {
+            st.rows.push(Checkpoint {
                 printed,
                 iteration: k,
-                wall_s: setup_s + t0.elapsed().as_secs_f64(),
+                wall_s: self.setup_s + self.t0.elapsed().as_secs_f64(),
                 datum_gradients: c,
-                rmse_draw: pmf.rmse(sampler.position(), test)?,
+                rmse_draw: self.pmf.rmse(p.position, self.test)?,
                 rmse_mean,
             });
         }
+        Ok(())
     }
-    Ok(Trace { name, step, n_iter, burn_in, setup_gradients, setup_s, start_rmse, rows })
+
+    fn visit(&self, p: &Progress<'_>) -> Control {
+        let Ok(mut st) = self.state.lock() else { return Control::Stop };
+        match self.track(p, &mut st) {
+            Ok(()) => Control::Continue,
+            Err(e) => {
+                st.error = Some(e.to_string());
+                Control::Stop
+            }
+        }
+    }
+}
+
+impl Observer for Tracer<'_> {
+    fn init(&self, p: &Progress<'_>) -> Control {
+        self.visit(p)
+    }
+
+    fn observe(&self, p: &Progress<'_>) -> Control {
+        self.visit(p)
+    }
 }
 
 fn print_trace(t: &Trace, start: &str, n: usize) {

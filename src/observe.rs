@@ -49,6 +49,9 @@ pub struct Progress<'a> {
     pub cost: Cost,
     /// The current position (the finer chain's, for Richardson–Romberg).
     pub position: &'a [f64],
+    /// The current sample's weight in the chain's estimator (the sampler's
+    /// [`weight`](crate::Sampler::weight); for Richardson–Romberg, chain B's time step).
+    pub weight: f64,
 }
 
 /// An observer of a run. Every method has a default, so an observer implements only what it

@@ -365,6 +365,8 @@ pub(crate) trait Unit: Send + Sized {
     fn cost(&self) -> Cost;
     /// The position shown to observers.
     fn position(&self) -> &[f64];
+    /// The current sample's weight shown to observers.
+    fn weight(&self) -> f64;
     /// Wall time spent so far, to be added to.
     fn wall_mut(&mut self) -> &mut Duration;
 }
@@ -406,6 +408,10 @@ impl<S: Sampler> Unit for ChainUnit<S> {
 
     fn position(&self) -> &[f64] {
         self.sampler.position()
+    }
+
+    fn weight(&self) -> f64 {
+        self.sampler.weight()
     }
 
     fn wall_mut(&mut self) -> &mut Duration {
@@ -482,6 +488,7 @@ fn drive_one<M: Model + ?Sized, U: Unit>(
             run_elapsed: run_start.elapsed(),
             cost: u.cost(),
             position: u.position(),
+            weight: u.weight(),
         }
     }
     let wrap = |e: Error| Error::Chain { chain, source: Box::new(e) };

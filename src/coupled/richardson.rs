@@ -228,6 +228,10 @@ impl<S: Discretisation> Unit for PairUnit<S> {
         self.b.sampler.position()
     }
 
+    fn weight(&self) -> f64 {
+        self.b.sampler.time_step(self.b.iteration + 1)
+    }
+
     fn wall_mut(&mut self) -> &mut Duration {
         &mut self.wall
     }
