@@ -3,7 +3,7 @@
 //! files are typed errors; divergences can be reported as data.
 
 use serde::{Serialize, de::DeserializeOwned};
-use sgmcmc::observe::{Budget, StopFlag, StopWhen};
+use sgmcmc::observe::{Budget, StopFlag, StopWhen, WallTime};
 use sgmcmc::*;
 
 fn dir() -> std::path::PathBuf {
@@ -180,6 +180,9 @@ fn a_budget_stop_returns_exactly_the_draws_so_far() {
             all.costs().unwrap().slice_axis(ndarray::Axis(0), ndarray::Slice::from(..1_399))
         );
     }
+    // A wall-time limit already reached: every chain stops at its first check.
+    let out = run_observed(&lg, &sgld, &[0.0; 3], &settings, &[&WallTime::new(std::time::Duration::ZERO)]).unwrap();
+    assert!(out.chains.iter().all(|c| c.iterations == 1 && c.stopped));
     // A stop flag raised before the run: every chain stops at its start, with nothing drawn.
     let flag = StopFlag::new(1);
     flag.raise();
