@@ -467,6 +467,22 @@ pub(crate) fn drive<M: Model + ?Sized, U: Unit>(
     results.into_iter().collect()
 }
 
+/// What observers see of a unit.
+fn progress<U: Unit>(u: &U, n_chains: usize, n_iter: u64, elapsed: Duration, run_start: Instant) -> Progress<'_> {
+    Progress {
+        chain: u.index(),
+        n_chains,
+        iteration: u.iteration(),
+        n_iter,
+        elapsed,
+        run_elapsed: run_start.elapsed(),
+        cost: u.cost(),
+        position: u.position(),
+        weight: u.weight(),
+    }
+}
+
+/// Drives one unit to the end of the run or until an observer stops it.
 fn drive_one<M: Model + ?Sized, U: Unit>(
     model: &M,
     mut u: U,
@@ -478,19 +494,6 @@ fn drive_one<M: Model + ?Sized, U: Unit>(
     let chain = u.index();
     let t0 = Instant::now();
     let wall0 = *u.wall_mut();
-    fn progress<U: Unit>(u: &U, n_chains: usize, n_iter: u64, elapsed: Duration, run_start: Instant) -> Progress<'_> {
-        Progress {
-            chain: u.index(),
-            n_chains,
-            iteration: u.iteration(),
-            n_iter,
-            elapsed,
-            run_elapsed: run_start.elapsed(),
-            cost: u.cost(),
-            position: u.position(),
-            weight: u.weight(),
-        }
-    }
     let wrap = |e: Error| Error::Chain { chain, source: Box::new(e) };
     let first = u.iteration() == 0;
     let outcome = (|| -> Result<bool> {
