@@ -1,7 +1,6 @@
 //! Hessian-approximated MCMC: stochastic quasi-Newton Langevin with L-BFGS preconditioning.
 
 use super::{Sampler, Sgld, SgldSettings};
-use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len, check_positive};
 use crate::gradient::{GradientEstimator, Minibatch};
 use crate::lbfgs::Lbfgs;
@@ -333,28 +332,11 @@ impl<E: GradientEstimator> Sampler for Hamcmc<E> {
         Ok(())
     }
 
-    fn position(&self) -> &[f64] {
-        &self.theta
-    }
-
-    fn gradient(&self) -> Option<&[f64]> {
-        Some(&self.grad)
-    }
-
     /// `ε_t`, the step that produced the current sample (eq. 12 of the paper).
     fn weight(&self) -> f64 {
         self.step_size_at(self.k.max(1))
     }
 
-    fn iteration(&self) -> u64 {
-        self.k
-    }
-
-    fn cost(&self) -> Cost {
-        self.estimator.cost()
-    }
-
-    fn setup_cost(&self) -> Cost {
-        self.estimator.setup_cost()
-    }
+    chain_accessors!(theta, grad, k);
+    estimator_costs!(estimator);
 }

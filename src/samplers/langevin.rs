@@ -3,7 +3,6 @@
 //! update formula.
 
 use super::{Discretisation, Sampler, SubsampledDiscretisation, check_fraction};
-use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::{GradientEstimator, Minibatch, SubsampledEstimator};
 use crate::model::{Model, check_model};
@@ -30,7 +29,6 @@ use serde::{Deserialize, Serialize};
 /// struct DiagonalSgld { h: f64, diag: Vec<f64> }
 ///
 /// impl LangevinKernel for DiagonalSgld {
-///     fn name(&self) -> &'static str { "diagonal SGLD" }
 ///     fn time_step(&self, _k: u64) -> f64 { self.h }
 ///     fn bind(&mut self, dim: usize, _n_data: usize) -> Result<()> {
 ///         if dim == self.diag.len() { Ok(()) } else {
@@ -52,9 +50,6 @@ use serde::{Deserialize, Serialize};
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
 pub trait LangevinKernel: Clone + std::fmt::Debug + Send + Sync {
-    /// A short name for messages and checkpoints (e.g. `"SGLD"`).
-    fn name(&self) -> &'static str;
-
     /// The nominal time step `h_k` of the 1-based iteration k: `γ_k` for SGLD, `√η_k` for SGHMC.
     /// A sample is weighted by the time step of the step that leaves it.
     fn time_step(&self, k: u64) -> f64;
@@ -222,30 +217,13 @@ impl<K: LangevinKernel, E: GradientEstimator> Sampler for Langevin<K, E> {
         self.refresh_gradient(model, rng)
     }
 
-    fn position(&self) -> &[f64] {
-        &self.theta
-    }
-
-    fn gradient(&self) -> Option<&[f64]> {
-        Some(&self.grad)
-    }
-
     /// The time step `h_{k+1}` of the step that leaves the current sample.
     fn weight(&self) -> f64 {
         self.kernel.time_step(self.k + 1)
     }
 
-    fn iteration(&self) -> u64 {
-        self.k
-    }
-
-    fn cost(&self) -> Cost {
-        self.estimator.cost()
-    }
-
-    fn setup_cost(&self) -> Cost {
-        self.estimator.setup_cost()
-    }
+    chain_accessors!(theta, grad, k);
+    estimator_costs!(estimator);
 }
 
 impl<K: LangevinKernel, E: GradientEstimator> Discretisation for Langevin<K, E> {
@@ -253,14 +231,11 @@ impl<K: LangevinKernel, E: GradientEstimator> Discretisation for Langevin<K, E> 
         self.kernel.time_step(k)
     }
 
-    fn step_fraction<M: Model + ?Sized, R: Rng + ?Sized>(
-        &mut self,
-        model: &M,
-        k: u64,
-        fraction: f64,
-        z: &[f64],
-        rng: &mut R,
-    ) -> Result<()> {
+    fn step_fraction<M, R>(&mut self, model: &M, k: u64, fraction: f64, z: &[f64], rng: &mut R) -> Result<()>
+    where
+        M: Model + ?Sized,
+        R: Rng + ?Sized,
+    {
         check_fraction(fraction)?;
         self.check_ready(model)?;
         check_len("noise increment z", self.theta.len(), z.len())?;

@@ -223,17 +223,7 @@ impl Sampler for Mala {
         Ok(())
     }
 
-    fn position(&self) -> &[f64] {
-        &self.theta
-    }
-
-    fn gradient(&self) -> Option<&[f64]> {
-        Some(&self.grad)
-    }
-
-    fn iteration(&self) -> u64 {
-        self.k
-    }
+    chain_accessors!(theta, grad, k);
 
     fn cost(&self) -> Cost {
         self.cost

@@ -16,6 +16,37 @@
 //! Every driver-based sampler is a [`Discretisation`], so Richardson–Romberg extrapolation and
 //! multilevel SGLD can drive any of them.
 
+/// The [`Sampler`] accessors of a sampler that keeps its position, its gradient estimate and its
+/// iteration count in the named fields.
+macro_rules! chain_accessors {
+    ($theta:ident, $grad:ident, $k:ident) => {
+        fn position(&self) -> &[f64] {
+            &self.$theta
+        }
+
+        fn gradient(&self) -> Option<&[f64]> {
+            Some(&self.$grad)
+        }
+
+        fn iteration(&self) -> u64 {
+            self.$k
+        }
+    };
+}
+
+/// The [`Sampler`] cost accessors of a sampler whose work is that of its gradient estimator.
+macro_rules! estimator_costs {
+    ($estimator:ident) => {
+        fn cost(&self) -> crate::cost::Cost {
+            self.$estimator.cost()
+        }
+
+        fn setup_cost(&self) -> crate::cost::Cost {
+            self.$estimator.setup_cost()
+        }
+    };
+}
+
 mod hamcmc;
 mod langevin;
 mod mala;
@@ -105,14 +136,10 @@ pub trait Discretisation: Sampler {
     ///
     /// The increment is scaled so that a step of size h driven by `(z₁ + z₂)/√2` has the law of
     /// two steps of size h/2 driven by `z₁`, `z₂`: they share one Brownian path.
-    fn step_fraction<M: Model + ?Sized, R: Rng + ?Sized>(
-        &mut self,
-        model: &M,
-        k: u64,
-        fraction: f64,
-        z: &[f64],
-        rng: &mut R,
-    ) -> Result<()>;
+    fn step_fraction<M, R>(&mut self, model: &M, k: u64, fraction: f64, z: &[f64], rng: &mut R) -> Result<()>
+    where
+        M: Model + ?Sized,
+        R: Rng + ?Sized;
 }
 
 /// A [`Discretisation`] whose gradient estimate subsamples the data, so that a coupled method

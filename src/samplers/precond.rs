@@ -20,10 +20,6 @@ pub struct PreconditionedKernel {
 }
 
 impl LangevinKernel for PreconditionedKernel {
-    fn name(&self) -> &'static str {
-        "preconditioned SGLD"
-    }
-
     #[inline]
     fn time_step(&self, k: u64) -> f64 {
         self.settings.step_size.at(k)

@@ -44,10 +44,6 @@ pub struct PsgldKernel {
 }
 
 impl LangevinKernel for PsgldKernel {
-    fn name(&self) -> &'static str {
-        "pSGLD"
-    }
-
     #[inline]
     fn time_step(&self, k: u64) -> f64 {
         self.settings.step_size.at(k)

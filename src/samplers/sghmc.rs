@@ -60,10 +60,6 @@ pub struct SghmcKernel {
 }
 
 impl LangevinKernel for SghmcKernel {
-    fn name(&self) -> &'static str {
-        "SGHMC"
-    }
-
     /// `h_k = √η_k`.
     #[inline]
     fn time_step(&self, k: u64) -> f64 {

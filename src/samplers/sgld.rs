@@ -33,10 +33,6 @@ pub struct SgldKernel {
 }
 
 impl LangevinKernel for SgldKernel {
-    fn name(&self) -> &'static str {
-        "SGLD"
-    }
-
     #[inline]
     fn time_step(&self, k: u64) -> f64 {
         self.settings.step_size.at(k)
