@@ -119,6 +119,18 @@ pub struct Divergence {
     pub draws: Vec<Estimate>,
 }
 
+impl Divergence {
+    /// The error the chain raised, as [`OnDivergence::Error`] would have returned it.
+    pub fn to_error(&self) -> Error {
+        let source = if self.non_finite_state {
+            Error::NonFiniteState { iteration: self.iteration }
+        } else {
+            Error::NonFiniteGradient { iteration: self.iteration }
+        };
+        Error::Chain { chain: self.chain, source: Box::new(source) }
+    }
+}
+
 /// What one chain of a run did.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChainReport<S> {
@@ -583,16 +595,7 @@ fn assemble<S: Sampler>(
                 if let Some(e) = estimate {
                     div.draws.push(e);
                 }
-                if first_error.is_none() {
-                    first_error = Some(Error::Chain {
-                        chain: div.chain,
-                        source: Box::new(if div.non_finite_state {
-                            Error::NonFiniteState { iteration: div.iteration }
-                        } else {
-                            Error::NonFiniteGradient { iteration: div.iteration }
-                        }),
-                    });
-                }
+                first_error.get_or_insert_with(|| div.to_error());
                 chains.push(report);
                 divergences.push(div);
             }

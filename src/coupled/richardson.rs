@@ -381,10 +381,7 @@ fn assemble<S: Discretisation>(
         match div {
             Some(mut div) => {
                 div.draws.extend(ea.into_iter().chain(eb));
-                first_error.get_or_insert_with(|| Error::Chain {
-                    chain: div.chain,
-                    source: Box::new(Error::NonFiniteState { iteration: div.iteration }),
-                });
+                first_error.get_or_insert_with(|| div.to_error());
                 divergences.push(div);
             }
             None => {
