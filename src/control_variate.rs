@@ -111,7 +111,7 @@ impl ControlVariate {
         let (n, d) = (model.n_data(), model.dim());
         check_len("centre", d, centre.len())?;
         if !all_finite(centre) {
-            return Err(Error::NonFiniteState { iteration: 0 });
+            return Err(Error::NonFiniteStart { what: "centre" });
         }
         let mut sub = Subsample::new(settings.batch_size, settings.replacement);
         sub.prepare(n)?;

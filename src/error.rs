@@ -48,6 +48,23 @@ pub enum Error {
         /// The iteration (1-based; 0 means the initial state) at which it was computed.
         iteration: u64,
     },
+    /// A starting point given by the caller contained NaN or ±∞.
+    #[error("non-finite starting point: {what} contains NaN or ±∞")]
+    NonFiniteStart {
+        /// Which starting point (e.g. `"theta0"`, `"centre"`).
+        what: &'static str,
+    },
+    /// The draws a run would keep do not fit in the memory limit
+    /// ([`RunSettings::memory_limit`](crate::RunSettings::memory_limit)); nothing was run.
+    #[error(
+        "the run would keep {needed} bytes of draws, above the memory limit of {limit} bytes: raise `thin`, use `Storage::Moments`, run fewer iterations or raise `memory_limit`"
+    )]
+    MemoryLimit {
+        /// Bytes the run's storage would need (saturated at `u64::MAX`).
+        needed: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// The state contained NaN or ±∞ (the sampler diverged: usually the step size is too large).
     #[error("non-finite state at iteration {iteration} (step size too large?)")]
     NonFiniteState {

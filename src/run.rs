@@ -49,6 +49,10 @@ pub struct RunSettings {
     /// What a non-finite state or gradient in one chain does to the run. Default
     /// [`OnDivergence::Error`].
     pub on_divergence: OnDivergence,
+    /// The most memory, in bytes, that the draws kept by the run may take (all chains together;
+    /// `None`: no limit). Checked before anything runs, so a run that cannot fit fails at once
+    /// with [`Error::MemoryLimit`] instead of aborting the process. Default 8 GiB.
+    pub memory_limit: Option<u64>,
 }
 
 /// What a chain that diverges (non-finite state or gradient) does to its run.
@@ -76,6 +80,7 @@ impl Default for RunSettings {
             storage: Storage::Samples,
             parallel: true,
             on_divergence: OnDivergence::Error,
+            memory_limit: Some(8 << 30),
         }
     }
 }
@@ -95,7 +100,36 @@ impl RunSettings {
         if self.n_chains == 0 {
             return Err(Error::invalid("n_chains", self.n_chains, "must be >= 1"));
         }
+        if self.thin > self.n_iter - self.burn_in {
+            return Err(Error::invalid("thin", self.thin, "is larger than n_iter − burn_in (no draw would be kept)"));
+        }
         Ok(())
+    }
+
+    /// The bytes the kept draws of a run take in dimension `d`, with `draws_per_iteration` draws
+    /// kept per recorded iteration of each chain (saturating).
+    pub fn storage_bytes(&self, d: usize, draws_per_iteration: usize) -> u64 {
+        let d = d as u128;
+        let per_chain: u128 = match self.storage {
+            // d² + 3d numbers of running moments.
+            Storage::Moments => (d * d + 3 * d) * 8,
+            // Per draw: θ (d), weight and cost (2), and ∇Ũ (d) if kept.
+            Storage::Samples | Storage::SamplesAndGradients => {
+                let per_draw = if self.storage == Storage::Samples { d + 2 } else { 2 * d + 2 };
+                u128::from(self.n_recorded()) * draws_per_iteration as u128 * per_draw * 8
+            }
+        };
+        u64::try_from(per_chain.saturating_mul(self.n_chains as u128)).unwrap_or(u64::MAX)
+    }
+
+    /// Errors with [`Error::MemoryLimit`] if [`storage_bytes`](Self::storage_bytes) exceeds the
+    /// limit.
+    pub(crate) fn check_memory(&self, d: usize, draws_per_iteration: usize) -> Result<()> {
+        let needed = self.storage_bytes(d, draws_per_iteration);
+        match self.memory_limit {
+            Some(limit) if needed > limit => Err(Error::MemoryLimit { needed, limit }),
+            _ => Ok(()),
+        }
     }
 
     /// The number of draws each chain records: `⌊(n_iter − burn_in) / thin⌋`.
@@ -278,6 +312,7 @@ pub fn run_chains_observed<M: Model + ?Sized, S: Sampler>(
     settings.validate()?;
     crate::error::check_len("number of starting points (n_chains)", settings.n_chains, inits.len())?;
     let d = model.dim();
+    settings.check_memory(d, 1)?;
     let units: Vec<ChainUnit<S>> = (0..settings.n_chains)
         .map(|c| ChainUnit {
             chain: c,
@@ -311,6 +346,7 @@ pub fn resume<M: Model + ?Sized, S: Sampler>(
     let settings = run.settings;
     settings.validate()?;
     crate::error::check_len("model dimension (resumed run)", run.dim, model.dim())?;
+    settings.check_memory(run.dim, 1)?;
     if run.chains.iter().any(|c| c.iterations > settings.n_iter) {
         return Err(Error::invalid("n_iter", settings.n_iter, "is below the iterations a chain has already done"));
     }

@@ -62,7 +62,7 @@ impl Taylor {
         let (n, d) = (model.n_data(), model.dim());
         check_len("expansion point theta0", d, theta0.len())?;
         if !all_finite(theta0) {
-            return Err(Error::NonFiniteState { iteration: 0 });
+            return Err(Error::NonFiniteStart { what: "theta0" });
         }
         let mut sub = Subsample::new(settings.batch_size, settings.replacement);
         sub.prepare(n)?;

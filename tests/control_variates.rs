@@ -199,7 +199,7 @@ fn control_variate_errors() {
     ));
     assert!(matches!(
         ControlVariate::at(&m, &[f64::NAN, 0.0], CvSettings::default()),
-        Err(Error::NonFiniteState { iteration: 0 })
+        Err(Error::NonFiniteStart { what: "centre" })
     ));
     // Bound to one model, used with another of a different size: refused at init.
     let cv = ControlVariate::at(&m, &[0.0, 0.0], CvSettings::default()).unwrap();

@@ -52,7 +52,7 @@ fn mlsgld_honours_subsampling_without_replacement() {
     for (tag, replacement) in [("with", true), ("without", false)] {
         let est = if replacement { Minibatch::with_replacement(n) } else { Minibatch::without_replacement(n) };
         let ml = MlSgld::sgld(settings, h0, est, &theta0).unwrap();
-        assert_eq!(ml.steps(big_l), steps);
+        assert_eq!(ml.steps(big_l).unwrap(), steps);
         let r = ml.run_fixed(&model, &g, &samples).unwrap();
         let exact =
             sgld_transient_second_moment(&NoiseModel::new(&model, Some((n, replacement))), &theta0, h_fine, steps)

@@ -159,9 +159,9 @@ fn non_finite_values_report_the_iteration() {
     m.nan_from_call = 1;
     let e = run(&m, &sgld(1e-3, 2), &[0.0, 0.0], &quick()).unwrap_err();
     assert_eq!(e.root(), &Error::NonFiniteGradient { iteration: 0 });
-    // A non-finite starting point.
+    // A non-finite starting point: its own error, not a divergence.
     let e = run(&lg(), &sgld(1e-3, 2), &[f64::NAN, 0.0], &quick()).unwrap_err();
-    assert_eq!(e.root(), &Error::NonFiniteState { iteration: 0 });
+    assert_eq!(e.root(), &Error::NonFiniteStart { what: "theta0" });
     // Divergence: a step far beyond the stability limit 2/λ_max. θ grows geometrically; whichever
     // overflows first, the state or the gradient at it, is reported with its iteration.
     let e = run(&lg(), &sgld(10.0, 10), &[1.0, 1.0], &RunSettings { n_iter: 10_000, ..quick() }).unwrap_err();

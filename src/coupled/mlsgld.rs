@@ -265,7 +265,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
     pub fn new(settings: MlSgldSettings, base: S, theta0: &[f64]) -> Result<Self> {
         settings.validate()?;
         if !all_finite(theta0) {
-            return Err(Error::NonFiniteState { iteration: 0 });
+            return Err(Error::NonFiniteStart { what: "theta0" });
         }
         let h0 = base.time_step(1);
         if !base.is_constant_time_step() {
@@ -291,8 +291,15 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
     }
 
     /// Steps of the fine path of level l: `s_l = m (l + 1) 2^l`.
-    pub fn steps(&self, level: usize) -> usize {
-        (self.settings.horizon * (level + 1)) << level
+    ///
+    /// Errors: [`Error::InvalidParameter`] (`level`) if that number does not fit in a `usize`.
+    pub fn steps(&self, level: usize) -> Result<usize> {
+        u32::try_from(level)
+            .ok()
+            .and_then(|l| 1usize.checked_shl(l))
+            .and_then(|p| p.checked_mul(level + 1))
+            .and_then(|p| p.checked_mul(self.settings.horizon))
+            .ok_or_else(|| Error::invalid("level", level, "its path would have more steps than fit in a usize"))
     }
 
     fn window_steps(&self, fraction: f64) -> Option<usize> {
@@ -323,6 +330,8 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         level: usize,
         index: u64,
     ) -> Result<LevelSample> {
+        // Checks that every step count of the level fits (so the shifts below cannot overflow).
+        self.steps(level)?;
         let mut rng = stream(self.settings.seed, &[level as u64, index]);
         let before = w.cost();
         let m = self.settings.horizon;

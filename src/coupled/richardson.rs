@@ -269,6 +269,8 @@ pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
 ) -> Result<RrOutput<S>> {
     settings.validate()?;
     let d = model.dim();
+    // Chain A keeps one draw per recorded iteration, chain B two.
+    settings.check_memory(d, 3)?;
     let chain = |fine: bool, noise: ChainRng, rng: ChainRng| CoupledChain {
         sampler: rr.base.clone(),
         noise,
@@ -312,6 +314,7 @@ pub fn resume_rr<M: Model + ?Sized, S: Discretisation>(
     let settings = out.settings;
     settings.validate()?;
     check_len("model dimension (resumed run)", out.dim, model.dim())?;
+    settings.check_memory(out.dim, 3)?;
     if !out.divergences.is_empty() {
         return Err(Error::invalid(
             "divergences",

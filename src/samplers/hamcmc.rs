@@ -172,7 +172,7 @@ impl<E: GradientEstimator> Hamcmc<E> {
         for s in samples {
             check_len("starting sample", model.dim(), s.len())?;
             if !all_finite(s) {
-                return Err(Error::NonFiniteState { iteration: 0 });
+                return Err(Error::NonFiniteStart { what: "starting samples" });
             }
         }
         // Pairs τ = M+2 … 2M (the M − 1 most recent before t = 2M + 1), each on its own minibatch.

@@ -142,7 +142,7 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
         let d = model.dim();
         check_len("initial state theta0", d, theta0.len())?;
         if !all_finite(theta0) {
-            return Err(Error::NonFiniteState { iteration: 0 });
+            return Err(Error::NonFiniteStart { what: "theta0" });
         }
         self.estimator.prepare(model)?;
         self.kernel.bind(d, model.n_data())?;

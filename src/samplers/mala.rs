@@ -154,7 +154,7 @@ impl Sampler for Mala {
         let d = model.dim();
         check_len("initial state theta0", d, theta0.len())?;
         if !all_finite(theta0) {
-            return Err(Error::NonFiniteState { iteration: 0 });
+            return Err(Error::NonFiniteStart { what: "theta0" });
         }
         if self.all.len() != model.n_data() {
             self.all = (0..model.n_data()).collect();
