@@ -87,6 +87,15 @@ fn ess_rhat(c: &mut Criterion) {
             b.iter(|| diagnostics::ess_bulk(black_box(draws.view())).expect("valid draws"))
         });
     }
+    // ESS and MCSE of 4 × 100 000 slowly mixing draws (AR(1), φ = 0.999): the autocovariances come
+    // from FFTs, so the cost no longer grows with the lag at which Geyer's sum stops.
+    let long = ar1(&normal_array(CHAINS, 100_000, 2), 0.999);
+    group.bench_function(BenchmarkId::from_parameter(format!("ess_bulk+mcse_mean,ar1=0.999,{CHAINS}x100000")), |b| {
+        b.iter(|| {
+            let v = black_box(long.view());
+            diagnostics::ess_bulk(v).expect("valid draws") + diagnostics::mcse_mean(v).expect("valid draws")
+        })
+    });
     group.finish();
     let mut group = c.benchmark_group("rhat");
     group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
