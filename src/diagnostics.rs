@@ -146,12 +146,12 @@ fn ess_raw(x: &Array2<f64>) -> f64 {
     let chains: Vec<Vec<f64>> = x.outer_iter().map(|r| r.to_vec()).collect();
     let means: Vec<f64> = chains.iter().map(|c| c.iter().sum::<f64>() / n as f64).collect();
     let acov = mean_autocov_fft(&chains, &means);
-    ess_from_autocov(m, n, &means, |t| acov[t])
+    ess_from_autocov(m, n, &means, |t| acov[t]).0
 }
 
 /// Geyer's initial positive and monotone sequence estimator from the mean autocovariance
-/// `mean_acov(t)` of m chains of n draws with the given means.
-fn ess_from_autocov(m: usize, n: usize, means: &[f64], mean_acov: impl Fn(usize) -> f64) -> f64 {
+/// `mean_acov(t)` of m chains of n draws with the given means: (ESS, `var⁺`).
+fn ess_from_autocov(m: usize, n: usize, means: &[f64], mean_acov: impl Fn(usize) -> f64) -> (f64, f64) {
     let nf = n as f64;
     let mean_var = mean_acov(0) * nf / (nf - 1.0);
     let mut var_plus = mean_var * (nf - 1.0) / nf;
@@ -193,7 +193,7 @@ fn ess_from_autocov(m: usize, n: usize, means: &[f64], mean_acov: impl Fn(usize)
         tau += rho[upto];
     }
     let tau = tau.max(1.0 / total.log10());
-    total / tau
+    (total / tau, var_plus)
 }
 
 fn rhat_raw(x: &Array2<f64>) -> f64 {
@@ -266,6 +266,9 @@ pub struct Summary {
     pub ess_tail: f64,
     /// Rank-normalised split-R̂.
     pub rhat: f64,
+    /// Whether the draws carried unequal weights and every field above was computed with them
+    /// (see [`summarize_weighted`]).
+    pub weighted: bool,
 }
 
 /// The [`Summary`] of one quantity's (chains × draws) array. Errors as [`ess_bulk`].
@@ -279,7 +282,128 @@ pub fn summarize(draws: ArrayView2<'_, f64>) -> Result<Summary> {
         ess_bulk: ess_bulk(draws)?,
         ess_tail: ess_tail(draws)?,
         rhat: rhat(draws)?,
+        weighted: false,
     })
+}
+
+/// The [`Summary`] of one quantity's weighted (chains × draws) array, `weights` of the same shape
+/// (the draws' weights, e.g. step sizes of a decreasing schedule). Equal weights give exactly
+/// [`summarize`]. With unequal weights every field uses them:
+///
+/// - `mean = Σ w x / Σ w` (what [`Estimate::mean`] returns);
+/// - `sd² = Σ w (x − mean)² / (Σ w − Σ w² / Σ w)` (reliability weights; ddof 1 when equal);
+/// - ESS and MCSE by the delta method for the ratio estimator: the split series
+///   `yₜ = wₜ (xₜ − mean) / w̄` (w̄ the mean weight) has the error of the weighted mean as its
+///   mean, so `MCSE² = var⁺(y) / ESS(y)` with the same autocovariance machinery, and
+///   `ESS = sd² / MCSE²`; bulk ESS applies this to the rank-normalised split draws, tail ESS to
+///   the indicators of the weighted 5 % and 95 % quantiles;
+/// - R̂: the classic formula on the rank-normalised split chains with weighted chain means and
+///   variances and `n` replaced by the chains' mean Kish size `(Σ w)² / Σ w²` (folded about the
+///   weighted median for the tail, maximum of the two).
+///
+/// Errors: as [`ess_bulk`], plus [`Error::DimensionMismatch`] for weights of another shape,
+/// [`Error::InvalidParameter`] for a non-finite weight and [`Error::ZeroTotalWeight`] when the
+/// weights (or one split chain's) sum to zero.
+pub fn summarize_weighted(draws: ArrayView2<'_, f64>, weights: ArrayView2<'_, f64>) -> Result<Summary> {
+    check_draws(&draws)?;
+    check_len("weight rows (chains)", draws.nrows(), weights.nrows())?;
+    check_len("weight columns (draws per chain)", draws.ncols(), weights.ncols())?;
+    if let Some(w) = weights.iter().find(|w| !w.is_finite()) {
+        return Err(Error::invalid("weights", w, "every weight must be finite"));
+    }
+    let w0 = weights[[0, 0]];
+    if weights.iter().all(|&w| w == w0) {
+        if w0 == 0.0 {
+            return Err(Error::ZeroTotalWeight);
+        }
+        return summarize(draws);
+    }
+    let (xs, ws) = (split(&draws), split(&weights));
+    for c in ws.outer_iter() {
+        if c.sum() == 0.0 {
+            return Err(Error::ZeroTotalWeight);
+        }
+    }
+    let (mean, sd2) = weighted_moments(draws.iter().copied(), weights.iter().copied())?;
+    let (_, var_mean) = ess_weighted(&xs, &ws);
+    let (q05, q95) = (weighted_quantile(&draws, &weights, 0.05), weighted_quantile(&draws, &weights, 0.95));
+    let tail = |q: f64| ess_weighted(&xs.mapv(|v| if v <= q { 1.0 } else { 0.0 }), &ws).0;
+    let z = z_scale(&xs);
+    let med = weighted_quantile(&xs.view(), &ws.view(), 0.5);
+    let folded = z_scale(&xs.mapv(|v| (v - med).abs()));
+    Ok(Summary {
+        mean,
+        sd: sd2.sqrt(),
+        mcse_mean: var_mean.sqrt(),
+        ess_bulk: ess_weighted(&z, &ws).0,
+        ess_tail: tail(q05).min(tail(q95)),
+        rhat: rhat_weighted(&z, &ws).max(rhat_weighted(&folded, &ws)),
+        weighted: true,
+    })
+}
+
+/// Weighted mean and reliability-weighted variance `Σ w (x − μ)² / (Σ w − Σ w² / Σ w)`.
+fn weighted_moments(x: impl Iterator<Item = f64> + Clone, w: impl Iterator<Item = f64> + Clone) -> Result<(f64, f64)> {
+    let (sw, sw2) = w.clone().fold((0.0, 0.0), |(a, b), v| (a + v, b + v * v));
+    if sw == 0.0 || !sw.is_finite() {
+        return Err(Error::ZeroTotalWeight);
+    }
+    let mu = x.clone().zip(w.clone()).map(|(x, w)| w * x).sum::<f64>() / sw;
+    let ss = x.zip(w).map(|(x, w)| w * (x - mu) * (x - mu)).sum::<f64>();
+    Ok((mu, ss / (sw - sw2 / sw)))
+}
+
+/// Delta-method ESS and variance of the weighted mean of (already split) weighted chains.
+fn ess_weighted(x: &Array2<f64>, w: &Array2<f64>) -> (f64, f64) {
+    let (m, n) = x.dim();
+    let Ok((mu, var)) = weighted_moments(x.iter().copied(), w.iter().copied()) else { return (f64::NAN, f64::NAN) };
+    if var.is_nan() || var <= 0.0 {
+        return (x.len() as f64, 0.0);
+    }
+    let wbar = w.sum() / w.len() as f64;
+    let chains: Vec<Vec<f64>> = x
+        .outer_iter()
+        .zip(w.outer_iter())
+        .map(|(xc, wc)| xc.iter().zip(wc).map(|(x, w)| w * (x - mu) / wbar).collect())
+        .collect();
+    let means: Vec<f64> = chains.iter().map(|c| c.iter().sum::<f64>() / n as f64).collect();
+    let acov = mean_autocov_fft(&chains, &means);
+    let (ess_y, var_plus_y) = ess_from_autocov(m, n, &means, |t| acov[t]);
+    let var_mean = var_plus_y / ess_y;
+    (var / var_mean, var_mean)
+}
+
+/// R̂ with weighted chain means/variances and the mean Kish size of the chains as n.
+fn rhat_weighted(x: &Array2<f64>, w: &Array2<f64>) -> f64 {
+    let mut means = Vec::with_capacity(x.nrows());
+    let mut vars = Vec::with_capacity(x.nrows());
+    let mut n_eff = 0.0;
+    for (xc, wc) in x.outer_iter().zip(w.outer_iter()) {
+        let Ok((mu, v)) = weighted_moments(xc.iter().copied(), wc.iter().copied()) else { return f64::NAN };
+        let (sw, sw2) = wc.iter().fold((0.0, 0.0), |(a, b), v| (a + v, b + v * v));
+        n_eff += sw * sw / sw2;
+        means.push(mu);
+        vars.push(v);
+    }
+    let n = n_eff / x.nrows() as f64;
+    let b = n * sample_var(means.iter().copied());
+    let wv = vars.iter().sum::<f64>() / vars.len() as f64;
+    ((b / wv + n - 1.0) / n).sqrt()
+}
+
+/// The weighted p-quantile: the smallest draw whose cumulative normalised weight reaches p.
+fn weighted_quantile(x: &ArrayView2<'_, f64>, w: &ArrayView2<'_, f64>, p: f64) -> f64 {
+    let mut v: Vec<(f64, f64)> = x.iter().copied().zip(w.iter().copied()).collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = v.iter().map(|p| p.1).sum();
+    let mut cum = 0.0;
+    for &(x, w) in &v {
+        cum += w / total;
+        if cum >= p {
+            return x;
+        }
+    }
+    v.last().map_or(f64::NAN, |p| p.0)
 }
 
 /// The (chains × draws) array of `f(θ)` over an estimate's parts (chains), which must all keep
@@ -304,10 +428,31 @@ pub fn chains_of<F: Fn(ArrayView1<'_, f64>) -> f64>(est: &Estimate, f: F) -> Res
     Ok(Array2::from_shape_vec((m, n), rows.concat()).expect("lengths checked"))
 }
 
-/// [`Summary`] of every coordinate of a multi-chain estimate. Errors as [`chains_of`] and
-/// [`ess_bulk`].
+/// [`Summary`] of every coordinate of a multi-chain estimate, **with the draws' weights**
+/// ([`summarize_weighted`]): with a decreasing step schedule (weights = step sizes) the mean is
+/// [`Estimate::mean`]'s, and MCSE, ESS and R̂ account for the weights; with constant weights this
+/// is [`summarize`] of each coordinate. Errors as [`chains_of`] and [`summarize_weighted`].
 pub fn summary(est: &Estimate) -> Result<Vec<Summary>> {
-    (0..est.dim()).map(|j| summarize(chains_of(est, |t| t[j])?.view())).collect()
+    let weights = weights_of(est)?;
+    (0..est.dim()).map(|j| summarize_weighted(chains_of(est, |t| t[j])?.view(), weights.view())).collect()
+}
+
+/// The (chains × draws) array of the draws' weights. Errors as [`chains_of`].
+pub fn weights_of(est: &Estimate) -> Result<Array2<f64>> {
+    let m = est.n_parts();
+    if m == 0 {
+        return Err(Error::NoSamples { reason: "no chain" });
+    }
+    let mut rows = Vec::with_capacity(m);
+    for c in 0..m {
+        let s = est.samples(c).ok_or(Error::NotStored { what: "samples (the run kept only running moments)" })?;
+        rows.push(s.weights().to_vec());
+    }
+    let n = rows[0].len();
+    for r in &rows {
+        check_len("draws per chain", n, r.len())?;
+    }
+    Ok(Array2::from_shape_vec((m, n), rows.concat()).expect("lengths checked"))
 }
 
 /// Settings of the IMQ kernel `k(x, y) = (c² + ‖x − y‖²)^β`.
@@ -549,7 +694,7 @@ mod tests {
         let chains: Vec<Vec<f64>> = x.outer_iter().map(|r| r.to_vec()).collect();
         let means: Vec<f64> = chains.iter().map(|c| c.iter().sum::<f64>() / n as f64).collect();
         let mean_acov = |t: usize| chains.iter().zip(&means).map(|(c, &mu)| autocov(c, mu, t)).sum::<f64>() / m as f64;
-        ess_from_autocov(m, n, &means, mean_acov)
+        ess_from_autocov(m, n, &means, mean_acov).0
     }
 
     /// The FFT autocovariances give the same ESS as the direct sums to 1e-12 relative, on the
