@@ -4,7 +4,7 @@
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::{FullGradient, GradientEstimator, Subsample};
-use crate::model::{Model, check_model};
+use crate::model::{Model, check_shape};
 use crate::optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
 use rand::Rng;
 use std::sync::Arc;
@@ -107,7 +107,7 @@ impl ControlVariate {
     }
 
     fn build<M: Model + ?Sized>(model: &M, centre: &[f64], settings: CvSettings, found: Cost) -> Result<Self> {
-        check_model(model)?;
+        check_shape(model)?;
         let (n, d) = (model.n_data(), model.dim());
         check_len("centre", d, centre.len())?;
         if !all_finite(centre) {
@@ -167,7 +167,7 @@ impl ControlVariate {
 
 impl GradientEstimator for ControlVariate {
     fn prepare<M: Model + ?Sized>(&mut self, model: &M) -> Result<()> {
-        check_model(model)?;
+        check_shape(model)?;
         check_len("model dimension (control variate centre)", self.centre.theta_hat.len(), model.dim())?;
         check_len("model data size (control variate centre)", self.centre.n_data, model.n_data())?;
         self.sub.prepare(model.n_data())?;

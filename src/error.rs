@@ -65,6 +65,48 @@ pub enum Error {
         /// The limit.
         limit: u64,
     },
+    /// A model's gradient has the wrong sign: it returns `∇log p` where the crate asks for the
+    /// gradient of the potential `∇U = −∇log p` (see [`Model`](crate::Model)). Found by
+    /// [`check_model`](crate::check_model).
+    #[error(
+        "the model's {part} has the wrong sign ({evidence}); return the gradient of the potential U = −log p, i.e. negate it"
+    )]
+    GradientSign {
+        /// Which method (`"grad_prior"`, `"grad_data_sum"`, or both together).
+        part: &'static str,
+        /// What was measured.
+        evidence: String,
+    },
+    /// A model's gradient disagrees with finite differences of its potential (neither equal nor
+    /// of opposite sign). Found by [`check_model`](crate::check_model).
+    #[error(
+        "the model's {part} disagrees with finite differences of its potential: directional derivative {analytic:.6e}, finite difference {finite_difference:.6e} (relative error {rel_error:.2e})"
+    )]
+    GradientMismatch {
+        /// Which method (`"grad_prior"` or `"grad_data_sum"`).
+        part: &'static str,
+        /// The gradient's directional derivative.
+        analytic: f64,
+        /// The potential's central difference along the same direction.
+        finite_difference: f64,
+        /// Their relative difference.
+        rel_error: f64,
+    },
+    /// The state ran away: its norm grew by more than the runaway factor
+    /// ([`RunSettings::runaway_factor`](crate::RunSettings::runaway_factor)) over the largest
+    /// norm of the first half of the chain so far.
+    #[error(
+        "the chain ran away at iteration {iteration}: ‖θ‖ = {norm:.3e}, up from at most {reference:.3e} in the first half of the run; check the gradient's sign (it must be ∇U = −∇log p, see check_model) or lower the step size"
+    )]
+    Runaway {
+        /// The iteration at which it was detected.
+        iteration: u64,
+        /// ‖θ‖ then.
+        norm: f64,
+        /// The largest ‖θ‖ over the first half of the chain (up to the last power of two below
+        /// half the iteration).
+        reference: f64,
+    },
     /// The state contained NaN or ±∞ (the sampler diverged: usually the step size is too large).
     #[error("non-finite state at iteration {iteration} (step size too large?)")]
     NonFiniteState {

@@ -12,7 +12,7 @@
 
 use crate::cost::Cost;
 use crate::error::{Error, Result};
-use crate::model::{Model, check_model};
+use crate::model::{Model, check_shape};
 use rand::Rng;
 
 /// An estimator of the gradient of the potential, `∇U(θ)`.
@@ -104,7 +104,7 @@ impl FullGradient {
 
 impl GradientEstimator for FullGradient {
     fn prepare<M: Model + ?Sized>(&mut self, model: &M) -> Result<()> {
-        check_model(model)?;
+        check_shape(model)?;
         let n = model.n_data();
         if self.all.len() != n {
             self.all = (0..n).collect();
@@ -313,7 +313,7 @@ impl Minibatch {
 
 impl GradientEstimator for Minibatch {
     fn prepare<M: Model + ?Sized>(&mut self, model: &M) -> Result<()> {
-        check_model(model)?;
+        check_shape(model)?;
         self.sub.prepare(model.n_data())?;
         self.scratch.resize(model.dim(), 0.0);
         Ok(())

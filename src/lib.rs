@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod check;
 pub mod checkpoint;
 mod control_variate;
 mod cost;
@@ -26,6 +27,7 @@ mod schedule;
 mod taylor;
 mod zv;
 
+pub use check::{CheckSettings, ModelCheck, check_model};
 pub use control_variate::{ControlVariate, CvSettings};
 pub use cost::Cost;
 pub use coupled::mlsgld::{

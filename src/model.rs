@@ -11,7 +11,9 @@ use crate::error::{Error, Result};
 /// `U(θ) = U₀(θ) + Σᵢ₌₁ᴺ Uᵢ(θ)`,  `U₀ = −log p(θ)` (prior),  `Uᵢ = −log p(xᵢ | θ)` (datum i).
 ///
 /// Potentials are *negative* log densities; gradients are gradients of potentials, so they point
-/// *away* from the mode. Additive constants may be dropped.
+/// *away* from the mode. Additive constants may be dropped. (BlackJAX, NumPyro, nuts-rs and Stan
+/// ask for `∇log p`: negate it. [`check_model`](crate::check_model) catches a wrong sign, and
+/// runs call it at their start by default.)
 ///
 /// # What to implement
 ///
@@ -91,7 +93,7 @@ pub trait Model: Sync {
 }
 
 /// Checks a model's own shape: `d ≥ 1`, `N ≥ 1`.
-pub(crate) fn check_model<M: Model + ?Sized>(model: &M) -> Result<()> {
+pub(crate) fn check_shape<M: Model + ?Sized>(model: &M) -> Result<()> {
     if model.dim() == 0 {
         return Err(Error::EmptyData { what: "model dimension d is 0" });
     }

@@ -8,7 +8,7 @@ use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::{FullGradient, GradientEstimator, Minibatch};
 use crate::lbfgs::Lbfgs;
-use crate::model::{Model, check_model};
+use crate::model::{Model, check_shape};
 use crate::rng::{DEFAULT_SEED, stream};
 use crate::schedule::StepSize;
 
@@ -72,7 +72,7 @@ impl SgdSettings {
 /// [`Error::NonFiniteState`] / [`Error::NonFiniteGradient`] (with the iteration) if it diverges.
 pub fn sgd<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &SgdSettings) -> Result<Optimum> {
     settings.validate()?;
-    check_model(model)?;
+    check_shape(model)?;
     check_len("initial state theta0", model.dim(), theta0.len())?;
     let mut est = Minibatch::new(settings.batch_size);
     est.prepare(model)?;
@@ -150,7 +150,7 @@ fn dotp(a: &[f64], b: &[f64]) -> f64 {
 /// stationary point that is not a mode (a saddle, e.g. θ = 0 in matrix factorisation) stops at once.
 pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSettings) -> Result<Optimum> {
     settings.validate()?;
-    check_model(model)?;
+    check_shape(model)?;
     let d = model.dim();
     check_len("initial state theta0", d, theta0.len())?;
     let mut est = FullGradient::new();

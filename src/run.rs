@@ -53,6 +53,18 @@ pub struct RunSettings {
     /// `None`: no limit). Checked before anything runs, so a run that cannot fit fails at once
     /// with [`Error::MemoryLimit`] instead of aborting the process. Default 8 GiB.
     pub memory_limit: Option<u64>,
+    /// Run [`check_model`](crate::check_model) at each chain's starting point before anything
+    /// else, so that a gradient of the wrong sign is refused at once. Its cost (at most 9
+    /// gradient and 8 potential evaluations on 16 data items per distinct start) is not counted
+    /// in the run's [`Cost`], so that budgets stay exact. Default true; turn it off for a model whose gradient is
+    /// right but curves downwards everywhere around the start and has no potentials.
+    pub check_model: bool,
+    /// The runaway detector: a chain whose ‖θ‖ exceeds this factor times the largest ‖θ‖ of
+    /// the first half of the chain so far (checked from iteration 64 on) stops with
+    /// [`Error::Runaway`] — a correct sampler moves at most linearly away from its start, a
+    /// wrong-sign gradient or an unstable step grows geometrically. `None` turns it off.
+    /// Default `Some(1e3)`.
+    pub runaway_factor: Option<f64>,
 }
 
 /// What a chain that diverges (non-finite state or gradient) does to its run.
@@ -81,6 +93,8 @@ impl Default for RunSettings {
             parallel: true,
             on_divergence: OnDivergence::Error,
             memory_limit: Some(8 << 30),
+            check_model: true,
+            runaway_factor: Some(1e3),
         }
     }
 }
@@ -99,6 +113,11 @@ impl RunSettings {
         }
         if self.n_chains == 0 {
             return Err(Error::invalid("n_chains", self.n_chains, "must be >= 1"));
+        }
+        if let Some(f) = self.runaway_factor
+            && (f.is_nan() || f <= 1.0)
+        {
+            return Err(Error::invalid("runaway_factor", f, "must be > 1 (or None to turn the detector off)"));
         }
         if self.thin > self.n_iter - self.burn_in {
             return Err(Error::invalid("thin", self.thin, "is larger than n_iter − burn_in (no draw would be kept)"));
@@ -323,12 +342,35 @@ pub fn run_chains_observed<M: Model + ?Sized, S: Sampler>(
             iteration: 0,
             started: false,
             wall: Duration::ZERO,
+            runaway: RunawayDetector::default(),
         })
         .collect();
+    if settings.check_model {
+        check_starts(model, inits)?;
+    }
     let setup_cost = sampler.setup_cost();
     let start = Instant::now();
     let done = drive(model, units, settings, observers, start)?.into_iter().map(Finished::into_done).collect();
     assemble(done, settings, setup_cost, start.elapsed(), Duration::ZERO, d)
+}
+
+/// Runs [`check_model`](crate::check_model) at each distinct starting point (errors wrapped
+/// with the chain), returning the cost spent (which runs do not count).
+pub(crate) fn check_starts<M: Model + ?Sized>(model: &M, inits: &[&[f64]]) -> Result<Cost> {
+    let mut cost = Cost::default();
+    for (c, theta) in inits.iter().enumerate() {
+        if inits[..c].contains(theta) {
+            continue;
+        }
+        if theta.len() != model.dim() || !crate::error::all_finite(theta) {
+            // The sampler's own checks name these.
+            continue;
+        }
+        let check = crate::check::check_model(model, theta, &crate::check::CheckSettings::default())
+            .map_err(|e| Error::Chain { chain: c, source: Box::new(e) })?;
+        cost += check.cost;
+    }
+    Ok(cost)
 }
 
 /// Continues a run that was stopped (or resumes one loaded from a checkpoint) up to
@@ -364,6 +406,7 @@ pub fn resume<M: Model + ?Sized, S: Sampler>(
         }
         let part = healthy.next();
         let recorder = Recorder::from_part(&settings, model.dim(), 1, report.sampler.gradient().is_some(), part)?;
+        let runaway = RunawayDetector::new(report.sampler.position());
         units.push(ChainUnit {
             chain: c,
             sampler: report.sampler,
@@ -373,6 +416,7 @@ pub fn resume<M: Model + ?Sized, S: Sampler>(
             iteration: report.iterations,
             started: true,
             wall: report.wall_time,
+            runaway,
         });
     }
     let setup_cost = run.setup_cost;
@@ -396,6 +440,54 @@ struct ChainUnit<S> {
     iteration: u64,
     started: bool,
     wall: Duration,
+    runaway: RunawayDetector,
+}
+
+/// ‖x‖, without overflow for entries beyond 1e154.
+fn norm2(x: &[f64]) -> f64 {
+    let ss = x.iter().map(|v| v * v).sum::<f64>();
+    if ss.is_finite() {
+        return ss.sqrt();
+    }
+    let m = x.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    if !m.is_finite() || m == 0.0 {
+        return m;
+    }
+    m * x.iter().map(|v| (v / m) * (v / m)).sum::<f64>().sqrt()
+}
+
+/// Watches ‖θ‖ for geometric growth: the largest norm up to each power of two is remembered, and
+/// from iteration 64 on, ‖θ_k‖ is compared with the largest norm up to the power of two below
+/// k/2 (so at least a quarter and at most half of the chain so far).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RunawayDetector {
+    max_so_far: f64,
+    at_last_power: f64,
+    reference: f64,
+}
+
+impl RunawayDetector {
+    /// Starts watching at ‖θ‖ (the start, or the resume point).
+    pub(crate) fn new(theta: &[f64]) -> Self {
+        let n = norm2(theta);
+        RunawayDetector { max_so_far: n, at_last_power: n, reference: n }
+    }
+
+    /// Records ‖θ‖ at iteration `k` and errors if it ran away.
+    #[inline]
+    pub(crate) fn check(&mut self, k: u64, theta: &[f64], factor: Option<f64>) -> Result<()> {
+        let Some(factor) = factor else { return Ok(()) };
+        let n = norm2(theta);
+        if k.is_power_of_two() {
+            self.reference = self.at_last_power;
+            self.at_last_power = self.max_so_far;
+        }
+        self.max_so_far = self.max_so_far.max(n);
+        if k >= 64 && self.reference > 0.0 && n > factor * self.reference {
+            return Err(Error::Runaway { iteration: k, norm: n, reference: self.reference });
+        }
+        Ok(())
+    }
 }
 
 /// What the runner needs of a chain (or Richardson–Romberg pair) to drive it.
@@ -427,6 +519,7 @@ impl<S: Sampler> Unit for ChainUnit<S> {
     fn start<M: Model + ?Sized>(&mut self, model: &M, settings: &RunSettings) -> Result<()> {
         if !self.started {
             self.sampler.init(model, &self.theta0, &mut self.rng)?;
+            self.runaway = RunawayDetector::new(&self.theta0);
             self.recorder = Some(Recorder::new(settings, model.dim(), 1, self.sampler.gradient().is_some())?);
             self.started = true;
         }
@@ -438,6 +531,7 @@ impl<S: Sampler> Unit for ChainUnit<S> {
         let s = &mut self.sampler;
         for k in self.iteration + 1..=to {
             s.step(model, &mut self.rng)?;
+            self.runaway.check(k, s.position(), settings.runaway_factor)?;
             self.iteration = k;
             if settings.keeps(k) {
                 rec.record(s.position(), s.weight(), s.gradient(), s.cost().datum_gradients);
@@ -586,13 +680,14 @@ fn drive_one<M: Model + ?Sized, U: Unit>(
             finish(&mut u);
             Ok(Finished::Ran(u, stopped))
         }
-        Err(e @ (Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. }))
+        Err(e @ (Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. } | Error::Runaway { .. }))
             if settings.on_divergence == OnDivergence::Report =>
         {
             finish(&mut u);
             let (iteration, non_finite_state) = match e {
                 Error::NonFiniteState { iteration } => (iteration, true),
                 Error::NonFiniteGradient { iteration } => (iteration, false),
+                Error::Runaway { iteration, .. } => (iteration, false),
                 _ => (0, false),
             };
             let div = Divergence { chain, iteration, non_finite_state, message: e.to_string(), draws: Vec::new() };

@@ -4,7 +4,7 @@ use crate::control_variate::CvSettings;
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::{GradientEstimator, Subsample, SubsampledEstimator};
-use crate::model::{Model, check_model};
+use crate::model::{Model, check_shape};
 use rand::Rng;
 use std::sync::Arc;
 
@@ -58,7 +58,7 @@ impl Taylor {
     /// [`Error::DimensionMismatch`], [`Error::InvalidBatchSize`], [`Error::EmptyData`];
     /// [`Error::NonFiniteGradient`] (iteration 0) for non-finite derivatives at θ₀.
     pub fn at<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: CvSettings) -> Result<Self> {
-        check_model(model)?;
+        check_shape(model)?;
         let (n, d) = (model.n_data(), model.dim());
         check_len("expansion point theta0", d, theta0.len())?;
         if !all_finite(theta0) {
@@ -166,7 +166,7 @@ impl Taylor {
 
 impl GradientEstimator for Taylor {
     fn prepare<M: Model + ?Sized>(&mut self, model: &M) -> Result<()> {
-        check_model(model)?;
+        check_shape(model)?;
         check_len("model dimension (Taylor expansion point)", self.exp.theta0.len(), model.dim())?;
         check_len("model data size (Taylor expansion)", self.exp.n_data, model.n_data())?;
         self.sub.prepare(model.n_data())

@@ -150,27 +150,36 @@ fn empty_data_and_batch_sizes() {
 
 #[test]
 fn non_finite_values_report_the_iteration() {
-    // Gradient call 1 is at θ₀ (iteration 0); call k + 1 is at the end of step k.
+    // Gradient call 1 is at θ₀ (iteration 0); call k + 1 is at the end of step k (the model
+    // check, which would make calls of its own, is off).
+    let unchecked = RunSettings { check_model: false, ..quick() };
     let mut m = Custom::new(10, 2);
     m.nan_from_call = 6;
-    let e = run(&m, &sgld(1e-3, 2), &[0.0, 0.0], &quick()).unwrap_err();
+    let e = run(&m, &sgld(1e-3, 2), &[0.0, 0.0], &unchecked).unwrap_err();
     assert_eq!(e.root(), &Error::NonFiniteGradient { iteration: 5 });
     let mut m = Custom::new(10, 2);
     m.nan_from_call = 1;
-    let e = run(&m, &sgld(1e-3, 2), &[0.0, 0.0], &quick()).unwrap_err();
+    let e = run(&m, &sgld(1e-3, 2), &[0.0, 0.0], &unchecked).unwrap_err();
     assert_eq!(e.root(), &Error::NonFiniteGradient { iteration: 0 });
     // A non-finite starting point: its own error, not a divergence.
     let e = run(&lg(), &sgld(1e-3, 2), &[f64::NAN, 0.0], &quick()).unwrap_err();
     assert_eq!(e.root(), &Error::NonFiniteStart { what: "theta0" });
     // Divergence: a step far beyond the stability limit 2/λ_max. θ grows geometrically; whichever
-    // overflows first, the state or the gradient at it, is reported with its iteration.
+    // comes first — the runaway detector (from iteration 64), an overflowing state or the
+    // gradient at it — is reported with its iteration.
     let e = run(&lg(), &sgld(10.0, 10), &[1.0, 1.0], &RunSettings { n_iter: 10_000, ..quick() }).unwrap_err();
     match e.root() {
-        Error::NonFiniteState { iteration } | Error::NonFiniteGradient { iteration } => {
+        Error::NonFiniteState { iteration }
+        | Error::NonFiniteGradient { iteration }
+        | Error::Runaway { iteration, .. } => {
             assert!(*iteration > 1 && *iteration < 1_000)
         }
         other => panic!("expected a non-finite state or gradient, got {other:?}"),
     }
+    // Without the detector, the overflow itself is reported.
+    let e = run(&lg(), &sgld(10.0, 10), &[1.0, 1.0], &RunSettings { n_iter: 10_000, runaway_factor: None, ..quick() })
+        .unwrap_err();
+    assert!(matches!(e.root(), Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. }), "{e:?}");
     // A state that overflows while its gradient stays finite (bounded gradient, huge step).
     let e = run(&Custom::new(10, 2), &sgld(1e308, 2), &[1.0, 1.0], &quick()).unwrap_err();
     assert!(matches!(e.root(), Error::NonFiniteState { iteration: 1 }), "{e:?}");
@@ -179,7 +188,7 @@ fn non_finite_values_report_the_iteration() {
             .unwrap();
     assert!(matches!(
         run(&lg(), &sghmc, &[1.0, 1.0], &RunSettings { n_iter: 10_000, ..quick() }).unwrap_err().root(),
-        Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. }
+        Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. } | Error::Runaway { .. }
     ));
     // MALA: a NaN potential.
     let mut m = Custom::new(10, 2);

@@ -5,7 +5,7 @@ use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len, check_positive};
 use crate::estimate::Estimate;
 use crate::gradient::{SubsampledEstimator, uniform_below};
-use crate::model::{Model, check_model};
+use crate::model::{Model, check_shape};
 use crate::rng::{DEFAULT_SEED, stream};
 use crate::samplers::{Sgld, SgldSettings, SubsampledDiscretisation};
 use ndarray::{Array1, Array2};
@@ -443,7 +443,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
     }
 
     fn check<M: Model + ?Sized>(&self, model: &M) -> Result<()> {
-        check_model(model)?;
+        check_shape(model)?;
         check_len("theta0", model.dim(), self.theta0.len())
     }
 

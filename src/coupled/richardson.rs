@@ -297,9 +297,13 @@ pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
             }
         })
         .collect();
+    if settings.check_model {
+        crate::run::check_starts(model, &[theta0])?;
+    }
+    let setup_cost = rr.base.setup_cost();
     let start = Instant::now();
     let done = drive(model, units, settings, observers, start)?;
-    assemble(done, settings, rr.base.setup_cost(), rr.coupling, start.elapsed(), Duration::ZERO, d)
+    assemble(done, settings, setup_cost, rr.coupling, start.elapsed(), Duration::ZERO, d)
 }
 
 /// Continues a stopped (or loaded) Richardson–Romberg run up to `out.settings.n_iter`; the

@@ -4,7 +4,7 @@ use super::{Sampler, Sgld, SgldSettings};
 use crate::error::{Error, Result, all_finite, check_len, check_positive};
 use crate::gradient::{GradientEstimator, Minibatch};
 use crate::lbfgs::Lbfgs;
-use crate::model::{Model, check_model};
+use crate::model::{Model, check_shape};
 use crate::rng::fill_standard_normal;
 use crate::schedule::StepSize;
 use rand::Rng;
@@ -198,7 +198,7 @@ impl<E: GradientEstimator> Hamcmc<E> {
     }
 
     fn bind<M: Model + ?Sized>(&mut self, model: &M) -> Result<()> {
-        check_model(model)?;
+        check_shape(model)?;
         self.estimator.prepare(model)?;
         let (d, m) = (model.dim(), self.settings.memory);
         self.lbfgs = Some(Lbfgs::new(d, m - 1, self.settings.initial_scale)?);

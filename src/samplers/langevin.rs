@@ -5,7 +5,7 @@
 use super::{Discretisation, Sampler, SubsampledDiscretisation, check_fraction};
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::{GradientEstimator, Minibatch, SubsampledEstimator};
-use crate::model::{Model, check_model};
+use crate::model::{Model, check_shape};
 use crate::rng::fill_standard_normal;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -138,7 +138,7 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
 
     /// Binds model, estimator and kernel and sets θ₀, without a gradient.
     fn bind<M: Model + ?Sized>(&mut self, model: &M, theta0: &[f64]) -> Result<()> {
-        check_model(model)?;
+        check_shape(model)?;
         let d = model.dim();
         check_len("initial state theta0", d, theta0.len())?;
         if !all_finite(theta0) {

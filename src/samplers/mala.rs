@@ -3,7 +3,7 @@
 use super::Sampler;
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len, check_positive};
-use crate::model::{Model, check_model};
+use crate::model::{Model, check_shape};
 use crate::rng::fill_standard_normal;
 use rand::{Rng, RngExt};
 
@@ -150,7 +150,7 @@ impl Mala {
 
 impl Sampler for Mala {
     fn init<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, theta0: &[f64], _rng: &mut R) -> Result<()> {
-        check_model(model)?;
+        check_shape(model)?;
         let d = model.dim();
         check_len("initial state theta0", d, theta0.len())?;
         if !all_finite(theta0) {

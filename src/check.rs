@@ -1,0 +1,207 @@
+//! Model checks: is the model's gradient the gradient of its potential, with the right sign?
+//!
+//! The commonest model bug in SG-MCMC is a gradient of the wrong sign: writing `∇log p` (as
+//! BlackJAX, NumPyro, nuts-rs and Stan ask for) where this crate asks for `∇U = −∇log p`. A
+//! sampler then runs away from the mode and, without a check, returns `Ok` with absurd numbers.
+//! [`check_model`] catches it before a run (the runner calls it unless
+//! [`RunSettings::check_model`](crate::RunSettings::check_model) is `false`), and the runner's
+//! runaway detector ([`RunSettings::runaway_factor`](crate::RunSettings::runaway_factor)) catches
+//! what slips through at run time.
+
+use crate::cost::Cost;
+use crate::error::{Error, Result, all_finite, check_len};
+use crate::model::{Model, check_shape};
+use crate::rng::{fill_standard_normal, stream};
+
+/// Settings of [`check_model`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CheckSettings {
+    /// How many data items the data part is checked on (spread evenly over the data set; at most
+    /// N). Default 16.
+    pub n_data: usize,
+    /// Random directions tried besides the gradient's own. Default 3.
+    pub n_directions: usize,
+    /// The largest relative error between a directional derivative of the potential (central
+    /// finite difference) and the gradient's, before it is a mismatch. Default 1e-3.
+    pub rel_tol: f64,
+    /// Seed of the random directions. Default 0.
+    pub seed: u64,
+}
+
+impl Default for CheckSettings {
+    fn default() -> Self {
+        CheckSettings { n_data: 16, n_directions: 3, rel_tol: 1e-3, seed: 0 }
+    }
+}
+
+/// What [`check_model`] found (when it found no error).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelCheck {
+    /// Whether the model provides potentials, so that gradients were compared with finite
+    /// differences of them (otherwise only the curvature test ran).
+    pub used_potentials: bool,
+    /// Largest relative error of the prior gradient's directional derivatives (`None` without
+    /// potentials).
+    pub prior_rel_error: Option<f64>,
+    /// Largest relative error of the data gradient's directional derivatives on the checked
+    /// items (`None` without potentials).
+    pub data_rel_error: Option<f64>,
+    /// The curvature `vᵀ ∇²U v` (by finite differences of gradients, full-data scale) along each
+    /// direction tried: the gradient's own direction first.
+    pub curvatures: Vec<f64>,
+    /// The gradient and potential evaluations spent.
+    pub cost: Cost,
+}
+
+/// Checks that `model`'s gradients are gradients of its potential `U = −log p`, with the right
+/// sign, at `theta`.
+///
+/// - **With potentials** ([`Model::potential_prior`], [`Model::potential_data_sum`]): along the
+///   gradient's direction and `n_directions` random ones, the central difference
+///   `(U(θ + hv) − U(θ − hv)) / 2h` of the prior potential, and of the data potential on
+///   `n_data` items, is compared with `∇U·v`. Agreement with the opposite sign is
+///   [`Error::GradientSign`]; any other disagreement beyond `rel_tol` is
+///   [`Error::GradientMismatch`].
+/// - **Without potentials**: a small step along −∇U must not climb away from a mode, i.e. the
+///   potential must curve upwards somewhere: if the curvature `vᵀ∇²U v` (central differences of
+///   the full-scale gradient `∇U₀ + (N/n) Σ ∇Uᵢ`) is negative along **every** direction tried,
+///   θ sits at a maximum of U — which for a correct model means a minimum of the density, and
+///   almost always means the gradient is `∇log p`: [`Error::GradientSign`]. (A correct model
+///   started at a local maximum of its density's *negative* would be refused too: choose another
+///   `theta` or skip the check.)
+///
+/// Cost: `2 (n_directions + 1)` potential and gradient evaluations on `n_data` items and the
+/// prior, plus one at θ; returned in [`ModelCheck::cost`].
+///
+/// Errors: the two above; [`Error::DimensionMismatch`], [`Error::NonFiniteStart`] for a bad
+/// `theta`; [`Error::NonFiniteGradient`] (iteration 0) for a non-finite gradient at or near θ;
+/// [`Error::InvalidParameter`] for bad settings.
+pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &CheckSettings) -> Result<ModelCheck> {
+    check_shape(model)?;
+    let d = model.dim();
+    check_len("theta", d, theta.len())?;
+    if !all_finite(theta) {
+        return Err(Error::NonFiniteStart { what: "theta" });
+    }
+    if settings.n_data == 0 {
+        return Err(Error::invalid("n_data", settings.n_data, "must be >= 1"));
+    }
+    if !(settings.rel_tol > 0.0 && settings.rel_tol < 1.0) {
+        return Err(Error::invalid("rel_tol", settings.rel_tol, "must be in (0, 1)"));
+    }
+    let n = model.n_data();
+    let b = settings.n_data.min(n);
+    let idx: Vec<usize> = (0..b).map(|i| i * n / b).collect();
+    let scale = n as f64 / b as f64;
+    let mut cost = Cost::default();
+
+    // Full-scale gradient estimate on the checked items.
+    let mut gp = vec![0.0; d];
+    let mut gd = vec![0.0; d];
+    let eval = |x: &[f64], gp: &mut [f64], gd: &mut [f64], cost: &mut Cost| -> Result<()> {
+        model.grad_prior(x, gp);
+        model.grad_data_sum(x, &idx, gd);
+        cost.datum_gradients += b as u64;
+        if !all_finite(gp) || !all_finite(gd) {
+            return Err(Error::NonFiniteGradient { iteration: 0 });
+        }
+        Ok(())
+    };
+    eval(theta, &mut gp, &mut gd, &mut cost)?;
+    let g: Vec<f64> = gp.iter().zip(&gd).map(|(p, q)| p + scale * q).collect();
+
+    // Directions: the gradient's own (if non-zero), then random ones, all of unit length.
+    let mut dirs: Vec<Vec<f64>> = Vec::new();
+    let gnorm = norm(&g);
+    if gnorm > 0.0 {
+        dirs.push(g.iter().map(|x| x / gnorm).collect());
+    }
+    let mut rng = stream(settings.seed, &[0x636865636b]);
+    for _ in 0..settings.n_directions.max(1) {
+        let mut v = vec![0.0; d];
+        fill_standard_normal(&mut rng, &mut v);
+        let nv = norm(&v);
+        dirs.push(v.iter().map(|x| x / nv).collect());
+    }
+    let h = 1e-4 * norm(theta).max(1.0);
+    let shifted = |v: &[f64], s: f64| -> Vec<f64> { theta.iter().zip(v).map(|(t, v)| t + s * v).collect() };
+
+    let has_potentials = model.potential_prior(theta).is_some() && model.potential_data_sum(theta, &idx).is_some();
+    let (mut prior_err, mut data_err) = (0.0f64, 0.0f64);
+    let sqrt_d = (d as f64).sqrt();
+    if has_potentials {
+        for v in &dirs {
+            let (xp, xm) = (shifted(v, h), shifted(v, -h));
+            let fd = |f: &dyn Fn(&[f64]) -> Option<f64>| -> Option<f64> { Some((f(&xp)? - f(&xm)?) / (2.0 * h)) };
+            let fd_prior = fd(&|x| model.potential_prior(x));
+            let fd_data = fd(&|x| model.potential_data_sum(x, &idx));
+            cost.datum_potentials += 2 * b as u64;
+            let (Some(fp), Some(fdd)) = (fd_prior, fd_data) else { continue };
+            let (ap, ad) = (dot(&gp, v), dot(&gd, v));
+            prior_err = prior_err.max(compare("grad_prior", ap, fp, settings.rel_tol, norm(&gp) / sqrt_d)?);
+            data_err = data_err.max(compare("grad_data_sum", ad, fdd, settings.rel_tol, norm(&gd) / sqrt_d)?);
+        }
+    }
+
+    // Curvature along each direction (central differences of the full-scale gradient).
+    let mut curvatures = Vec::with_capacity(dirs.len());
+    let (mut gp2, mut gd2) = (vec![0.0; d], vec![0.0; d]);
+    for v in &dirs {
+        eval(&shifted(v, h), &mut gp, &mut gd, &mut cost)?;
+        eval(&shifted(v, -h), &mut gp2, &mut gd2, &mut cost)?;
+        let c: f64 =
+            v.iter().enumerate().map(|(j, vj)| vj * ((gp[j] - gp2[j]) + scale * (gd[j] - gd2[j])) / (2.0 * h)).sum();
+        curvatures.push(c);
+    }
+    if !has_potentials && curvatures.iter().all(|&c| c < 0.0) {
+        return Err(Error::GradientSign {
+            part: "grad_prior + grad_data_sum",
+            evidence: format!(
+                "the potential curves downwards along every direction tried (curvatures {}): \
+                 a step along −∇U climbs away from the mode",
+                curvatures.iter().map(|c| format!("{c:.3e}")).collect::<Vec<_>>().join(", ")
+            ),
+        });
+    }
+    Ok(ModelCheck {
+        used_potentials: has_potentials,
+        prior_rel_error: has_potentials.then_some(prior_err),
+        data_rel_error: has_potentials.then_some(data_err),
+        curvatures,
+        cost,
+    })
+}
+
+/// Relative error of an analytic directional derivative `a` against a finite difference `fd`;
+/// a sign error or a mismatch is an error. `typical` is the size a directional derivative of
+/// this gradient has along a random direction (‖g‖/√d): errors are relative to at least it, so
+/// a direction nearly orthogonal to the gradient does not blow rounding up.
+fn compare(part: &'static str, a: f64, fd: f64, tol: f64, typical: f64) -> Result<f64> {
+    let big = a.abs().max(fd.abs()).max(typical);
+    // Both zero to rounding (e.g. a flat prior): nothing to compare.
+    if big <= 1e-12 {
+        return Ok(0.0);
+    }
+    let rel = (a - fd).abs() / big;
+    if rel <= tol {
+        return Ok(rel);
+    }
+    if (a + fd).abs() / big <= tol {
+        return Err(Error::GradientSign {
+            part,
+            evidence: format!(
+                "its directional derivative is {a:.6e} while the potential's finite difference is {fd:.6e}: \
+                 it returns ∇log p, not ∇U = −∇log p"
+            ),
+        });
+    }
+    Err(Error::GradientMismatch { part, analytic: a, finite_difference: fd, rel_error: rel })
+}
+
+fn norm(x: &[f64]) -> f64 {
+    x.iter().map(|v| v * v).sum::<f64>().sqrt()
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

@@ -1,0 +1,111 @@
+//! A gradient of the wrong sign (∇log p instead of ∇U = −∇log p) is caught: by `check_model`
+//! before a run (with potentials by finite differences, without them by the curvature test), and
+//! at run time by the runaway detector when the check is turned off. Correct models pass.
+
+use sgmcmc::*;
+
+/// Wraps a model and changes what it reports.
+struct Altered<'a, M> {
+    inner: &'a M,
+    /// Multiplies every gradient (−1: the wrong sign; 2: a plain bug).
+    factor: f64,
+    /// Whether potentials are passed through.
+    potentials: bool,
+}
+
+impl<M: Model> Model for Altered<'_, M> {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn n_data(&self) -> usize {
+        self.inner.n_data()
+    }
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+        self.inner.grad_prior(theta, out);
+        out.iter_mut().for_each(|g| *g *= self.factor);
+    }
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+        self.inner.grad_data_sum(theta, idx, out);
+        out.iter_mut().for_each(|g| *g *= self.factor);
+    }
+    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+        if self.potentials { self.inner.potential_prior(theta) } else { None }
+    }
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+        if self.potentials { self.inner.potential_data_sum(theta, idx) } else { None }
+    }
+}
+
+fn logistic() -> LogisticRegression {
+    LogisticRegression::synthetic(2_000, 5, 10.0, 3).unwrap()
+}
+
+#[test]
+fn correct_models_pass() {
+    let lr = logistic();
+    let lg = LinearGaussian::synthetic(500, 3, 1.0, 10.0, 1).unwrap();
+    for potentials in [true, false] {
+        let m = Altered { inner: &lr, factor: 1.0, potentials };
+        for theta in [[0.0; 5], [0.3, -1.0, 2.0, 0.5, -0.2]] {
+            let c = check_model(&m, &theta, &CheckSettings::default()).unwrap();
+            assert_eq!(c.used_potentials, potentials);
+            if potentials {
+                assert!(c.data_rel_error.unwrap() < 1e-6 && c.prior_rel_error.unwrap() < 1e-6, "{c:?}");
+            }
+            assert!(c.curvatures.iter().all(|&k| k > 0.0), "{c:?}");
+            assert!(c.cost.datum_gradients > 0);
+        }
+        let m = Altered { inner: &lg, factor: 1.0, potentials };
+        check_model(&m, &[1.0, -2.0, 0.5], &CheckSettings::default()).unwrap();
+    }
+}
+
+#[test]
+fn check_model_names_a_sign_error() {
+    let lr = logistic();
+    // With potentials: the finite differences name the method.
+    let m = Altered { inner: &lr, factor: -1.0, potentials: true };
+    let e = check_model(&m, &[0.1; 5], &CheckSettings::default()).unwrap_err();
+    assert!(matches!(e, Error::GradientSign { part: "grad_prior" | "grad_data_sum", .. }), "{e:?}");
+    assert!(e.to_string().contains("−log p"), "{e}");
+    // Without potentials: the curvature test.
+    let m = Altered { inner: &lr, factor: -1.0, potentials: false };
+    let e = check_model(&m, &[0.1; 5], &CheckSettings::default()).unwrap_err();
+    assert!(matches!(e, Error::GradientSign { .. }), "{e:?}");
+    // A gradient off by a factor 2 is a mismatch, not a sign error.
+    let m = Altered { inner: &lr, factor: 2.0, potentials: true };
+    let e = check_model(&m, &[0.1; 5], &CheckSettings::default()).unwrap_err();
+    let Error::GradientMismatch { rel_error, .. } = e else { panic!("{e:?}") };
+    assert!(rel_error > 0.01, "{rel_error}");
+}
+
+/// The runner checks the model at the start by default, so the wrong-sign model never runs.
+#[test]
+fn runs_refuse_a_wrong_sign_model() {
+    let lr = logistic();
+    let m = Altered { inner: &lr, factor: -1.0, potentials: false };
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50)).unwrap();
+    let settings = RunSettings { n_iter: 20_000, burn_in: 1_000, n_chains: 2, ..Default::default() };
+    let e = run(&m, &sgld, &[0.0; 5], &settings).unwrap_err();
+    assert!(matches!(e.root(), Error::GradientSign { .. }), "{e:?}");
+    let rr = RichardsonRomberg::new(sgld.clone());
+    assert!(matches!(run_rr(&m, &rr, &[0.0; 5], &settings).unwrap_err().root(), Error::GradientSign { .. }));
+    // With the check off, the runaway detector stops it: the reversed prior term makes θ grow
+    // geometrically (by 1 + γ/σ² per step; here σ² = 1, γ = 1e-3): a typed error with the
+    // iteration, not `Ok` with a mean of 1e16.
+    let lr1 = LogisticRegression::synthetic(2_000, 5, 1.0, 3).unwrap();
+    let m1 = Altered { inner: &lr1, factor: -1.0, potentials: false };
+    let sgld1 = Sgld::new(SgldSettings::constant(1e-3), Minibatch::new(50)).unwrap();
+    let unchecked = RunSettings { check_model: false, n_iter: 50_000, ..settings };
+    let e = run(&m1, &sgld1, &[0.0; 5], &unchecked).unwrap_err();
+    let Error::Runaway { iteration, norm, reference } = e.root() else { panic!("expected Runaway, got {e:?}") };
+    assert!(*iteration < 50_000 && norm > &(1e3 * reference), "{e}");
+    assert!(e.to_string().contains("sign"), "{e}");
+    // And the same correct model runs to the end without either (no false alarm).
+    let ok = Altered { inner: &lr1, factor: 1.0, potentials: false };
+    let out = run(&ok, &sgld1, &[0.0; 5], &unchecked).unwrap();
+    assert!(out.is_complete());
+    // A runaway factor of 1 or less is refused.
+    let bad = RunSettings { runaway_factor: Some(1.0), ..settings };
+    assert!(matches!(run(&ok, &sgld, &[0.0; 5], &bad), Err(Error::InvalidParameter { name: "runaway_factor", .. })));
+}
