@@ -25,6 +25,7 @@ mod run;
 mod samplers;
 mod schedule;
 mod taylor;
+pub mod tune;
 mod zv;
 
 pub use check::{CheckSettings, ModelCheck, check_model};

@@ -128,6 +128,11 @@ impl<E: GradientEstimator> Hamcmc<E> {
         &self.settings
     }
 
+    /// The gradient estimator (with its cost counter).
+    pub fn estimator(&self) -> &E {
+        &self.estimator
+    }
+
     /// Pairs rejected because `sᵀy ≤ 0` so far.
     pub fn n_skipped_pairs(&self) -> u64 {
         self.lbfgs.as_ref().map_or(0, Lbfgs::n_skipped)

@@ -1,0 +1,98 @@
+//! Step-size tuning: the curvature rule recovers λ_max of a Gaussian model, and the KSD pilot
+//! selection lands within a factor 3 of the step that minimises the error of the posterior mean
+//! and variances at the same budget.
+
+use sgmcmc::tune::{CurvatureSettings, TuneSettings, curvature, tune};
+use sgmcmc::*;
+
+/// A model without Hessian-vector products (so the curvature comes from gradient differences).
+struct NoHvp<'a>(&'a LinearGaussian);
+
+impl Model for NoHvp<'_> {
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+    fn n_data(&self) -> usize {
+        self.0.n_data()
+    }
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+        self.0.grad_prior(theta, out)
+    }
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+        self.0.grad_data_sum(theta, idx, out)
+    }
+}
+
+#[test]
+fn curvature_recovers_the_extreme_eigenvalues_of_a_gaussian() {
+    let lg = LinearGaussian::synthetic(2_000, 6, 1.0, 10.0, 5).unwrap();
+    let eig = linalg::symmetric_eigenvalues("precision", lg.posterior_precision()).unwrap();
+    let (lo, hi) = eig.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
+    let theta = lg.posterior_mean().to_vec();
+    for exact in [true, false] {
+        let c = if exact {
+            curvature(&lg, &theta, &CurvatureSettings::default()).unwrap()
+        } else {
+            curvature(&NoHvp(&lg), &theta, &CurvatureSettings::default()).unwrap()
+        };
+        assert_eq!(c.exact_hvp, exact);
+        let rel = (c.lambda_max - hi).abs() / hi;
+        let rel_min = (c.lambda_min.unwrap() - lo).abs() / lo;
+        eprintln!(
+            "exact HVP {exact}: λ_max {} vs {hi} (rel {rel:.1e}); λ_min {:?} vs {lo} (rel {rel_min:.1e}); {} iterations, cost {:?}",
+            c.lambda_max, c.lambda_min, c.iterations, c.cost
+        );
+        assert!(rel < 1e-6, "λ_max {} vs {hi}", c.lambda_max);
+        assert!(rel_min < 1e-3, "λ_min {:?} vs {lo}", c.lambda_min);
+        assert!(c.cost.datum_gradients + c.cost.datum_hvps > 0);
+    }
+}
+
+/// Error of a run's posterior mean and standard deviations, in posterior-sd units (RMS over the
+/// 2d numbers).
+fn error(est: &Estimate, lg: &LinearGaussian) -> f64 {
+    let (m, v) = (est.mean().unwrap(), est.variance().unwrap());
+    let cov = lg.posterior_covariance();
+    let d = m.len();
+    let mut s = 0.0;
+    for j in 0..d {
+        let sd = cov[[j, j]].sqrt();
+        s += ((m[j] - lg.posterior_mean()[j]) / sd).powi(2) + ((v[j].sqrt() - sd) / sd).powi(2);
+    }
+    (s / (2 * d) as f64).sqrt()
+}
+
+#[test]
+fn ksd_selection_is_within_a_factor_3_of_the_best_step_at_the_same_budget() {
+    let lg = LinearGaussian::synthetic(1_000, 3, 1.0, 10.0, 21).unwrap();
+    let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50)).unwrap();
+    let settings = TuneSettings { seed: 99, ..TuneSettings::default() };
+    let tuned = tune(&lg, &sgld, &[0.0; 3], &settings).unwrap();
+    eprintln!("{}", tuned.reason);
+    for t in &tuned.trials {
+        eprintln!("  step {:.3e}: KSD {:?} cost {}", t.step_size, t.ksd, t.cost.datum_gradients);
+    }
+    // The same grid, scored by the mean squared error over 40 replicates of the pilot's budget
+    // (same length, burn-in and start), against the exact posterior.
+    let mut best = (f64::INFINITY, 0.0);
+    for t in &tuned.trials {
+        let s = Sgld::new(SgldSettings::constant(t.step_size), Minibatch::new(50)).unwrap();
+        let rs = RunSettings {
+            n_iter: settings.pilot_iterations,
+            burn_in: settings.pilot_burn_in,
+            n_chains: 40,
+            seed: 12345,
+            ..Default::default()
+        };
+        let out = run(&lg, &s, &tuned.mode, &rs).unwrap();
+        let mse = (0..40).map(|c| error(&out.estimate.part(c).unwrap(), &lg).powi(2)).sum::<f64>() / 40.0;
+        eprintln!("  step {:.3e}: RMSE {:.4}", t.step_size, mse.sqrt());
+        if mse < best.0 {
+            best = (mse, t.step_size);
+        }
+    }
+    let ratio = tuned.step_size / best.1;
+    eprintln!("tuned {:.3e}, best by MSE {:.3e}, ratio {ratio:.2}", tuned.step_size, best.1);
+    assert!((1.0 / 3.0..=3.0).contains(&ratio), "tuned {} vs best {}", tuned.step_size, best.1);
+    assert!(tuned.cost.datum_gradients > 0);
+}
