@@ -199,6 +199,10 @@ fn adaptive<E: SubsampledDiscretisation, G: Fn(&[f64]) -> f64 + Sync>(
                 );
                 return Ok(None);
             }
+            Err(e @ SgError::NotRelaxed { .. }) => {
+                println!("    (seed {seed}: refused — {e})");
+                return Ok(None);
+            }
             Err(e) => return Err(e.into()),
         };
         cost += total(&r);

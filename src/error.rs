@@ -65,6 +65,27 @@ pub enum Error {
         /// The limit.
         limit: u64,
     },
+    /// Multilevel SGLD's level-0 paths have not relaxed: the mean of `g` at the end of the
+    /// horizon differs from its mean at half the horizon by more than three standard errors, and
+    /// the exponential extrapolation of `g(θ₀)`, `g(T/2)`, `g(T)` to the finest level's horizon
+    /// leaves a bias above half the target RMSE (or shows no decay at all): the paths still
+    /// depend on their starting point. Raise `MlSgldSettings::horizon` (it must exceed
+    /// the posterior's relaxation time ≈ 1/λ_min) or build with
+    /// [`MlSgld::sgld_from_curvature`](crate::MlSgld::sgld_from_curvature).
+    #[error(
+        "multilevel SGLD did not relax: over its horizon (time {horizon_time:.3e}) the level-0 mean of g still changed by {change:.3e} (standard error {standard_error:.2e}) between half and full horizon, an estimated remaining bias of {remaining_bias:.3e}; raise the horizon (it must exceed the relaxation time ≈ 1/λ_min)"
+    )]
+    NotRelaxed {
+        /// The level-0 horizon `m h₀`.
+        horizon_time: f64,
+        /// Mean of `g(end) − g(half)` over the level-0 paths.
+        change: f64,
+        /// Its standard error.
+        standard_error: f64,
+        /// The bias left at the finest level's horizon by an exponential extrapolation (∞ if no
+        /// decay shows).
+        remaining_bias: f64,
+    },
     /// A model's gradient has the wrong sign: it returns `∇log p` where the crate asks for the
     /// gradient of the potential `∇U = −∇log p` (see [`Model`](crate::Model)). Found by
     /// [`check_model`](crate::check_model).

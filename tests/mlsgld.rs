@@ -241,3 +241,55 @@ fn taylor_estimator_is_unbiased_and_second_order() {
         Err(Error::Unsupported { method: "hvp_data_sum", .. })
     ));
 }
+
+/// With h₀ and the horizon derived from the curvature, adaptive ML-SGLD recovers the posterior
+/// mean and variance of a linear-Gaussian model within its reported error; with a horizon forced
+/// far too short (the old default's failure), the run is refused with `NotRelaxed`.
+#[test]
+fn curvature_defaults_relax_and_short_horizons_are_reported() {
+    // Condition number ≈ 6: relaxation takes several 1/λ_max.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let n = 2_000;
+    let design = ndarray::Array2::from_shape_fn((n, 2), |(_, j)| {
+        let z: f64 = rand_distr::Distribution::sample(&rand_distr::StandardNormal, &mut rng);
+        if j == 0 { z } else { 0.4 * z }
+    });
+    let targets = design.dot(&ndarray::arr1(&[1.0, -0.5]));
+    let m = LinearGaussian::new(&design, &targets, 1.0, 10.0).unwrap();
+    let mu = m.posterior_mean().to_vec();
+    let var = m.posterior_covariance()[[1, 1]];
+    let settings = MlSgldSettings { seed: 77, ..Default::default() };
+    let (ml, curv) = MlSgld::sgld_from_curvature(&m, settings, Minibatch::new(50), &mu).unwrap();
+    eprintln!(
+        "λ_max {:.4e}, λ_min {:.4e}: h0 {:.3e}, horizon {}",
+        curv.lambda_max,
+        curv.lambda_min.unwrap(),
+        ml.h0(),
+        ml.settings().horizon
+    );
+    assert!(ml.settings().horizon as f64 >= 3.5 * curv.lambda_max / curv.lambda_min.unwrap() - 1.0);
+    // The variance of the slow coordinate: g = (θ₁ − μ₁)², which starts at 0 from the mode.
+    let g = |t: &[f64]| (t[1] - mu[1]).powi(2);
+    let target = AdaptiveSettings { rmse: 0.03 * var, ..Default::default() };
+    let r = ml.run_adaptive(&m, &g, &target).unwrap();
+    let err = (r.estimate - var) / (r.variance + r.bias_estimate.unwrap().powi(2)).sqrt();
+    eprintln!("variance: ML-SGLD {:.5e} vs exact {var:.5e} ({err:+.2} reported errors)", r.estimate);
+    assert!(err.abs() < Z, "variance {} vs {var}", r.estimate);
+    // The mean from a start 2 sd away.
+    let sd0 = m.posterior_covariance()[[0, 0]].sqrt();
+    let start = [mu[0] + 2.0 * sd0, mu[1]];
+    let (ml, _) = MlSgld::sgld_from_curvature(&m, settings, Minibatch::new(50), &start).unwrap();
+    let g0 = |t: &[f64]| t[0];
+    let r = ml.run_adaptive(&m, &g0, &AdaptiveSettings { rmse: 0.03 * sd0, ..Default::default() }).unwrap();
+    let err = (r.estimate - mu[0]) / (r.variance + r.bias_estimate.unwrap().powi(2)).sqrt();
+    eprintln!("mean: ML-SGLD {:.6} vs exact {:.6} ({err:+.2} reported errors)", r.estimate, mu[0]);
+    assert!(err.abs() < Z);
+    // Forced under-relaxation: the old default (h₀ = 1e-3/λ_max-scale step, horizon 5) simulates
+    // a time far below 1/λ_min; the variance would come out near 0. Reported, not accepted.
+    let short =
+        MlSgld::sgld(MlSgldSettings { horizon: 5, ..settings }, 0.01 / curv.lambda_max, Minibatch::new(50), &mu)
+            .unwrap();
+    let e = short.run_adaptive(&m, &g, &target).unwrap_err();
+    eprintln!("{e}");
+    assert!(matches!(e, Error::NotRelaxed { .. }), "{e:?}");
+}

@@ -183,6 +183,9 @@ pub struct LevelSample {
     pub cost: Cost,
     /// End points (fine, then coarse ones), if kept.
     pub points: Vec<Vec<f64>>,
+    /// Level 0 only: `g` at half the horizon (step ⌈m/2⌉ of the path), for the relaxation test
+    /// of [`MlSgld::run_adaptive`]; equal to `fine` on other levels.
+    pub half: f64,
 }
 
 /// The three paths of a sample and their buffers, reused from sample to sample.
@@ -253,6 +256,37 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     pub fn sgld(settings: MlSgldSettings, h0: f64, estimator: E, theta0: &[f64]) -> Result<Self> {
         check_positive("step_size", h0)?;
         Self::new(settings, Sgld::new(SgldSettings::constant(h0), estimator)?, theta0)
+    }
+
+    /// Multilevel SGLD with h₀ and the horizon derived from the posterior's curvature at θ₀
+    /// (give the mode, e.g. from [`find_mode`](crate::find_mode)), so that the defaults cannot
+    /// silently fail to relax:
+    ///
+    /// - `h₀ = 1/λ_max` (half the Euler stability limit `2/λ_max` of the coarsest level);
+    /// - horizon `m = ⌈3.5 λ_max / λ_min⌉`, i.e. level-0 time `T₀ = m h₀ ≥ 3.5/λ_min`: the
+    ///   slowest direction's variance relaxes as `e^{−2 λ_min T}`, which is then ≤ 1e−3.
+    ///
+    /// `settings.horizon` is replaced by that m; the curvature (computed as
+    /// [`tune::curvature`](crate::tune::curvature) with default settings, its cost included) is
+    /// returned with the sampler. [`run_adaptive`](Self::run_adaptive) still checks that level 0
+    /// relaxed.
+    ///
+    /// Errors: as [`tune::curvature`](crate::tune::curvature) and [`MlSgld::new`];
+    /// [`Error::InvalidParameter`] (`horizon`) if the condition number makes m overflow.
+    pub fn sgld_from_curvature<M: Model + ?Sized>(
+        model: &M,
+        settings: MlSgldSettings,
+        estimator: E,
+        theta0: &[f64],
+    ) -> Result<(Self, crate::tune::Curvature)> {
+        let curv = crate::tune::curvature(model, theta0, &crate::tune::CurvatureSettings::default())?;
+        let lmin = curv.lambda_min.unwrap_or(curv.lambda_max).max(curv.lambda_max * 1e-15);
+        let m = (3.5 * curv.lambda_max / lmin).ceil();
+        if !(m.is_finite() && m < 1e15) {
+            return Err(Error::invalid("horizon", m, "the condition number λ_max/λ_min is too large for a horizon"));
+        }
+        let settings = MlSgldSettings { horizon: (m as usize).max(1), ..settings };
+        Ok((Self::sgld(settings, 1.0 / curv.lambda_max, estimator, theta0)?, curv))
     }
 }
 
@@ -342,15 +376,20 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         if level == 0 {
             let total = m;
             let mut avg = Avg::new(total, self.window_steps(1.0));
+            let mid = total.div_ceil(2);
+            let mut half = g(w.fine.position());
             for step in 1..=total {
                 w.fine.draw_indices(&mut rng, &mut w.idx1);
                 crate::rng::fill_standard_normal(&mut rng, &mut w.z.z1);
                 w.fine.step_on(model, step as u64, 1.0, &w.z.z1, &w.idx1).map_err(&fine_at)?;
                 avg.add(step, g, w.fine.position());
+                if step == mid {
+                    half = g(w.fine.position());
+                }
             }
             let v = avg.value();
             let points = if keep { vec![w.fine.position().to_vec()] } else { Vec::new() };
-            return Ok(LevelSample { delta: v, fine: v, cost: w.cost() - before, points });
+            return Ok(LevelSample { delta: v, fine: v, cost: w.cost() - before, points, half });
         }
         let ff = 1.0 / (1u64 << level) as f64;
         let fc = 2.0 * ff;
@@ -404,7 +443,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             (true, true) => vec![w.fine.position().to_vec(), w.c1.position().to_vec(), w.c2.position().to_vec()],
             (true, false) => vec![w.fine.position().to_vec(), w.c1.position().to_vec()],
         };
-        Ok(LevelSample { delta: fine - coarse, fine, cost: w.cost() - before, points })
+        Ok(LevelSample { delta: fine - coarse, fine, cost: w.cost() - before, points, half: fine })
     }
 
     /// Adds samples `acc.n .. acc.n + count` of `level` to `acc`, in chunks (parallel within a
@@ -640,6 +679,9 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             let alpha = decay_rate(&means[1..]).max(0.5);
             let bias = means[big_l] / (2f64.powf(alpha) - 1.0);
             if bias <= eps / std::f64::consts::SQRT_2 {
+                if let Some(e) = self.relaxation_error(g, &data[0], big_l, eps) {
+                    return Err(e);
+                }
                 return Ok(self.summarise(model, &data, Some(bias)));
             }
             if big_l >= target.max_level {
@@ -656,6 +698,41 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
                 });
             }
         }
+    }
+
+    /// The relaxation test, from level 0's paths (see [`Error::NotRelaxed`]): with
+    /// `g₀ = g(θ₀)`, `D = mean g(T₀/2) − g₀` and `C = mean g(T₀) − mean g(T₀/2)`, an exponential
+    /// relaxation has `r = C/D = e^{−λT₀/2}` and leaves a bias `C r/(1 − r)` at T₀, and
+    /// `C r^{2L+1}/(1 − r)` at the finest level's horizon `T_L = (L + 1) T₀`, whose law the
+    /// estimate targets. The paths have not relaxed when C is more than three standard errors
+    /// from 0 and that bias, computed with a conservative `r⁺ = (|C| + 2 se_C)/(|D| − 2 se_D)`,
+    /// exceeds ε/2 (or `r⁺ ≥ 1`: no decay shows).
+    fn relaxation_error<G: Fn(&[f64]) -> f64>(&self, g: &G, a: &LevelAcc, finest: usize, eps: f64) -> Option<Error> {
+        if a.n < 2 {
+            return None;
+        }
+        let n = a.n as f64;
+        let se_c = (a.m2_r / (n - 1.0) / n).sqrt();
+        let c = a.mean_r;
+        if c.abs() <= 3.0 * se_c {
+            return None;
+        }
+        // se of mean g(T/2) = mean(g(T)) − mean(C): at most the sum of the two.
+        let se_d = (a.m2_f / (n - 1.0) / n).sqrt() + se_c;
+        let d = (a.mean_f - c) - g(&self.theta0);
+        let r_hi = (c.abs() + 2.0 * se_c) / (d.abs() - 2.0 * se_d);
+        let same_sign = c * d > 0.0;
+        let remaining = if same_sign && r_hi > 0.0 && r_hi < 1.0 {
+            (c.abs() + 2.0 * se_c) * r_hi.powi(2 * finest as i32 + 1) / (1.0 - r_hi)
+        } else {
+            f64::INFINITY
+        };
+        (remaining > eps / 2.0).then_some(Error::NotRelaxed {
+            horizon_time: self.settings.horizon as f64 * self.h0,
+            change: c,
+            standard_error: se_c,
+            remaining_bias: remaining,
+        })
     }
 
     fn summarise<M: Model + ?Sized>(&self, model: &M, data: &[LevelAcc], bias: Option<f64>) -> MlmcResult {
@@ -776,6 +853,9 @@ struct LevelAcc {
     m2: f64,
     mean_f: f64,
     m2_f: f64,
+    /// Running mean and sum of squares of `g(end) − g(half horizon)` (level 0's relaxation).
+    mean_r: f64,
+    m2_r: f64,
     cost: Cost,
     keep: bool,
     /// End points with their weight class (+1 fine / level 0, −1 or −½ coarse).
@@ -791,6 +871,8 @@ impl LevelAcc {
             m2: 0.0,
             mean_f: 0.0,
             m2_f: 0.0,
+            mean_r: 0.0,
+            m2_r: 0.0,
             cost: Cost::default(),
             keep,
             points: Vec::new(),
@@ -806,6 +888,10 @@ impl LevelAcc {
         let d2 = x.fine - self.mean_f;
         self.mean_f += d2 / k;
         self.m2_f += d2 * (x.fine - self.mean_f);
+        let r = x.fine - x.half;
+        let d3 = r - self.mean_r;
+        self.mean_r += d3 / k;
+        self.m2_r += d3 * (r - self.mean_r);
         self.cost += x.cost;
         if self.keep {
             let n_pts = x.points.len();
