@@ -117,7 +117,12 @@ fn reference(model: &LogisticRegression, mode: &[f64]) -> Result<Reference, Box<
     let h = model.hessian(mode)?;
     // A conservative first step (1 / tr H ≤ 1 / λ_max); warm-up adapts it towards 57 % acceptance.
     let step0 = 1.0 / h.diag().sum();
-    let mala = Mala::new(MalaSettings { step_size: step0, adapt_steps: MALA_WARMUP, target_accept: 0.574 })?;
+    let mala = Mala::new(MalaSettings {
+        step_size: step0,
+        adapt_steps: MALA_WARMUP,
+        target_accept: 0.574,
+        ..Default::default()
+    })?;
     let settings = RunSettings {
         n_iter: MALA_WARMUP + MALA_KEEP,
         burn_in: MALA_WARMUP,

@@ -156,7 +156,12 @@ struct Reference {
 
 fn mala_reference<G: Fn(&[f64]) -> f64>(model: &LogisticRegression, map: &[f64], g: &G, n: usize) -> Res<Reference> {
     let burn = 4000;
-    let mala = Mala::new(MalaSettings { step_size: 0.5 / n as f64, adapt_steps: burn, target_accept: 0.574 })?;
+    let mala = Mala::new(MalaSettings {
+        step_size: 0.5 / n as f64,
+        adapt_steps: burn,
+        target_accept: 0.574,
+        ..Default::default()
+    })?;
     let rs =
         RunSettings { n_iter: burn + 20_000, burn_in: burn, n_chains: 2, seed: 77 + n as u64, ..Default::default() };
     let out = run(model, &mala, map, &rs)?;

@@ -50,9 +50,9 @@ pub use run::{
     run_chains_observed, run_observed,
 };
 pub use samplers::{
-    Discretisation, Hamcmc, HamcmcSettings, Langevin, LangevinKernel, Lmc, Mala, MalaSettings, PreconditionedKernel,
-    PreconditionedSgld, Psgld, PsgldKernel, PsgldSettings, Sampler, Sghmc, SghmcKernel, SghmcSettings, Sgld,
-    SgldKernel, SgldSettings, SubsampledDiscretisation,
+    Discretisation, Hamcmc, HamcmcSettings, Langevin, LangevinKernel, Lmc, Mala, MalaSettings, Metric,
+    PreconditionedKernel, PreconditionedSgld, Psgld, PsgldKernel, PsgldSettings, Sampler, Sghmc, SghmcKernel,
+    SghmcSettings, Sgld, SgldKernel, SgldSettings, SubsampledDiscretisation,
 };
 pub use schedule::StepSize;
 pub use taylor::Taylor;

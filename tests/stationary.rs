@@ -171,7 +171,9 @@ fn mala_matches_posterior_exactly() {
 #[test]
 fn mala_adaptation_reaches_target_acceptance() {
     let m = model();
-    let mala = Mala::new(MalaSettings { step_size: 1e-6, adapt_steps: 5_000, target_accept: 0.574 }).unwrap();
+    let mala =
+        Mala::new(MalaSettings { step_size: 1e-6, adapt_steps: 5_000, target_accept: 0.574, ..Default::default() })
+            .unwrap();
     let mu = m.posterior_mean().to_vec();
     let s = RunSettings { n_iter: 25_000, burn_in: 5_000, thin: 1, n_chains: 4, seed: 108, ..Default::default() };
     let out = run(&m, &mala, &mu, &s).unwrap();
@@ -187,5 +189,43 @@ fn mala_adaptation_reaches_target_acceptance() {
         // 20 000 correlated accept/reject draws: Monte Carlo error ≈ 0.01; adaptation noise adds
         // some. A window of ±0.08 is several of those errors.
         assert!((acc - 0.574).abs() < 0.08, "adapted step {} gives acceptance {acc}", c.sampler.step_size());
+    }
+}
+
+/// MALA with a diagonal metric adapted in Stan's windows stays exact: on a posterior with
+/// condition number ≈ 100 (design columns of scale 1 and 0.1) its draws after adaptation have the
+/// posterior's mean and variances within Monte Carlo error, and the metric it learned is the
+/// posterior's variances (to sampling error of its last window).
+#[test]
+fn mala_with_an_adapted_diagonal_metric_is_exact() {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+    let n = 500;
+    let design = Array2::from_shape_fn((n, 2), |(_, j)| {
+        let z: f64 = rand_distr::Distribution::sample(&rand_distr::StandardNormal, &mut rng);
+        if j == 0 { z } else { 0.1 * z }
+    });
+    let targets = design.dot(&ndarray::arr1(&[0.5, 2.0]));
+    let m = LinearGaussian::new(&design, &targets, 1.0, 100.0).unwrap();
+    let mala =
+        Mala::new(MalaSettings { step_size: 1e-4, adapt_steps: 2_000, metric: Metric::Diagonal, ..Default::default() })
+            .unwrap();
+    let settings = RunSettings { n_iter: 22_000, burn_in: 2_000, n_chains: 4, seed: 5, ..Default::default() };
+    let out = run(&m, &mala, &[0.0, 0.0], &settings).unwrap();
+    let cov = m.posterior_covariance();
+    for j in 0..2 {
+        let x = sgmcmc::diagnostics::chains_of(&out.estimate, |t| t[j]).unwrap();
+        let ess = sgmcmc::diagnostics::ess_mean(x.view()).unwrap();
+        let mean = x.mean().unwrap();
+        let var = x.var(1.0);
+        let (tm, tv) = (m.posterior_mean()[j], cov[[j, j]]);
+        let zm = (mean - tm) / (tv / ess).sqrt();
+        let zv = (var - tv) / (tv * (2.0 / ess).sqrt());
+        let learned = out.chains[0].sampler.inverse_mass()[j];
+        eprintln!(
+            "θ{j}: mean z {zm:+.2}, variance z {zv:+.2}, ESS {ess:.0}; metric {learned:.3e} vs variance {tv:.3e}"
+        );
+        assert!(zm.abs() < 4.5 && zv.abs() < 4.5);
+        assert!((learned / tv - 1.0).abs() < 0.5, "metric {learned} vs variance {tv}");
     }
 }

@@ -19,11 +19,29 @@ pub struct MalaSettings {
     /// The acceptance rate aimed at while adapting, in (0, 1). Default 0.574 (Roberts &
     /// Rosenthal 1998).
     pub target_accept: f64,
+    /// The proposal's metric (inverse mass matrix). Default [`Metric::Identity`].
+    pub metric: Metric,
+}
+
+/// The metric (inverse mass matrix) D of [`Mala`]'s proposal `θ' = θ − γD∇U(θ) + √(2γ) D^{1/2} z`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum Metric {
+    /// D = I: plain MALA.
+    #[default]
+    Identity,
+    /// Diagonal D adapted during the first `adapt_steps` iterations in Stan's windows: a first
+    /// 75 iterations adapt the step only; then windows of 25, 50, 100, … iterations (the last
+    /// stretched to end 50 iterations before `adapt_steps`) each estimate the draws' variances,
+    /// and at a window's end D becomes those variances, regularised towards 10⁻³ as Stan does
+    /// (`n/(n + 5) var + 10⁻³ · 5/(n + 5)`), the step is rescaled to keep the proposal's trace and
+    /// its Robbins–Monro gain restarts; the last 50 iterations adapt the step to the final D.
+    /// With `adapt_steps < 150` there is no room for a window and D stays I.
+    Diagonal,
 }
 
 impl Default for MalaSettings {
     fn default() -> Self {
-        MalaSettings { step_size: 1e-4, adapt_steps: 0, target_accept: 0.574 }
+        MalaSettings { step_size: 1e-4, adapt_steps: 0, target_accept: 0.574, metric: Metric::Identity }
     }
 }
 
@@ -70,7 +88,23 @@ pub struct Mala {
     n_accepted_adapting: u64,
     ready: bool,
     cost: Cost,
+    /// The metric D (diagonal) and its square root.
+    inv_mass: Vec<f64>,
+    sqrt_inv_mass: Vec<f64>,
+    /// Welford sums of the current adaptation window, its end and length, and the Robbins–Monro
+    /// counter since the last metric update.
+    win_mean: Vec<f64>,
+    win_m2: Vec<f64>,
+    win_n: u64,
+    win_end: u64,
+    win_len: u64,
+    rm_k: u64,
 }
+
+/// Stan's window sizes: initial fast buffer, terminal fast buffer, first slow window.
+const INIT_BUFFER: u64 = 75;
+const TERM_BUFFER: u64 = 50;
+const BASE_WINDOW: u64 = 25;
 
 impl Mala {
     /// MALA with the given settings; errors on invalid settings.
@@ -92,7 +126,62 @@ impl Mala {
             n_accepted_adapting: 0,
             ready: false,
             cost: Cost::default(),
+            inv_mass: Vec::new(),
+            sqrt_inv_mass: Vec::new(),
+            win_mean: Vec::new(),
+            win_m2: Vec::new(),
+            win_n: 0,
+            win_end: 0,
+            win_len: 0,
+            rm_k: 0,
         })
+    }
+
+    /// The metric D (the diagonal of the inverse mass matrix) in use: ones unless adapted.
+    pub fn inverse_mass(&self) -> &[f64] {
+        &self.inv_mass
+    }
+
+    /// Whether the diagonal metric adapts in this run.
+    fn adapts_metric(&self) -> bool {
+        self.settings.metric == Metric::Diagonal && self.settings.adapt_steps >= INIT_BUFFER + TERM_BUFFER + BASE_WINDOW
+    }
+
+    /// Stan's windowed metric adaptation, after iteration `self.k` has produced `self.theta`.
+    fn adapt_metric(&mut self) {
+        let k = self.k;
+        let slow_end = self.settings.adapt_steps - TERM_BUFFER;
+        if k <= INIT_BUFFER || k > slow_end {
+            return;
+        }
+        self.win_n += 1;
+        let n = self.win_n as f64;
+        for ((m, m2), t) in self.win_mean.iter_mut().zip(self.win_m2.iter_mut()).zip(&self.theta) {
+            let d = t - *m;
+            *m += d / n;
+            *m2 += d * (t - *m);
+        }
+        if k < self.win_end {
+            return;
+        }
+        let old_trace: f64 = self.inv_mass.iter().sum();
+        for ((d, s), m2) in self.inv_mass.iter_mut().zip(self.sqrt_inv_mass.iter_mut()).zip(&self.win_m2) {
+            let var = if n > 1.0 { m2 / (n - 1.0) } else { *d };
+            *d = (n / (n + 5.0)) * var + 1e-3 * (5.0 / (n + 5.0));
+            *s = d.sqrt();
+        }
+        let new_trace: f64 = self.inv_mass.iter().sum();
+        if new_trace > 0.0 && new_trace.is_finite() {
+            self.gamma *= old_trace / new_trace;
+        }
+        self.rm_k = 0;
+        self.win_mean.fill(0.0);
+        self.win_m2.fill(0.0);
+        self.win_n = 0;
+        // The next window doubles; if the one after it would not fit, it runs to the slow end.
+        self.win_len *= 2;
+        let next_end = k + self.win_len;
+        self.win_end = if next_end + 2 * self.win_len > slow_end { slow_end } else { next_end };
     }
 
     /// The settings.
@@ -164,6 +253,21 @@ impl Sampler for Mala {
         for buf in [&mut self.grad, &mut self.prop, &mut self.grad_prop, &mut self.scratch, &mut self.noise] {
             buf.resize(d, 0.0);
         }
+        for buf in [&mut self.inv_mass, &mut self.sqrt_inv_mass] {
+            buf.clear();
+            buf.resize(d, 1.0);
+        }
+        for buf in [&mut self.win_mean, &mut self.win_m2] {
+            buf.clear();
+            buf.resize(d, 0.0);
+        }
+        self.win_n = 0;
+        self.win_len = BASE_WINDOW;
+        self.win_end = INIT_BUFFER + BASE_WINDOW;
+        if self.adapts_metric() && self.win_end + 2 * BASE_WINDOW > self.settings.adapt_steps - TERM_BUFFER {
+            self.win_end = self.settings.adapt_steps - TERM_BUFFER;
+        }
+        self.rm_k = 0;
         self.k = 0;
         self.n_accepted = 0;
         self.n_accepted_adapting = 0;
@@ -187,23 +291,32 @@ impl Sampler for Mala {
         let g = self.gamma;
         let s = (2.0 * g).sqrt();
         fill_standard_normal(rng, &mut self.noise);
-        for (((p, t), gr), z) in self.prop.iter_mut().zip(&self.theta).zip(&self.grad).zip(&self.noise) {
-            *p = t - g * gr + s * z;
+        for ((((p, t), gr), z), (dm, sd)) in self
+            .prop
+            .iter_mut()
+            .zip(&self.theta)
+            .zip(&self.grad)
+            .zip(&self.noise)
+            .zip(self.inv_mass.iter().zip(&self.sqrt_inv_mass))
+        {
+            *p = t - g * dm * gr + s * sd * z;
         }
         let u_prop = self.evaluate(model, true)?;
         let log_u: f64 = rng.random::<f64>().ln();
         let mut accept_prob = 0.0;
         if u_prop.is_finite() {
-            // ‖θ' − θ + γ∇U(θ)‖² = 2γ‖z‖²; reverse move: ‖θ − θ' + γ∇U(θ')‖².
+            // In the metric D⁻¹: ‖θ' − θ + γD∇U(θ)‖² = 2γ‖z‖²; reverse move:
+            // ‖θ − θ' + γD∇U(θ')‖²_{D⁻¹}. (With D = I these are the plain norms.)
             let fwd: f64 = self.noise.iter().map(|z| z * z).sum::<f64>() * 2.0 * g;
             let rev: f64 = self
                 .theta
                 .iter()
                 .zip(&self.prop)
                 .zip(&self.grad_prop)
-                .map(|((t, p), gp)| {
-                    let r = t - p + g * gp;
-                    r * r
+                .zip(&self.inv_mass)
+                .map(|(((t, p), gp), dm)| {
+                    let r = t - p + g * dm * gp;
+                    r * r / dm
                 })
                 .sum();
             let log_alpha = self.u - u_prop + (fwd - rev) / (4.0 * g);
@@ -217,8 +330,12 @@ impl Sampler for Mala {
         }
         if self.k <= self.settings.adapt_steps {
             self.n_accepted_adapting = self.n_accepted;
-            let gain = (self.k as f64).powf(-0.6);
+            self.rm_k += 1;
+            let gain = (self.rm_k as f64).powf(-0.6);
             self.gamma *= (gain * (accept_prob - self.settings.target_accept)).exp();
+            if self.adapts_metric() {
+                self.adapt_metric();
+            }
         }
         Ok(())
     }

@@ -57,7 +57,7 @@ mod sgld;
 
 pub use hamcmc::{Hamcmc, HamcmcSettings};
 pub use langevin::{Langevin, LangevinKernel};
-pub use mala::{Mala, MalaSettings};
+pub use mala::{Mala, MalaSettings, Metric};
 pub use precond::{PreconditionedKernel, PreconditionedSgld};
 pub use psgld::{Psgld, PsgldKernel, PsgldSettings};
 pub use sghmc::{Sghmc, SghmcKernel, SghmcSettings};
