@@ -16,6 +16,10 @@
 //! - **R̂** (rank-normalised split): `max(R̂(z(split)), R̂(z(|split − median|)))` with the classic
 //!   `R̂ = √((B/W + n − 1)/n)`, `B = n Var(chain means)`, `W = mean chain variance`.
 //! - **MCSE of the mean**: `sd / √ESS_mean`, `ESS_mean` the ESS of the split chains.
+//! - **Weighted draws** (decreasing step schedules, signed estimators): the functions on arrays
+//!   take unweighted draws; [`summary`] of an [`Estimate`] and [`summarize_weighted`] use the
+//!   weights (weighted mean and sd, delta-method ESS/MCSE, weighted R̂), so the summary's mean is
+//!   [`Estimate::mean`]'s.
 
 use crate::error::{Error, Result, check_len};
 use crate::estimate::Estimate;
