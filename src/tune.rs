@@ -4,7 +4,7 @@
 //! [`tune`] takes a model and a sampler (whatever step it was built with) and returns the sampler
 //! with a chosen constant step, plus a record of everything tried:
 //!
-//! 1. **Mode**: the posterior mode θ̂ by [`find_mode`](crate::find_mode) from the starting point
+//! 1. **Mode**: the posterior mode θ̂ by [`find_mode`] from the starting point
 //!    (or the starting point itself, if [`TuneSettings::find_mode`] is off).
 //! 2. **Curvature** ([`curvature`]): `λ_max(∇²U(θ̂))` and `λ_min` by power iteration on
 //!    Hessian-vector products — the model's own ([`Model::hvp_prior`],
