@@ -416,6 +416,11 @@ fn weighted_quantile(x: &ArrayView2<'_, f64>, w: &ArrayView2<'_, f64>, p: f64) -
 /// Errors: [`Error::NotStored`] for a part in streaming mode, [`Error::DimensionMismatch`] for
 /// chains of different lengths, [`Error::NoSamples`] for none.
 pub fn chains_of<F: Fn(ArrayView1<'_, f64>) -> f64>(est: &Estimate, f: F) -> Result<Array2<f64>> {
+    per_chain(est, |s| s.draws().outer_iter().map(&f).collect())
+}
+
+/// The (chains × draws) array of one number per stored draw, `row(samples)` giving a chain's row.
+fn per_chain(est: &Estimate, row: impl Fn(&crate::estimate::Samples) -> Vec<f64>) -> Result<Array2<f64>> {
     let m = est.n_parts();
     if m == 0 {
         return Err(Error::NoSamples { reason: "no chain" });
@@ -423,7 +428,7 @@ pub fn chains_of<F: Fn(ArrayView1<'_, f64>) -> f64>(est: &Estimate, f: F) -> Res
     let mut rows = Vec::with_capacity(m);
     for c in 0..m {
         let s = est.samples(c).ok_or(Error::NotStored { what: "samples (the run kept only running moments)" })?;
-        rows.push(s.draws().outer_iter().map(&f).collect::<Vec<f64>>());
+        rows.push(row(s));
     }
     let n = rows[0].len();
     for r in &rows {
@@ -443,20 +448,7 @@ pub fn summary(est: &Estimate) -> Result<Vec<Summary>> {
 
 /// The (chains × draws) array of the draws' weights. Errors as [`chains_of`].
 pub fn weights_of(est: &Estimate) -> Result<Array2<f64>> {
-    let m = est.n_parts();
-    if m == 0 {
-        return Err(Error::NoSamples { reason: "no chain" });
-    }
-    let mut rows = Vec::with_capacity(m);
-    for c in 0..m {
-        let s = est.samples(c).ok_or(Error::NotStored { what: "samples (the run kept only running moments)" })?;
-        rows.push(s.weights().to_vec());
-    }
-    let n = rows[0].len();
-    for r in &rows {
-        check_len("draws per chain", n, r.len())?;
-    }
-    Ok(Array2::from_shape_vec((m, n), rows.concat()).expect("lengths checked"))
+    per_chain(est, |s| s.weights().to_vec())
 }
 
 /// Settings of the IMQ kernel `k(x, y) = (c² + ‖x − y‖²)^β`.

@@ -14,11 +14,15 @@
 //!    `2/λ_max`; for SGHMC's `η = h²` the leapfrog limit is `4/λ_max`); for pSGLD
 //!    `1/λ_max(G^{1/2}∇²U G^{1/2})` with its RMSprop preconditioner G as it settles at the mode;
 //!    for HAMCMC `1/λ_max(H ∇²U)` with the L-BFGS matrix H its warm-up builds at the mode.
-//! 4. **Selection**: pilot runs from the mode at `centre × factor` for each factor of
+//! 4. **Selection**: pilot runs (2 chains each) from the mode at `centre × factor` for each factor of
 //!    [`TuneSettings::factors`] (default `2⁻⁶ … 2¹`), scored by the kernel Stein discrepancy
 //!    (IMQ kernel) of their draws with **exact** full-data scores, as Gorham & Mackey (NeurIPS
 //!    2015, ICML 2017) chose SGLD step sizes. A pilot that diverges or runs away is recorded as a
-//!    failure. The smallest KSD wins. Every gradient spent — mode, curvature, centre, pilots and
+//!    failure. If the smallest KSD is at an end of the grid, the grid is extended that way by
+//!    factors of 2 (at most [`TuneSettings::max_extensions`] times). The winner is the smallest
+//!    step whose KSD is within one standard error (from the spread of the pilot chains' separate
+//!    KSDs) of the smallest KSD: candidates the pilots cannot tell apart are resolved towards the
+//!    stabler, less biased step. Every gradient spent — mode, curvature, centre, pilots and
 //!    scoring — is counted in [`Tuned::cost`].
 //!
 //! The KSD of a pilot measures its draws' fit at the pilot's length: a step too small has not
@@ -26,6 +30,7 @@
 //! pilot's length; much longer runs can afford a smaller step.
 
 use crate::cost::Cost;
+use crate::coupled::richardson::{RichardsonRomberg, run_rr};
 use crate::diagnostics::{KsdSettings, ksd_imq};
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::GradientEstimator;
@@ -34,8 +39,8 @@ use crate::optim::{ModeSettings, find_mode};
 use crate::rng::{fill_standard_normal, stream};
 use crate::run::{RunSettings, Storage, run};
 use crate::samplers::{
-    Hamcmc, HamcmcSettings, Langevin, PsgldKernel, PsgldSettings, Sampler, SghmcKernel, SghmcSettings, SgldKernel,
-    SgldSettings,
+    Discretisation, Hamcmc, HamcmcSettings, Langevin, PsgldKernel, PsgldSettings, Sampler, SghmcKernel, SghmcSettings,
+    SgldKernel, SgldSettings,
 };
 use crate::schedule::StepSize;
 use ndarray::Array2;
@@ -250,6 +255,40 @@ impl<E: GradientEstimator> Tunable for Langevin<SghmcKernel, E> {
 /// Iterations of the nearly-still pilots that let pSGLD's and HAMCMC's preconditioners settle.
 const SETTLE_STEPS: u64 = 300;
 
+/// Runs `s` for [`SETTLE_STEPS`] steps from the mode (seeded by `seed`), adding its cost.
+fn settle<M: Model + ?Sized, S: Sampler>(s: &mut S, model: &M, mode: &[f64], seed: u64, cost: &mut Cost) -> Result<()> {
+    let mut rng = stream(seed, &[0]);
+    s.init(model, mode, &mut rng)?;
+    for _ in 0..SETTLE_STEPS {
+        s.step(model, &mut rng)?;
+    }
+    *cost += s.cost();
+    Ok(())
+}
+
+/// `λ_max(A ∇²U B)` for the preconditioned operator `v ↦ post(∇²U pre(v))`, to 1e-8, adding the
+/// HVP cost.
+fn preconditioned_lambda_max<M: Model + ?Sized>(
+    model: &M,
+    mode: &[f64],
+    stream_index: u64,
+    cost: &mut Cost,
+    mut pre: impl FnMut(&[f64], &mut [f64]),
+    mut post: impl FnMut(&[f64], &mut [f64]) -> Result<()>,
+) -> Result<f64> {
+    let d = mode.len();
+    let mut hess = Hessian::new(model, mode);
+    let (mut a, mut b) = (vec![0.0; d], vec![0.0; d]);
+    let settings = CurvatureSettings { tol: 1e-8, ..Default::default() };
+    let (l, _) = power_iteration(d, &settings, stream_index, |v, out| {
+        pre(v, &mut a);
+        hess.apply(&a, &mut b)?;
+        post(&b, out)
+    })?;
+    *cost += hess.cost;
+    Ok(l)
+}
+
 impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
     fn with_step_size(&self, step: f64) -> Result<Self> {
         Self::new(PsgldSettings { step_size: StepSize::Constant(step), ..*self.settings() }, self.estimator().clone())
@@ -266,22 +305,13 @@ impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
         cost: &mut Cost,
     ) -> Result<f64> {
         let mut s = self.with_step_size(1e-12 / curv.lambda_max)?;
-        let mut rng = stream(0x0070_7367_6c64, &[0]);
-        s.init(model, mode, &mut rng)?;
-        for _ in 0..SETTLE_STEPS {
-            s.step(model, &mut rng)?;
-        }
-        *cost += s.cost();
+        settle(&mut s, model, mode, 0x0070_7367_6c64, cost)?;
         let g: Vec<f64> = s.preconditioner().map(f64::sqrt).collect();
-        let mut hess = Hessian::new(model, mode);
-        let mut tmp = vec![0.0; g.len()];
-        let (l, _) = power_iteration(g.len(), &CurvatureSettings { tol: 1e-8, ..Default::default() }, 2, |v, out| {
-            tmp.iter_mut().zip(v).zip(&g).for_each(|((t, v), g)| *t = g * v);
-            hess.apply(&tmp, out)?;
-            out.iter_mut().zip(&g).for_each(|(o, g)| *o *= g);
+        let scale = |x: &[f64], out: &mut [f64]| out.iter_mut().zip(x).zip(&g).for_each(|((o, x), g)| *o = g * x);
+        let l = preconditioned_lambda_max(model, mode, 2, cost, scale, |x, out| {
+            scale(x, out);
             Ok(())
         })?;
-        *cost += hess.cost;
         Ok(1.0 / l)
     }
 }
@@ -308,24 +338,19 @@ impl<E: GradientEstimator> Tunable for Hamcmc<E> {
             HamcmcSettings { step_size: StepSize::Constant(small), warmup_step_size: small, ..*self.settings() },
             self.estimator().clone(),
         )?;
-        let mut rng = stream(0x6861_6d63_6d63, &[0]);
-        s.init(model, mode, &mut rng)?;
-        for _ in 0..SETTLE_STEPS {
-            s.step(model, &mut rng)?;
-        }
-        *cost += s.cost();
+        settle(&mut s, model, mode, 0x6861_6d63_6d63, cost)?;
         let Some(lbfgs) = s.lbfgs() else {
             return Ok(1.0 / curv.lambda_max);
         };
         let mut lbfgs = lbfgs.clone();
-        let mut hess = Hessian::new(model, mode);
-        let d = mode.len();
-        let mut tmp = vec![0.0; d];
-        let (l, _) = power_iteration(d, &CurvatureSettings { tol: 1e-8, ..Default::default() }, 3, |v, out| {
-            hess.apply(v, &mut tmp)?;
-            lbfgs.apply_h(&tmp, out)
-        })?;
-        *cost += hess.cost;
+        let l = preconditioned_lambda_max(
+            model,
+            mode,
+            3,
+            cost,
+            |x, out| out.copy_from_slice(x),
+            |x, out| lbfgs.apply_h(x, out),
+        )?;
         if l > 0.0 { Ok(1.0 / l) } else { Ok(1.0 / curv.lambda_max) }
     }
 }
@@ -340,9 +365,12 @@ pub struct TuneSettings {
     pub pilot_iterations: u64,
     /// Burn-in of each pilot run. Default 200.
     pub pilot_burn_in: u64,
-    /// At most this many (thinned, evenly spaced) draws of a pilot are scored: each costs one
-    /// full gradient. Default 200.
+    /// At most this many (thinned, evenly spaced) draws of each pilot chain are scored: each
+    /// costs one full gradient. Default 200.
     pub scored_draws: usize,
+    /// Independent chains per pilot, their draws pooled for the KSD (so that one lucky or unlucky
+    /// chain does not decide). Default 2.
+    pub pilot_chains: usize,
     /// The IMQ kernel. Default `c = 1, β = −1/2`.
     pub ksd: KsdSettings,
     /// Seed of the pilots. Default 0.
@@ -354,6 +382,9 @@ pub struct TuneSettings {
     pub mode: ModeSettings,
     /// The curvature estimate.
     pub curvature: CurvatureSettings,
+    /// When the winner is the smallest (largest) step tried, the grid is extended by halving
+    /// (doubling) it, at most this many times. Default 6.
+    pub max_extensions: usize,
 }
 
 impl Default for TuneSettings {
@@ -363,11 +394,13 @@ impl Default for TuneSettings {
             pilot_iterations: 2000,
             pilot_burn_in: 200,
             scored_draws: 200,
+            pilot_chains: 2,
             ksd: KsdSettings::default(),
             seed: 0,
             find_mode: true,
             mode: ModeSettings::default(),
             curvature: CurvatureSettings::default(),
+            max_extensions: 6,
         }
     }
 }
@@ -384,6 +417,9 @@ impl TuneSettings {
         if self.scored_draws < 2 {
             return Err(Error::invalid("scored_draws", self.scored_draws, "must be >= 2"));
         }
+        if self.pilot_chains == 0 {
+            return Err(Error::invalid("pilot_chains", self.pilot_chains, "must be >= 1"));
+        }
         RunSettings { n_iter: self.pilot_iterations, burn_in: self.pilot_burn_in, ..Default::default() }.validate()
     }
 }
@@ -395,6 +431,9 @@ pub struct Trial {
     pub step_size: f64,
     /// Its KSD (`None` if it failed).
     pub ksd: Option<f64>,
+    /// The KSD's standard error, from the spread of the pilot chains' separate KSDs (`None` with
+    /// one pilot chain or on failure).
+    pub ksd_se: Option<f64>,
     /// Why it failed (divergence, runaway), if it did.
     pub failure: Option<String>,
     /// Its pilot run and scoring cost.
@@ -414,7 +453,7 @@ pub struct Tuned<S> {
     pub curvature: Curvature,
     /// The mode the pilots started from (start runs there too).
     pub mode: Vec<f64>,
-    /// Every candidate, in the order of [`TuneSettings::factors`].
+    /// Every candidate tried, in increasing step order (grid extensions included).
     pub trials: Vec<Trial>,
     /// Everything spent: mode, curvature, centre, pilots and scoring.
     pub cost: Cost,
@@ -452,31 +491,63 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     cost += curv.cost;
     let centre = sampler.centre_step(model, &mode, &curv, &mut cost)?;
     let scale = whitening(model, &mode, &mut cost)?;
-    let trials: Vec<Trial> = settings
+    let mut trials: Vec<Trial> = settings
         .factors
         .par_iter()
         .enumerate()
         .map(|(i, f)| pilot(model, sampler, &mode, &scale, centre * f, i as u64, settings))
         .collect::<Result<_>>()?;
+    trials.sort_by(|a, b| a.step_size.total_cmp(&b.step_size));
+    let best_of = |trials: &[Trial]| {
+        trials.iter().enumerate().filter_map(|(i, t)| t.ksd.map(|k| (i, k))).min_by(|a, b| a.1.total_cmp(&b.1))
+    };
+    // A winner at an end of the grid is not a minimum: extend the grid by factors of 2 that way.
+    let mut extensions = 0;
+    while extensions < settings.max_extensions {
+        let Some((i, _)) = best_of(&trials) else { break };
+        let step = if i == 0 {
+            trials[0].step_size / 2.0
+        } else if i == trials.len() - 1 {
+            trials[i].step_size * 2.0
+        } else {
+            break;
+        };
+        let t = pilot(model, sampler, &mode, &scale, step, (settings.factors.len() + extensions) as u64, settings)?;
+        if i == 0 {
+            trials.insert(0, t);
+        } else {
+            trials.push(t);
+        }
+        extensions += 1;
+    }
     for t in &trials {
         cost += t.cost;
     }
+    let argmin = best_of(&trials).ok_or(Error::NotConverged {
+        what: "tune",
+        iterations: trials.len() as u64,
+        residual: f64::NAN,
+    })?;
+    let edge = argmin.0 == 0 || argmin.0 == trials.len() - 1;
+    // One-standard-error rule: the smallest step whose KSD is within one standard error of the
+    // smallest KSD (indistinguishable from it, and stabler and less biased).
+    let threshold = argmin.1 + trials[argmin.0].ksd_se.unwrap_or(0.0);
     let best = trials
         .iter()
         .enumerate()
-        .filter_map(|(i, t)| t.ksd.map(|k| (i, k)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .ok_or(Error::NotConverged { what: "tune", iterations: trials.len() as u64, residual: f64::NAN })?;
+        .find_map(|(i, t)| t.ksd.filter(|&k| k <= threshold).map(|k| (i, k)))
+        .unwrap_or(argmin);
     let failed = trials.iter().filter(|t| t.failure.is_some()).count();
     let step = trials[best.0].step_size;
     let reason = format!(
-        "smallest KSD ({:.4e}) of {} candidate steps {:.3e} … {:.3e} around the curvature step {centre:.3e} \
-         (λ_max = {:.4e}); {failed} failed",
+        "KSD {:.4e}, the smallest step within one standard error of the smallest KSD, of {} candidate steps {:.3e} … {:.3e} around the curvature step {centre:.3e} \
+         (λ_max = {:.4e}); {failed} failed; grid extended {extensions} time(s){}",
         best.1,
         trials.len(),
         trials.first().map_or(f64::NAN, |t| t.step_size),
         trials.last().map_or(f64::NAN, |t| t.step_size),
         curv.lambda_max,
+        if edge { "; the winner is still at an end of the grid" } else { "" },
     );
     Ok(Tuned {
         sampler: sampler.with_step_size(step)?,
@@ -508,7 +579,7 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
         n_iter: settings.pilot_iterations,
         burn_in: settings.pilot_burn_in,
         thin,
-        n_chains: 1,
+        n_chains: settings.pilot_chains,
         seed: settings.seed.wrapping_add(index.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
         storage: Storage::Samples,
         parallel: false,
@@ -520,7 +591,13 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
         Err(e) => {
             let root = e.root();
             if matches!(root, Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. } | Error::Runaway { .. }) {
-                return Ok(Trial { step_size: step, ksd: None, failure: Some(e.to_string()), cost: Cost::default() });
+                return Ok(Trial {
+                    step_size: step,
+                    ksd: None,
+                    ksd_se: None,
+                    failure: Some(e.to_string()),
+                    cost: Cost::default(),
+                });
             }
             return Err(e);
         }
@@ -547,10 +624,36 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
     }
     cost.datum_gradients += (n * all.len()) as u64;
     if scores.iter().any(|v: &f64| !v.is_finite()) {
-        return Ok(Trial { step_size: step, ksd: None, failure: Some("non-finite score at a draw".into()), cost });
+        return Ok(Trial {
+            step_size: step,
+            ksd: None,
+            ksd_se: None,
+            failure: Some("non-finite score at a draw".into()),
+            cost,
+        });
     }
     let ksd = ksd_imq(draws.view(), scores.view(), None, settings.ksd)?;
-    Ok(Trial { step_size: step, ksd: Some(ksd), failure: None, cost })
+    let chains = settings.pilot_chains;
+    let ksd_se = if chains > 1 {
+        let per = n / chains;
+        let each: Vec<f64> = (0..chains)
+            .map(|c| {
+                let rows = ndarray::Slice::from(c * per..(c + 1) * per);
+                ksd_imq(
+                    draws.slice_axis(ndarray::Axis(0), rows),
+                    scores.slice_axis(ndarray::Axis(0), rows),
+                    None,
+                    settings.ksd,
+                )
+            })
+            .collect::<Result<_>>()?;
+        let m = each.iter().sum::<f64>() / chains as f64;
+        let var = each.iter().map(|k| (k - m).powi(2)).sum::<f64>() / (chains - 1) as f64;
+        Some((var / chains as f64).sqrt())
+    } else {
+        None
+    };
+    Ok(Trial { step_size: step, ksd: Some(ksd), ksd_se, failure: None, cost })
 }
 
 /// `√(∇²U(θ̂))ⱼⱼ` for each coordinate (d Hessian-vector products): the KSD is computed on
@@ -578,4 +681,212 @@ fn norm(x: &[f64]) -> f64 {
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// One candidate of [`tune_rr`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RrTrial {
+    /// Chain A's step size tried (chain B runs at half of it).
+    pub step_size: f64,
+    /// The first-order difference `π̂_{h/2} − π̂_h` of the means and variances (RMS over them, in
+    /// posterior-sd units), what Richardson–Romberg removes.
+    pub first_order: Option<f64>,
+    /// The estimated remaining (second-order) bias of the extrapolation (RMS, sd units).
+    pub bias: Option<f64>,
+    /// The Monte Carlo error of the extrapolation at the pilot's budget (RMS, sd units), from
+    /// the spread of the pilot's replicates.
+    pub mc_error: Option<f64>,
+    /// Why it failed (divergence, runaway), if it did.
+    pub failure: Option<String>,
+    /// Its pilot cost.
+    pub cost: Cost,
+}
+
+/// What [`tune_rr`] chose, and why.
+#[derive(Debug, Clone)]
+pub struct TunedRr<S> {
+    /// The extrapolation with the chosen step.
+    pub rr: RichardsonRomberg<S>,
+    /// Chain A's chosen step.
+    pub step_size: f64,
+    /// The base sampler's curvature-derived centre.
+    pub centre: f64,
+    /// The curvature at the mode.
+    pub curvature: Curvature,
+    /// The mode the pilots started from.
+    pub mode: Vec<f64>,
+    /// Every candidate, in increasing step order.
+    pub trials: Vec<RrTrial>,
+    /// Everything spent.
+    pub cost: Cost,
+    /// Why the winner won.
+    pub reason: String,
+}
+
+/// Replicates of each Richardson–Romberg pilot (their spread gives the Monte Carlo error).
+const RR_REPLICATES: usize = 4;
+
+/// Chooses the step of a Richardson–Romberg extrapolation from its **bias estimate**, not from a
+/// KSD (the KSD of a signed-weight measure is not comparable across steps).
+///
+/// After the mode, curvature and the base sampler's centre step (as [`tune`]), each candidate
+/// `h = centre × factor` runs a pilot of 4 replicate pairs. For every posterior mean and variance
+/// q (standardised by `1/√(∇²U)ⱼⱼ`), the pilots give the first-order difference
+/// `D_q(h) = π̂_{h/2}(q) − π̂_h(q) ≈ a h/2 + (3/4) b h²`; the slope of `D_q/h` between a candidate
+/// and its next larger neighbour (the next smaller for the largest) gives b there, hence the
+/// extrapolation's remaining bias `−b h²/2` (a local fit: the expansion holds only over a
+/// range of steps). The score of h is the mean over q of that bias² plus the extrapolation's Monte
+/// Carlo variance at the pilot budget (between-replicate variance / 4); the smallest wins.
+///
+/// Errors: as [`tune`]; [`Error::NotConverged`] (`"tune_rr"`) when fewer than two candidates ran
+/// (no fit is possible).
+pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
+    model: &M,
+    rr: &RichardsonRomberg<S>,
+    theta0: &[f64],
+    settings: &TuneSettings,
+) -> Result<TunedRr<S>> {
+    settings.validate()?;
+    check_shape(model)?;
+    check_len("theta0", model.dim(), theta0.len())?;
+    if !all_finite(theta0) {
+        return Err(Error::NonFiniteStart { what: "theta0" });
+    }
+    let mut cost = Cost::default();
+    let mode = if settings.find_mode {
+        let opt = find_mode(model, theta0, &settings.mode)?;
+        cost += opt.cost;
+        opt.theta.to_vec()
+    } else {
+        theta0.to_vec()
+    };
+    let curv = curvature(model, &mode, &settings.curvature)?;
+    cost += curv.cost;
+    let centre = rr.base().centre_step(model, &mode, &curv, &mut cost)?;
+    let scale = whitening(model, &mode, &mut cost)?;
+    let d = mode.len();
+    // Per candidate: (step, D_q, RR estimate per replicate per q) or a failure.
+    type Pilot = (f64, Option<(Vec<f64>, Vec<Vec<f64>>)>, Option<String>, Cost);
+    let mut pilots: Vec<Pilot> = settings
+        .factors
+        .par_iter()
+        .enumerate()
+        .map(|(i, f)| -> Result<Pilot> {
+            let h = centre * f;
+            let r = RichardsonRomberg::with_coupling(rr.base().with_step_size(h)?, rr.coupling());
+            let rs = RunSettings {
+                n_iter: settings.pilot_iterations,
+                burn_in: settings.pilot_burn_in,
+                n_chains: RR_REPLICATES,
+                seed: settings.seed.wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                storage: Storage::Moments,
+                parallel: false,
+                check_model: false,
+                ..Default::default()
+            };
+            let out = match run_rr(model, &r, &mode, &rs) {
+                Ok(out) => out,
+                Err(e)
+                    if matches!(
+                        e.root(),
+                        Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. } | Error::Runaway { .. }
+                    ) =>
+                {
+                    return Ok((h, None, Some(e.to_string()), Cost::default()));
+                }
+                Err(e) => return Err(e),
+            };
+            // Standardised means and variances q.
+            let q = |m: &ndarray::Array1<f64>, v: &ndarray::Array1<f64>| -> Vec<f64> {
+                (0..d).map(|j| m[j] * scale[j]).chain((0..d).map(|j| v[j] * scale[j] * scale[j])).collect()
+            };
+            let fine = q(&out.fine.mean()?, &out.fine.variance()?);
+            let coarse = q(&out.coarse.mean()?, &out.coarse.variance()?);
+            let diff: Vec<f64> = fine.iter().zip(&coarse).map(|(a, b)| a - b).collect();
+            let mut reps = Vec::with_capacity(RR_REPLICATES);
+            for c in 0..RR_REPLICATES {
+                let e = out.replicate(c)?;
+                reps.push(q(&e.mean()?, &e.variance()?));
+            }
+            Ok((h, Some((diff, reps)), None, out.cost - out.setup_cost))
+        })
+        .collect::<Result<_>>()?;
+    pilots.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let ok: Vec<&Pilot> = pilots.iter().filter(|p| p.1.is_some()).collect();
+    if ok.len() < 2 {
+        return Err(Error::NotConverged { what: "tune_rr", iterations: pilots.len() as u64, residual: f64::NAN });
+    }
+    // Per candidate and q, the slope s of D/h between it and its next larger successful
+    // neighbour (the next smaller for the largest): RR bias ≈ −(2/3) s h².
+    let nq = 2 * d;
+    let slope_at = |i: usize| -> Vec<f64> {
+        let j = if i + 1 < ok.len() { i + 1 } else { i - 1 };
+        let (hi, di) = (ok[i].0, &ok[i].1.as_ref().expect("filtered").0);
+        let (hj, dj) = (ok[j].0, &ok[j].1.as_ref().expect("filtered").0);
+        (0..nq).map(|k| (dj[k] / hj - di[k] / hi) / (hj - hi)).collect()
+    };
+    let mut trials = Vec::with_capacity(pilots.len());
+    let mut best: Option<(usize, f64)> = None;
+    let mut ok_index = 0;
+    for (i, (h, data, failure, c)) in pilots.iter().enumerate() {
+        cost += *c;
+        let Some((diff, reps)) = data else {
+            trials.push(RrTrial {
+                step_size: *h,
+                first_order: None,
+                bias: None,
+                mc_error: None,
+                failure: failure.clone(),
+                cost: *c,
+            });
+            continue;
+        };
+        let r = reps.len() as f64;
+        let slopes = slope_at(ok_index);
+        ok_index += 1;
+        let (mut b2, mut v, mut f2) = (0.0, 0.0, 0.0);
+        for k in 0..nq {
+            let bias = 2.0 / 3.0 * slopes[k] * h * h;
+            let mean = reps.iter().map(|x| x[k]).sum::<f64>() / r;
+            let var = reps.iter().map(|x| (x[k] - mean).powi(2)).sum::<f64>() / (r - 1.0) / r;
+            b2 += bias * bias;
+            v += var;
+            f2 += diff[k] * diff[k];
+        }
+        let (b, e) = ((b2 / nq as f64).sqrt(), (v / nq as f64).sqrt());
+        let score = b * b + e * e;
+        if best.is_none_or(|(_, s)| score < s) {
+            best = Some((i, score));
+        }
+        trials.push(RrTrial {
+            step_size: *h,
+            first_order: Some((f2 / nq as f64).sqrt()),
+            bias: Some(b),
+            mc_error: Some(e),
+            failure: None,
+            cost: *c,
+        });
+    }
+    let (bi, score) = best.expect("at least two candidates ran");
+    let step = trials[bi].step_size;
+    let reason = format!(
+        "smallest estimated RMSE {:.3e} (remaining bias {:.3e}, Monte Carlo error {:.3e}, sd units) of {} candidate steps \
+         around the curvature step {centre:.3e} (λ_max = {:.4e}); {} failed",
+        score.sqrt(),
+        trials[bi].bias.unwrap_or(f64::NAN),
+        trials[bi].mc_error.unwrap_or(f64::NAN),
+        trials.len(),
+        curv.lambda_max,
+        trials.iter().filter(|t| t.failure.is_some()).count()
+    );
+    Ok(TunedRr {
+        rr: RichardsonRomberg::with_coupling(rr.base().with_step_size(step)?, rr.coupling()),
+        step_size: step,
+        centre,
+        curvature: curv,
+        mode,
+        trials,
+        cost,
+        reason,
+    })
 }
