@@ -96,6 +96,18 @@ fn ess_rhat(c: &mut Criterion) {
             diagnostics::ess_bulk(v).expect("valid draws") + diagnostics::mcse_mean(v).expect("valid draws")
         })
     });
+    // Before: the same with the former direct autocovariance sums (O(n × lag)), in the same run.
+    group.sample_size(10);
+    group.bench_function(
+        BenchmarkId::from_parameter(format!("direct:ess_bulk+mcse_mean,ar1=0.999,{CHAINS}x100000")),
+        |b| {
+            b.iter(|| {
+                let v = black_box(long.view());
+                diagnostics::direct::ess_bulk(v).expect("valid draws")
+                    + diagnostics::direct::mcse_mean(v).expect("valid draws")
+            })
+        },
+    );
     group.finish();
     let mut group = c.benchmark_group("rhat");
     group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));

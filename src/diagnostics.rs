@@ -47,30 +47,36 @@ fn split(x: &ArrayView2<'_, f64>) -> Array2<f64> {
     Array2::from_shape_fn((2 * m, half), |(c, t)| if c < m { x[[c, t]] } else { x[[c - m, n - half + t]] })
 }
 
-/// Average ranks (1-based, ties averaged) of all entries, in the array's order.
+/// Average ranks (1-based, ties averaged) of all entries, in the array's order. Sorts
+/// (value, position) pairs in place (contiguous, unstable: ties are averaged anyway).
 fn ranks(x: &Array2<f64>) -> Array2<f64> {
-    let flat: Vec<f64> = x.iter().copied().collect();
-    let mut idx: Vec<usize> = (0..flat.len()).collect();
-    idx.sort_by(|&a, &b| flat[a].total_cmp(&flat[b]));
-    let mut r = vec![0.0; flat.len()];
+    let mut pairs: Vec<(f64, usize)> = x.iter().copied().zip(0..).collect();
+    pairs.par_sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    let mut r = vec![0.0; pairs.len()];
     let mut i = 0;
-    while i < idx.len() {
+    while i < pairs.len() {
         let mut j = i;
-        while j + 1 < idx.len() && flat[idx[j + 1]] == flat[idx[i]] {
+        while j + 1 < pairs.len() && pairs[j + 1].0 == pairs[i].0 {
             j += 1;
         }
         let avg = (i + j) as f64 / 2.0 + 1.0;
-        for &k in &idx[i..=j] {
-            r[k] = avg;
+        for p in &pairs[i..=j] {
+            r[p.1] = avg;
         }
         i = j + 1;
     }
     Array2::from_shape_vec(x.dim(), r).expect("same shape")
 }
 
+/// Rank-normalised values (element-wise, in parallel: the result does not depend on threads).
 fn z_scale(x: &Array2<f64>) -> Array2<f64> {
     let s = x.len() as f64;
-    ranks(x).mapv(|r| normal_quantile((r - 0.375) / (s + 0.25)))
+    let mut r = ranks(x);
+    r.as_slice_mut()
+        .expect("standard layout")
+        .par_iter_mut()
+        .for_each(|v| *v = normal_quantile((*v - 0.375) / (s + 0.25)));
+    r
 }
 
 fn median(x: &Array2<f64>) -> f64 {
@@ -98,7 +104,6 @@ fn sample_var(v: impl Iterator<Item = f64> + Clone) -> f64 {
 
 /// Autocovariance at lag t of one chain (divided by n), by the direct sum: O(n) per lag. Kept to
 /// check the FFT version.
-#[cfg(test)]
 fn autocov(c: &[f64], mean: f64, t: usize) -> f64 {
     let n = c.len();
     c[..n - t].iter().zip(&c[t..]).map(|(a, b)| (a - mean) * (b - mean)).sum::<f64>() / n as f64
@@ -680,18 +685,41 @@ const F: [f64; 8] = [
     2.044_263_103_389_939_8e-15,
 ];
 
-#[cfg(test)]
-mod tests {
+/// The former O(n × lag) computations (direct autocovariance sums, evaluated lazily up to the lag
+/// where Geyer's sequence stops), kept as the reference the FFT version is tested and benchmarked
+/// against. Not part of the supported API.
+#[doc(hidden)]
+pub mod direct {
     use super::*;
 
-    /// ESS by the direct autocovariance sums (the former implementation, O(n × lag)).
-    fn ess_raw_direct(x: &Array2<f64>) -> f64 {
+    /// ESS by the direct autocovariance sums.
+    pub(crate) fn ess_raw_direct(x: &Array2<f64>) -> f64 {
         let (m, n) = x.dim();
         let chains: Vec<Vec<f64>> = x.outer_iter().map(|r| r.to_vec()).collect();
         let means: Vec<f64> = chains.iter().map(|c| c.iter().sum::<f64>() / n as f64).collect();
         let mean_acov = |t: usize| chains.iter().zip(&means).map(|(c, &mu)| autocov(c, mu, t)).sum::<f64>() / m as f64;
         ess_from_autocov(m, n, &means, mean_acov).0
     }
+
+    /// [`ess_bulk`](super::ess_bulk) with direct sums.
+    pub fn ess_bulk(draws: ArrayView2<'_, f64>) -> Result<f64> {
+        check_draws(&draws)?;
+        Ok(ess_raw_direct(&z_scale(&split(&draws))))
+    }
+
+    /// [`mcse_mean`](super::mcse_mean) with direct sums.
+    pub fn mcse_mean(draws: ArrayView2<'_, f64>) -> Result<f64> {
+        check_draws(&draws)?;
+        let sd = sample_var(draws.iter().copied()).sqrt();
+        Ok(sd / ess_raw_direct(&split(&draws)).sqrt())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use super::direct::ess_raw_direct;
 
     /// The FFT autocovariances give the same ESS as the direct sums to 1e-12 relative, on the
     /// ArviZ fixture (raw, split, rank-normalised and tail-indicator arrays of each quantity) and
