@@ -43,7 +43,7 @@ fn ess_rhat_mcse_match_arviz() {
         for (k, (o, r)) in ours.iter().zip(expected).enumerate() {
             let rel = (o - r).abs() / r.abs();
             eprintln!("x{j} stat {k}: ours {o:.10} ArviZ {r:.10} (rel {rel:.1e})");
-            assert!(rel < 1e-6, "x{j} statistic {k}: {o} vs ArviZ {r}");
+            assert!(rel < 1e-12, "x{j} statistic {k}: {o} vs ArviZ {r}");
         }
     }
 }
