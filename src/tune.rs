@@ -14,7 +14,7 @@
 //!    `2/λ_max`; for SGHMC's `η = h²` the leapfrog limit is `4/λ_max`); for pSGLD
 //!    `1/λ_max(G^{1/2}∇²U G^{1/2})` with its RMSprop preconditioner G as it settles at the mode;
 //!    for HAMCMC `1/λ_max(H ∇²U)` with the L-BFGS matrix H its warm-up builds at the mode.
-//! 4. **Selection**: pilot runs (2 chains each) from the mode at `centre × factor` for each factor of
+//! 4. **Selection**: pilot runs (4 chains each) from the mode at `centre × factor` for each factor of
 //!    [`TuneSettings::factors`] (default `2⁻⁶ … 2¹`), scored by the kernel Stein discrepancy
 //!    (IMQ kernel) of their draws with **exact** full-data scores, as Gorham & Mackey (NeurIPS
 //!    2015, ICML 2017) chose SGLD step sizes. A pilot that diverges or runs away is recorded as a
@@ -369,7 +369,7 @@ pub struct TuneSettings {
     /// costs one full gradient. Default 200.
     pub scored_draws: usize,
     /// Independent chains per pilot, their draws pooled for the KSD (so that one lucky or unlucky
-    /// chain does not decide). Default 2.
+    /// chain does not decide; their spread gives the KSD's standard error). Default 4.
     pub pilot_chains: usize,
     /// The IMQ kernel. Default `c = 1, β = −1/2`.
     pub ksd: KsdSettings,
@@ -394,7 +394,7 @@ impl Default for TuneSettings {
             pilot_iterations: 2000,
             pilot_burn_in: 200,
             scored_draws: 200,
-            pilot_chains: 2,
+            pilot_chains: 4,
             ksd: KsdSettings::default(),
             seed: 0,
             find_mode: true,
