@@ -117,16 +117,16 @@ fn combined((a, b): (f64, f64)) -> f64 {
     ((a * a + b * b) / 2.0).sqrt()
 }
 
-/// Error of `sampler` (built at `step`) averaged over the evaluation seeds; ∞ if it diverged.
-fn eval_plain<M: Model, S: tune::Tunable>(m: &M, s: &S, step: f64, mode: &[f64], r: &Reference) -> Result<(f64, f64)> {
-    let s = s.with_step_size(step)?;
+/// Errors of `one(seed)`'s estimate averaged over the evaluation seeds; ∞ if a run failed
+/// (diverged or ran away).
+fn eval_seeds(r: &Reference, one: impl Fn(&RunSettings) -> Result<Estimate>) -> Result<(f64, f64)> {
     let (mut a, mut b) = (0.0, 0.0);
     for seed in EVAL_SEEDS {
         let seed = seed + seed_offset();
         let rs = RunSettings { n_iter: N_ITER, burn_in: BURN, seed, check_model: false, ..Default::default() };
-        match run(m, &s, mode, &rs) {
-            Ok(out) => {
-                let (x, y) = errors(&out.estimate, r)?;
+        match one(&rs) {
+            Ok(est) => {
+                let (x, y) = errors(&est, r)?;
                 a += x / EVAL_SEEDS.len() as f64;
                 b += y / EVAL_SEEDS.len() as f64;
             }
@@ -136,22 +136,16 @@ fn eval_plain<M: Model, S: tune::Tunable>(m: &M, s: &S, step: f64, mode: &[f64],
     Ok((a, b))
 }
 
+/// Error of `sampler` at `step`.
+fn eval_plain<M: Model, S: tune::Tunable>(m: &M, s: &S, step: f64, mode: &[f64], r: &Reference) -> Result<(f64, f64)> {
+    let s = s.with_step_size(step)?;
+    eval_seeds(r, |rs| Ok(run(m, &s, mode, rs)?.estimate))
+}
+
+/// Error of SGRRLD at `step`.
 fn eval_rr<M: Model>(m: &M, base: &Sgld, step: f64, mode: &[f64], r: &Reference) -> Result<(f64, f64)> {
     let rr = RichardsonRomberg::new(tune::Tunable::with_step_size(base, step)?);
-    let (mut a, mut b) = (0.0, 0.0);
-    for seed in EVAL_SEEDS {
-        let seed = seed + seed_offset();
-        let rs = RunSettings { n_iter: N_ITER, burn_in: BURN, seed, check_model: false, ..Default::default() };
-        match run_rr(m, &rr, mode, &rs) {
-            Ok(out) => {
-                let (x, y) = errors(&out.estimate, r)?;
-                a += x / EVAL_SEEDS.len() as f64;
-                b += y / EVAL_SEEDS.len() as f64;
-            }
-            Err(_) => return Ok((f64::INFINITY, f64::INFINITY)),
-        }
-    }
-    Ok((a, b))
+    eval_seeds(r, |rs| Ok(run_rr(m, &rr, mode, rs)?.estimate))
 }
 
 struct Row {

@@ -473,24 +473,7 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     theta0: &[f64],
     settings: &TuneSettings,
 ) -> Result<Tuned<S>> {
-    settings.validate()?;
-    check_shape(model)?;
-    check_len("theta0", model.dim(), theta0.len())?;
-    if !all_finite(theta0) {
-        return Err(Error::NonFiniteStart { what: "theta0" });
-    }
-    let mut cost = Cost::default();
-    let mode = if settings.find_mode {
-        let opt = find_mode(model, theta0, &settings.mode)?;
-        cost += opt.cost;
-        opt.theta.to_vec()
-    } else {
-        theta0.to_vec()
-    };
-    let curv = curvature(model, &mode, &settings.curvature)?;
-    cost += curv.cost;
-    let centre = sampler.centre_step(model, &mode, &curv, &mut cost)?;
-    let scale = whitening(model, &mode, &mut cost)?;
+    let Setup { mode, curv, centre, scale, mut cost } = setup(model, sampler, theta0, settings)?;
     let mut trials: Vec<Trial> = settings
         .factors
         .par_iter()
@@ -559,6 +542,44 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         cost,
         reason,
     })
+}
+
+/// What [`tune`] and [`tune_rr`] derive before their pilots.
+struct Setup {
+    mode: Vec<f64>,
+    curv: Curvature,
+    centre: f64,
+    scale: Vec<f64>,
+    cost: Cost,
+}
+
+/// Checks the inputs, then the mode, its curvature, the sampler's centre step and the KSD's
+/// whitening, with their cost.
+fn setup<M: Model + ?Sized, S: Tunable>(
+    model: &M,
+    sampler: &S,
+    theta0: &[f64],
+    settings: &TuneSettings,
+) -> Result<Setup> {
+    settings.validate()?;
+    check_shape(model)?;
+    check_len("theta0", model.dim(), theta0.len())?;
+    if !all_finite(theta0) {
+        return Err(Error::NonFiniteStart { what: "theta0" });
+    }
+    let mut cost = Cost::default();
+    let mode = if settings.find_mode {
+        let opt = find_mode(model, theta0, &settings.mode)?;
+        cost += opt.cost;
+        opt.theta.to_vec()
+    } else {
+        theta0.to_vec()
+    };
+    let curv = curvature(model, &mode, &settings.curvature)?;
+    cost += curv.cost;
+    let centre = sampler.centre_step(model, &mode, &curv, &mut cost)?;
+    let scale = whitening(model, &mode, &mut cost)?;
+    Ok(Setup { mode, curv, centre, scale, cost })
 }
 
 /// One pilot: a run from the mode at `step`, its draws thinned and scored by KSD with exact
@@ -746,24 +767,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     theta0: &[f64],
     settings: &TuneSettings,
 ) -> Result<TunedRr<S>> {
-    settings.validate()?;
-    check_shape(model)?;
-    check_len("theta0", model.dim(), theta0.len())?;
-    if !all_finite(theta0) {
-        return Err(Error::NonFiniteStart { what: "theta0" });
-    }
-    let mut cost = Cost::default();
-    let mode = if settings.find_mode {
-        let opt = find_mode(model, theta0, &settings.mode)?;
-        cost += opt.cost;
-        opt.theta.to_vec()
-    } else {
-        theta0.to_vec()
-    };
-    let curv = curvature(model, &mode, &settings.curvature)?;
-    cost += curv.cost;
-    let centre = rr.base().centre_step(model, &mode, &curv, &mut cost)?;
-    let scale = whitening(model, &mode, &mut cost)?;
+    let Setup { mode, curv, centre, scale, mut cost } = setup(model, rr.base(), theta0, settings)?;
     let d = mode.len();
     // Per candidate: (step, D_q, RR estimate per replicate per q) or a failure.
     type Pilot = (f64, Option<(Vec<f64>, Vec<Vec<f64>>)>, Option<String>, Cost);
