@@ -250,7 +250,7 @@ impl Observer for Tracker<'_> {
             *s += x;
         }
         let k = p.iteration;
-        if k % CHECK_EVERY != 0 {
+        if !k.is_multiple_of(CHECK_EVERY) {
             return Control::Continue;
         }
         let sum = t.sum.clone();

@@ -426,7 +426,7 @@ impl Tracer<'_> {
             return Ok(());
         }
         let k = p.iteration;
-        if k > self.burn_in && (k - self.burn_in) % PRED_THIN == 0 {
+        if k > self.burn_in && (k - self.burn_in).is_multiple_of(PRED_THIN) {
             for (s, &(u, i, _)) in st.pred_sum.iter_mut().zip(&self.tests) {
                 *s += self.pmf.predict(p.position, u, i);
             }

@@ -60,10 +60,17 @@ pub use zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
 
 /// The common imports: `use sgmcmc::prelude::*;`.
 pub mod prelude {
+    pub use crate::tune::{TuneSettings, dispersed_starts, tune};
     pub use crate::{
         ControlVariate, Cost, CvSettings, Error, Estimate, FullGradient, GradientEstimator, LinearGaussian,
-        LogisticRegression, Mala, MalaSettings, Minibatch, Model, Observer, RunOutput, RunSettings, Sampler, Sghmc,
-        SghmcSettings, Sgld, SgldSettings, StepSize, Storage, ZvOrder, resume, run, run_chains, run_chains_observed,
-        run_observed,
+        LogisticRegression, Mala, MalaSettings, Minibatch, ModeSettings, Model, Observer, RunOutput, RunSettings,
+        Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, StepSize, Storage, ZvOrder, check_model, diagnostics,
+        export, find_mode, resume, run, run_chains, run_chains_observed, run_observed,
     };
 }
+
+/// The exact `ndarray` this crate's API uses (arrays in and out): name it as `sgmcmc::ndarray`
+/// so that a different `ndarray` version in your own `Cargo.toml` cannot clash.
+pub use ndarray;
+/// The exact `rand` this crate's API uses (the `Rng` bounds of samplers, [`rng::ChainRng`]).
+pub use rand;

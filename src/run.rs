@@ -276,11 +276,27 @@ pub fn run<M: Model + ?Sized, S: Sampler>(
     run_observed(model, sampler, theta0, settings, &[])
 }
 
-/// As [`run`], with one starting point per chain (`inits.len()` must equal `n_chains`).
-pub fn run_chains<M: Model + ?Sized, S: Sampler>(
+/// As [`run`], with one starting point per chain (`inits.len()` must equal `n_chains`): a slice
+/// of anything that views as `&[f64]` — `&[&[f64]]`, `&Vec<Vec<f64>>`, `&[[f64; D]; C]`, … (see
+/// [`dispersed_starts`](crate::tune::dispersed_starts) for starting points spread around the mode, which R̂ needs).
+///
+/// ```
+/// use sgmcmc::prelude::*;
+///
+/// let model = LinearGaussian::synthetic(500, 3, 1.0, 10.0, 1)?;
+/// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50))?;
+/// let settings = RunSettings { n_iter: 2_000, burn_in: 500, n_chains: 4, ..Default::default() };
+/// let starts = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [-1.0, -1.0, -1.0]];
+/// let out = run_chains(&model, &sgld, &starts, &settings)?;
+/// assert_eq!(out.chains.len(), 4);
+/// let starts: Vec<Vec<f64>> = starts.iter().map(|s| s.to_vec()).collect();
+/// assert!(run_chains(&model, &sgld, &starts, &settings).is_ok());
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
+pub fn run_chains<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
     model: &M,
     sampler: &S,
-    inits: &[&[f64]],
+    inits: &[I],
     settings: &RunSettings,
 ) -> Result<RunOutput<S>> {
     run_chains_observed(model, sampler, inits, settings, &[])
@@ -320,11 +336,12 @@ pub fn run_observed<M: Model + ?Sized, S: Sampler>(
     run_chains_observed(model, sampler, &inits, settings, observers)
 }
 
-/// As [`run_observed`], with one starting point per chain (`inits.len()` must equal `n_chains`).
-pub fn run_chains_observed<M: Model + ?Sized, S: Sampler>(
+/// As [`run_observed`], with one starting point per chain (`inits.len()` must equal `n_chains`;
+/// anything that views as `&[f64]`, as [`run_chains`]).
+pub fn run_chains_observed<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
     model: &M,
     sampler: &S,
-    inits: &[&[f64]],
+    inits: &[I],
     settings: &RunSettings,
     observers: &[&dyn Observer],
 ) -> Result<RunOutput<S>> {
@@ -338,7 +355,7 @@ pub fn run_chains_observed<M: Model + ?Sized, S: Sampler>(
             sampler: sampler.clone(),
             rng: stream(settings.seed, &[c as u64]),
             recorder: None,
-            theta0: inits[c].to_vec(),
+            theta0: inits[c].as_ref().to_vec(),
             iteration: 0,
             started: false,
             wall: Duration::ZERO,
@@ -356,10 +373,11 @@ pub fn run_chains_observed<M: Model + ?Sized, S: Sampler>(
 
 /// Runs [`check_model`](crate::check_model) at each distinct starting point (errors wrapped
 /// with the chain), returning the cost spent (which runs do not count).
-pub(crate) fn check_starts<M: Model + ?Sized>(model: &M, inits: &[&[f64]]) -> Result<Cost> {
+pub(crate) fn check_starts<M: Model + ?Sized, I: AsRef<[f64]>>(model: &M, inits: &[I]) -> Result<Cost> {
     let mut cost = Cost::default();
     for (c, theta) in inits.iter().enumerate() {
-        if inits[..c].contains(theta) {
+        let theta = theta.as_ref();
+        if inits[..c].iter().any(|t| t.as_ref() == theta) {
             continue;
         }
         if theta.len() != model.dim() || !crate::error::all_finite(theta) {
@@ -789,7 +807,7 @@ where
 impl RunSettings {
     /// Whether iteration k (1-based) is recorded: after burn-in, every `thin`-th.
     pub(crate) fn keeps(&self, k: u64) -> bool {
-        k > self.burn_in && (k - self.burn_in) % self.thin == 0
+        k > self.burn_in && (k - self.burn_in).is_multiple_of(self.thin)
     }
 }
 
