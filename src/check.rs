@@ -76,6 +76,15 @@ pub struct ModelCheck {
 /// Errors: the two above; [`Error::DimensionMismatch`], [`Error::NonFiniteStart`] for a bad
 /// `theta`; [`Error::NonFiniteGradient`] (iteration 0) for a non-finite gradient at or near θ;
 /// [`Error::InvalidParameter`] for bad settings.
+///
+/// ```
+/// use sgmcmc::prelude::*;
+///
+/// let model = LogisticRegression::synthetic(1_000, 3, 10.0, 1)?;
+/// let report = check_model(&model, &[0.1, -0.2, 0.3], &sgmcmc::CheckSettings::default())?;
+/// assert!(report.used_potentials && report.data_rel_error.unwrap() < 1e-6);
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
 pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &CheckSettings) -> Result<ModelCheck> {
     check_shape(model)?;
     let d = model.dim();

@@ -84,6 +84,19 @@ impl ControlVariate {
 
     /// Centring by SGD (Baker et al. 2019, §3.4) from `theta0`, then the full gradient there.
     /// The SGD cost is part of the setup cost.
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    /// use sgmcmc::SgdSettings;
+    ///
+    /// let model = LogisticRegression::synthetic(10_000, 5, 10.0, 1)?;
+    /// // SGLD-CV: centre by SGD, then one full gradient there (both in the setup cost).
+    /// let cv = ControlVariate::from_sgd(&model, &[0.0; 5], &SgdSettings::default(), CvSettings::default())?;
+    /// let sgld_cv = Sgld::new(SgldSettings::constant(1e-5), cv)?;
+    /// let out = run(&model, &sgld_cv, &[0.0; 5], &RunSettings { n_iter: 2_000, burn_in: 500, ..Default::default() })?;
+    /// assert!(out.setup_cost.datum_gradients >= 10_000);
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
     pub fn from_sgd<M: Model + ?Sized>(
         model: &M,
         theta0: &[f64],

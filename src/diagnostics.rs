@@ -446,6 +446,18 @@ fn per_chain(est: &Estimate, row: impl Fn(&crate::estimate::Samples) -> Vec<f64>
 /// ([`summarize_weighted`]): with a decreasing step schedule (weights = step sizes) the mean is
 /// [`Estimate::mean`]'s, and MCSE, ESS and R̂ account for the weights; with constant weights this
 /// is [`summarize`] of each coordinate. Errors as [`chains_of`] and [`summarize_weighted`].
+///
+/// ```
+/// use sgmcmc::prelude::*;
+///
+/// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
+/// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100))?;
+/// let out = run(&model, &sgld, &[0.0, 0.0], &RunSettings { n_iter: 4_000, burn_in: 1_000, n_chains: 4, ..Default::default() })?;
+/// for (j, s) in diagnostics::summary(&out.estimate)?.iter().enumerate() {
+///     println!("θ{j}: mean {:.4} sd {:.4} ESS {:.0} R̂ {:.3}", s.mean, s.sd, s.ess_bulk, s.rhat);
+/// }
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
 pub fn summary(est: &Estimate) -> Result<Vec<Summary>> {
     let weights = weights_of(est)?;
     (0..est.dim()).map(|j| summarize_weighted(chains_of(est, |t| t[j])?.view(), weights.view())).collect()

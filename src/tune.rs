@@ -467,6 +467,19 @@ pub struct Tuned<S> {
 /// Errors: invalid settings; those of [`find_mode`], [`curvature`] and the centre rule; a
 /// candidate that fails (diverges, runs away) is recorded, not an error, but
 /// [`Error::NotConverged`] (`"tune"`) is returned when every candidate failed.
+///
+/// ```
+/// use sgmcmc::prelude::*;
+///
+/// let model = LogisticRegression::synthetic(5_000, 3, 10.0, 1)?;
+/// let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50))?;
+/// let settings = TuneSettings { pilot_iterations: 1_000, pilot_burn_in: 200, ..Default::default() };
+/// let tuned = tune(&model, &sgld, &[0.0; 3], &settings)?;
+/// println!("{}", tuned.reason);
+/// let out = run(&model, &tuned.sampler, &tuned.mode, &RunSettings::default())?;
+/// assert!(out.estimate.is_finite());
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
 pub fn tune<M: Model + ?Sized, S: Tunable>(
     model: &M,
     sampler: &S,

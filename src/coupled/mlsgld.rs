@@ -273,6 +273,19 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     ///
     /// Errors: as [`tune::curvature`](crate::tune::curvature) and [`MlSgld::new`];
     /// [`Error::InvalidParameter`] (`horizon`) if the condition number makes m overflow.
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    /// use sgmcmc::{AdaptiveSettings, MlSgld, MlSgldSettings};
+    ///
+    /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
+    /// let mode = model.posterior_mean().to_vec();
+    /// let (ml, _curvature) = MlSgld::sgld_from_curvature(&model, MlSgldSettings::default(), Minibatch::new(50), &mode)?;
+    /// let g = |t: &[f64]| t[0];
+    /// let r = ml.run_adaptive(&model, &g, &AdaptiveSettings { rmse: 0.01, ..Default::default() })?;
+    /// assert!((r.estimate - mode[0]).abs() < 0.05);
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
     pub fn sgld_from_curvature<M: Model + ?Sized>(
         model: &M,
         settings: MlSgldSettings,

@@ -60,6 +60,18 @@ pub type Sgrrhmc<E = Minibatch> = RichardsonRomberg<Sghmc<E>>;
 
 impl<S: Discretisation> RichardsonRomberg<S> {
     /// Extrapolation of `base` (whose schedule gives chain A's steps) with shared increments.
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    /// use sgmcmc::{RichardsonRomberg, run_rr};
+    ///
+    /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
+    /// // SGRRLD: SGLD at γ and γ/2 with shared noise, extrapolated to 2π̂_{γ/2} − π̂_γ.
+    /// let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100))?);
+    /// let out = run_rr(&model, &rr, &[0.0, 0.0], &RunSettings { n_iter: 3_000, burn_in: 500, ..Default::default() })?;
+    /// assert_eq!(out.estimate.mean()?.len(), 2);
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
     pub fn new(base: S) -> Self {
         RichardsonRomberg { base, coupling: NoiseCoupling::Shared }
     }

@@ -63,6 +63,19 @@ pub type PreconditionedSgld<E = Minibatch> = Langevin<PreconditionedKernel, E>;
 impl<E: GradientEstimator> Langevin<PreconditionedKernel, E> {
     /// The sampler with preconditioner G; errors on invalid settings or a G that is not square,
     /// finite and positive definite ([`Error::LinearAlgebra`](crate::Error::LinearAlgebra)).
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    /// use sgmcmc::PreconditionedSgld;
+    ///
+    /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
+    /// // G = the posterior covariance: every direction moves at the same speed.
+    /// let g = model.posterior_covariance().clone();
+    /// let sampler = PreconditionedSgld::new(SgldSettings::constant(0.1), &g, Minibatch::new(100))?;
+    /// let out = run(&model, &sampler, &[0.0, 0.0], &RunSettings { n_iter: 3_000, burn_in: 500, ..Default::default() })?;
+    /// assert!(out.estimate.is_finite());
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
     pub fn new(settings: SgldSettings, preconditioner: &Array2<f64>, estimator: E) -> Result<Self> {
         settings.validate()?;
         let l = crate::linalg::cholesky_lower("preconditioner", preconditioner)?;

@@ -99,6 +99,18 @@ pub type Psgld<E = Minibatch> = Langevin<PsgldKernel, E>;
 
 impl<E: GradientEstimator> Langevin<PsgldKernel, E> {
     /// pSGLD with the given settings and gradient estimator; errors on invalid settings.
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    /// use sgmcmc::{Psgld, PsgldSettings};
+    ///
+    /// let model = LogisticRegression::synthetic(10_000, 5, 10.0, 1)?;
+    /// let settings = PsgldSettings { step_size: StepSize::Constant(1e-7), ..Default::default() };
+    /// let psgld = Psgld::new(settings, Minibatch::new(100))?;
+    /// let out = run(&model, &psgld, &[0.0; 5], &RunSettings { n_iter: 3_000, burn_in: 1_000, ..Default::default() })?;
+    /// assert!(out.estimate.is_finite());
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
     pub fn new(settings: PsgldSettings, estimator: E) -> Result<Self> {
         settings.validate()?;
         Ok(Langevin::with_kernel(PsgldKernel { settings, v: Vec::new(), n_data: 1.0 }, estimator))

@@ -110,6 +110,17 @@ pub type Sghmc<E = Minibatch> = Langevin<SghmcKernel, E>;
 
 impl<E: GradientEstimator> Langevin<SghmcKernel, E> {
     /// SGHMC with the given settings and gradient estimator; errors on invalid settings.
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    ///
+    /// let model = LogisticRegression::synthetic(10_000, 5, 10.0, 1)?;
+    /// // Learning rate η = 1e-6 (time step √η), friction α = 0.1.
+    /// let sghmc = Sghmc::new(SghmcSettings::constant(1e-6, 0.1), Minibatch::new(100))?;
+    /// let out = run(&model, &sghmc, &[0.0; 5], &RunSettings { n_iter: 3_000, burn_in: 1_000, ..Default::default() })?;
+    /// assert!(out.estimate.is_finite());
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
     pub fn new(settings: SghmcSettings, estimator: E) -> Result<Self> {
         settings.validate()?;
         Ok(Langevin::with_kernel(SghmcKernel { settings, v: Vec::new() }, estimator))

@@ -74,6 +74,17 @@ pub type Lmc = Sgld<FullGradient>;
 
 impl<E: GradientEstimator> Langevin<SgldKernel, E> {
     /// SGLD with the given settings and gradient estimator; errors on invalid settings.
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    ///
+    /// let model = LogisticRegression::synthetic(10_000, 5, 10.0, 1)?;
+    /// let sgld = Sgld::new(SgldSettings::constant(1e-5), Minibatch::new(100))?;
+    /// let settings = RunSettings { n_iter: 3_000, burn_in: 1_000, n_chains: 2, ..Default::default() };
+    /// let out = run(&model, &sgld, &[0.0; 5], &settings)?;
+    /// assert_eq!(out.estimate.mean()?.len(), 5);
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
     pub fn new(settings: SgldSettings, estimator: E) -> Result<Self> {
         settings.validate()?;
         Ok(Langevin::with_kernel(SgldKernel { settings }, estimator))
@@ -87,6 +98,16 @@ impl<E: GradientEstimator> Langevin<SgldKernel, E> {
 
 impl Langevin<SgldKernel, FullGradient> {
     /// Full-gradient Langevin (ULA) with the given settings.
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    ///
+    /// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 1)?;
+    /// let lmc = Sgld::lmc(SgldSettings::constant(1e-4))?; // every step a full pass
+    /// let out = run(&model, &lmc, &[0.0, 0.0], &RunSettings { n_iter: 2_000, burn_in: 500, ..Default::default() })?;
+    /// assert_eq!(out.cost.datum_gradients, 500 * 2_001);
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
     pub fn lmc(settings: SgldSettings) -> Result<Self> {
         Self::new(settings, FullGradient::new())
     }
