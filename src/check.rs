@@ -10,6 +10,7 @@
 
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
+use crate::linalg::{dot, norm};
 use crate::model::{Model, check_shape};
 use crate::rng::{fill_standard_normal, stream};
 
@@ -205,12 +206,4 @@ fn compare(part: &'static str, a: f64, fd: f64, tol: f64, typical: f64) -> Resul
         });
     }
     Err(Error::GradientMismatch { part, analytic: a, finite_difference: fd, rel_error: rel })
-}
-
-fn norm(x: &[f64]) -> f64 {
-    x.iter().map(|v| v * v).sum::<f64>().sqrt()
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }

@@ -81,6 +81,16 @@ pub fn symmetric_eigenvalues(what: &'static str, a: &Array2<f64>) -> Result<Arra
     Ok(Array1::from_vec(v))
 }
 
+/// `aᵀb` (crate-internal helper for slices).
+pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// `‖x‖₂` (crate-internal helper for slices).
+pub(crate) fn norm(x: &[f64]) -> f64 {
+    dot(x, x).sqrt()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

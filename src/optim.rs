@@ -8,6 +8,7 @@ use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::{FullGradient, GradientEstimator, Minibatch};
 use crate::lbfgs::Lbfgs;
+use crate::linalg::dot;
 use crate::model::{Model, check_shape};
 use crate::rng::{DEFAULT_SEED, stream};
 use crate::schedule::StepSize;
@@ -130,10 +131,6 @@ impl ModeSettings {
     }
 }
 
-fn dotp(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 /// The posterior mode θ* by L-BFGS on the full potential, from `theta0`.
 ///
 /// Directions come from the crate's one L-BFGS ([`Lbfgs`], two-loop recursion) with the usual
@@ -169,27 +166,27 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
     let mut done = 0;
     for it in 1..=settings.max_iter {
         done = it;
-        let gn = dotp(&g, &g).sqrt();
+        let gn = dot(&g, &g).sqrt();
         if gn <= tol {
             let cost = Cost::gradients(est.n_datum_gradients());
             return Ok(Optimum { theta: x, cost, iterations: it - 1, grad_norm: Some(gn) });
         }
         // dir = −H g, with H⁰ = (sᵀy / yᵀy) I from the newest pair (1/‖g‖ without pairs).
         let scale = match lbfgs.newest() {
-            Some((s, y)) => dotp(s, y) / dotp(y, y),
+            Some((s, y)) => dot(s, y) / dot(y, y),
             None => 1.0 / gn,
         };
         lbfgs.set_initial_scale(scale)?;
         lbfgs.apply_h(&g, &mut dir)?;
         dir.iter_mut().for_each(|q| *q = -*q);
-        let mut dphi0 = dotp(&g, &dir);
+        let mut dphi0 = dot(&g, &dir);
         if dphi0.is_nan() || dphi0 >= 0.0 {
             // Not a descent direction (numerical trouble): restart from steepest descent.
             lbfgs.clear();
             for (q, gi) in dir.iter_mut().zip(&g) {
                 *q = -gi / gn;
             }
-            dphi0 = dotp(&g, &dir);
+            dphi0 = dot(&g, &dir);
         }
         // Line search on φ'(t) = ∇U(x + t·dir)ᵀdir.
         let (mut lo, mut hi, mut t) = (0.0f64, f64::INFINITY, 1.0f64);
@@ -199,7 +196,7 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
                 *xi = x0 + t * di;
             }
             est.estimate(model, &xt, &mut rng, &mut gt);
-            let dphi = dotp(&gt, &dir);
+            let dphi = dot(&gt, &dir);
             if !dphi.is_finite() || !all_finite(&gt) {
                 hi = t;
             } else if dphi.abs() <= 0.9 * dphi0.abs() {
@@ -221,11 +218,11 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
             *si = a - b;
             *yi = ga - gb;
         }
-        if dotp(&s, &y) > 1e-300 {
+        if dot(&s, &y) > 1e-300 {
             lbfgs.push(&s, &y)?;
         }
         std::mem::swap(&mut x, &mut xt);
         std::mem::swap(&mut g, &mut gt);
     }
-    Err(Error::NotConverged { what: "L-BFGS mode search", iterations: done, residual: dotp(&g, &g).sqrt() })
+    Err(Error::NotConverged { what: "L-BFGS mode search", iterations: done, residual: dot(&g, &g).sqrt() })
 }

@@ -34,6 +34,7 @@ use crate::coupled::richardson::{RichardsonRomberg, run_rr};
 use crate::diagnostics::{KsdSettings, ksd_imq};
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::GradientEstimator;
+use crate::linalg::{dot, norm};
 use crate::model::{Model, check_shape};
 use crate::optim::{ModeSettings, find_mode};
 use crate::rng::{fill_standard_normal, stream};
@@ -707,14 +708,6 @@ fn whitening<M: Model + ?Sized>(model: &M, mode: &[f64], cost: &mut Cost) -> Res
     }
     *cost += hess.cost;
     Ok(scale)
-}
-
-fn norm(x: &[f64]) -> f64 {
-    x.iter().map(|v| v * v).sum::<f64>().sqrt()
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// One candidate of [`tune_rr`].
