@@ -8,8 +8,9 @@
 //! 1 … 0.05, log-spaced; the condition number of the posterior at the mode is printed). For each
 //! of SGLD, SGLD-CV (centred at the mode), SGHMC, pSGLD, HAMCMC (minibatches of 100) and SGRRLD:
 //!
-//! 1. **Tuning**, from θ₀ = 0 and the sampler's default settings: [`tune::tune`] (KSD of pilot
-//!    runs, the default grid `2⁻⁶ … 2¹` × the curvature step), and for SGRRLD [`tune::tune_rr`]
+//! 1. **Tuning**, from θ₀ = 0 and the sampler's default settings: [`tune::tune`] (KSD — IMQ plus
+//!    Stein moment terms — of pilot runs on the default grid `2⁻⁶ … 2¹` × the curvature step, the
+//!    winner the minimiser of a fit across the grid), and for SGRRLD [`tune::tune_rr`]
 //!    (its bias estimate). Pilots are as long as the evaluation runs (10 000 iterations, 1 000 of
 //!    burn-in), so that "best" means the same budget. The pilot cost (datum gradients, scoring
 //!    included) is printed.
