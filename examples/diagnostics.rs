@@ -1,9 +1,9 @@
 //! Convergence diagnostics for SGLD and SGLD-CV, and step-size tuning by the kernel Stein
 //! discrepancy (KSD), on Bayesian logistic regression.
 //!
-//! Run with `cargo run --release --example diagnostics` (10–20 s on two cores; add
-//! `--features progress` for a progress line on stderr during the two main runs). The last line of
-//! stdout is `RESULT {json}`, a one-line machine-readable summary.
+//! Run with `cargo run --release --example diagnostics` (TIME; a progress line on stderr
+//! during the two main runs). The last line of stdout is `RESULT {json}`, a one-line
+//! machine-readable summary.
 //!
 //! # Set-up
 //!
@@ -31,16 +31,18 @@
 //! 3 sds out costs SGLD-CV little: its gradient noise grows with ‖θ − θ̂‖² only while the chain
 //! relaxes, in ~1/(γλ_min) ≈ 100 iterations, well within the burn-in.
 //!
-//! The main runs use `run_chains_observed`: one starting point per chain, and (with the
-//! `progress` feature) the library's terminal display as an observer.
+//! The main runs use `run_chains_observed`: one starting point per chain, and the library's
+//! terminal display (`progress::Terminal`) as an observer.
 //!
 //! # How to read the summary tables
 //!
-//! One row per coordinate θ_j (`diagnostics::summary`): mean and sd over all draws; MCSE of the
-//! mean (sd/√ESS_mean); bulk ESS (rank-normalised split chains: precision of the centre of the
+//! One row per coordinate θ_j (`diagnostics::summary_table`, printed as ArviZ's `az.summary`):
+//! mean and sd over all draws; the 94 % highest-density interval; the 5/50/95 % quantiles; MCSE
+//! of the mean (sd/√ESS_mean) and of the sd; bulk ESS (rank-normalised split chains: precision of the centre of the
 //! distribution) and tail ESS (of the 5% and 95% quantile indicators: precision of the tails);
 //! rank-normalised split-R̂. Usual thresholds (Vehtari et al. 2021): R̂ < 1.01 and ESS > 100 per
-//! chain (400 here). On the right: the MAP and the Laplace sd, as a reference for the posterior.
+//! chain (400 here). Below each table: the MAP and the Laplace sds, as a reference for the
+//! posterior.
 //!
 //! These diagnostics measure convergence to the **chain's own stationary law**, not to the
 //! posterior. Both methods pass them easily here, yet SGLD's sds are about 40% too large: at
@@ -104,11 +106,10 @@
 
 use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
-use sgmcmc::diagnostics::{self, KsdSettings, Summary};
+use sgmcmc::diagnostics::{self, KsdSettings};
 use sgmcmc::linalg::{cholesky_lower, spd_inverse, symmetric_eigenvalues};
 use sgmcmc::prelude::*;
 use sgmcmc::rng::{fill_standard_normal, stream};
-#[cfg(feature = "progress")]
 use sgmcmc::run_chains_observed;
 use sgmcmc::{SgdSettings, export};
 use std::path::Path;
@@ -158,8 +159,7 @@ const SGLD_SEED: u64 = 1_000;
 const CV_SEED: u64 = 2_000;
 const GRID_SEED: u64 = 3_000;
 const REF_SEED: u64 = 4_000;
-/// Progress updates every this many iterations (feature `progress` only).
-#[cfg(feature = "progress")]
+/// Progress updates every this many iterations.
 const PROGRESS_EVERY: u64 = 2_000;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -236,15 +236,18 @@ fn main() -> Res<()> {
 
     let kept = (MAIN_ITER - MAIN_BURN) / MAIN_THIN;
     let t = Instant::now();
-    let sum_sgld = diagnostics::summary(&est_sgld)?;
-    let sum_cv = diagnostics::summary(&est_cv)?;
+    let names: Vec<String> = (0..DIM).map(|j| format!("th{j}")).collect();
+    let sum_sgld = diagnostics::summary_table(&est_sgld)?.with_names(&names)?;
+    let sum_cv = diagnostics::summary_table(&est_cv)?.with_names(&names)?;
     let wall_diag = t.elapsed().as_secs_f64();
     for (name, table, wall) in [("SGLD", &sum_sgld, wall_sgld), ("SGLD-CV", &sum_cv, wall_cv)] {
         println!(
             "{name}: gamma = {GAMMA_MAIN:.0e}, {N_CHAINS} chains x {MAIN_ITER} iterations (burn-in {MAIN_BURN}, thin \
              {MAIN_THIN}: {kept} draws per chain), {wall:.1} s"
         );
-        print_summary(table, &map, &sd);
+        println!("{table:.5}");
+        println!("  MAP        {}", fmt_vec(&map));
+        println!("  Laplace sd {}", fmt_vec(&sd));
         println!();
     }
     println!("  (summaries of both runs computed in {wall_diag:.1} s)");
@@ -354,8 +357,9 @@ fn main() -> Res<()> {
     println!("KSD of the SGLD-CV chains (gamma = {GAMMA_MAIN:.0e}): {ksd_cv:.4}");
     println!();
 
-    let min_ess = sum_sgld.iter().chain(&sum_cv).map(|r| r.ess_bulk.min(r.ess_tail)).fold(f64::INFINITY, f64::min);
-    let max_rhat = sum_sgld.iter().chain(&sum_cv).map(|r| r.rhat).fold(0.0f64, f64::max);
+    let min_ess =
+        sum_sgld.rows.iter().chain(&sum_cv.rows).map(|r| r.ess_bulk.min(r.ess_tail)).fold(f64::INFINITY, f64::min);
+    let max_rhat = sum_sgld.rows.iter().chain(&sum_cv.rows).map(|r| r.rhat).fold(0.0f64, f64::max);
     let runtime = t_total.elapsed().as_secs_f64();
     println!("Total {runtime:.1} s");
     println!(
@@ -395,15 +399,9 @@ fn run_from<S: Sampler>(
     inits: &[Vec<f64>],
     settings: &RunSettings,
 ) -> Res<Estimate> {
-    let starts: Vec<&[f64]> = inits.iter().map(Vec::as_slice).collect();
-    let settings = RunSettings { n_chains: starts.len(), ..*settings };
-    #[cfg(feature = "progress")]
+    let settings = RunSettings { n_chains: inits.len(), ..*settings };
     let display = sgmcmc::progress::Terminal::new(PROGRESS_EVERY);
-    #[cfg(feature = "progress")]
-    let observers: Vec<&dyn sgmcmc::Observer> = vec![&display];
-    #[cfg(not(feature = "progress"))]
-    let observers: Vec<&dyn sgmcmc::Observer> = Vec::new();
-    Ok(run_chains_observed(model, sampler, &starts, &settings, &observers)?.estimate)
+    Ok(run_chains_observed(model, sampler, inits, &settings, &[&display])?.estimate)
 }
 
 /// `KSD_PER_CHAIN` evenly spaced draws (and their stored gradient estimates) of every chain,
@@ -442,27 +440,6 @@ fn ksd_std(x: &Array2<f64>, s: &Array2<f64>, sd: &Array1<f64>) -> Res<f64> {
     let xs = x / sd;
     let ss = s * sd;
     Ok(diagnostics::ksd_imq(xs.view(), ss.view(), None, KsdSettings::default())?)
-}
-
-fn print_summary(table: &[Summary], map: &Array1<f64>, sd: &Array1<f64>) {
-    println!(
-        "  {:>5} {:>9} {:>8} {:>9} {:>8} {:>8} {:>6} | {:>9} {:>8}",
-        "", "mean", "sd", "MCSE", "ESS bulk", "ESS tail", "R-hat", "MAP", "Lapl. sd"
-    );
-    for (j, r) in table.iter().enumerate() {
-        println!(
-            "  {:>5} {:>9.5} {:>8.5} {:>9.2e} {:>8.0} {:>8.0} {:>6.3} | {:>9.5} {:>8.5}",
-            format!("th{j}"),
-            r.mean,
-            r.sd,
-            r.mcse_mean,
-            r.ess_bulk,
-            r.ess_tail,
-            r.rhat,
-            map[j],
-            sd[j]
-        );
-    }
 }
 
 fn fmt_vec(v: &Array1<f64>) -> String {

@@ -18,7 +18,6 @@ mod model;
 mod models;
 pub mod observe;
 mod optim;
-#[cfg(feature = "progress")]
 pub mod progress;
 pub mod rng;
 mod run;

@@ -1,4 +1,5 @@
-//! A ready-made terminal progress display (feature `progress`).
+//! A ready-made terminal progress display (always built; the former `progress` feature is a
+//! no-op kept for compatibility).
 
 use crate::observe::{Control, Observer, Progress};
 use std::io::Write;
@@ -10,13 +11,11 @@ use std::sync::Mutex;
 /// (no settings to repeat). Ends the line when every chain is done. Never stops a run.
 ///
 /// ```
-/// # #[cfg(feature = "progress")] {
 /// use sgmcmc::prelude::*;
 /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 7).unwrap();
 /// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100)).unwrap();
 /// let display = sgmcmc::progress::Terminal::new(1_000);
 /// run_observed(&model, &sgld, &[0.0, 0.0], &RunSettings::default(), &[&display]).unwrap();
-/// # }
 /// ```
 #[derive(Debug, Default)]
 pub struct Terminal {

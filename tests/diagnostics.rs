@@ -48,6 +48,70 @@ fn ess_rhat_mcse_match_arviz() {
     }
 }
 
+/// `az.summary(idata, round_to="none")` and numpy's quantiles on the fixture
+/// (`tests/fixtures/arviz_summary.csv`, same script, ArviZ 0.23.4): every column to 1e-12
+/// relative, except R̂, which `az.summary` folds about the unsplit draws' median (see
+/// [`diagnostics::Summary::rhat`]) and is checked against `az.rhat` above.
+#[test]
+fn summary_table_matches_arviz() {
+    let (x, _) = fixture();
+    let reference: Vec<Vec<f64>> = include_str!("fixtures/arviz_summary.csv")
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').skip(1).map(|v| v.parse().unwrap()).collect())
+        .collect();
+    let mut rows = Vec::new();
+    for (j, r) in reference.iter().enumerate() {
+        let a: Array2<f64> = x.index_axis(ndarray::Axis(2), j).to_owned();
+        let s = diagnostics::summarize(a.view()).unwrap();
+        // mean, sd, hdi_3%, hdi_97%, mcse_mean, mcse_sd, ess_bulk, ess_tail, (r_hat), q5, q50, q95
+        let ours =
+            [s.mean, s.sd, s.hdi.0, s.hdi.1, s.mcse_mean, s.mcse_sd, s.ess_bulk, s.ess_tail, s.q05, s.median, s.q95];
+        let theirs = [r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[9], r[10], r[11]];
+        for (k, (o, t)) in ours.iter().zip(&theirs).enumerate() {
+            let rel = (o - t).abs() / t.abs().max(1e-300);
+            eprintln!("x{j} column {k}: ours {o:.12} ArviZ {t:.12} (rel {rel:.1e})");
+            assert!(rel < 1e-12 || (o == t), "x{j} column {k}: {o} vs {t}");
+        }
+        assert!((s.rhat - r[8]).abs() < 1e-3, "R̂ {} vs az.summary {}", s.rhat, r[8]);
+        assert_eq!(diagnostics::hdi(a.view(), diagnostics::HDI_PROB).unwrap(), s.hdi);
+        assert_eq!(diagnostics::quantile(a.view(), 0.95).unwrap(), s.q95);
+        assert_eq!(diagnostics::mcse_sd(a.view()).unwrap(), s.mcse_sd);
+        rows.push(s);
+    }
+    let table = diagnostics::SummaryTable::new(vec!["x0".into(), "x1".into(), "x2".into(), "x3".into()], rows).unwrap();
+    let text = table.to_string();
+    eprintln!("{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5);
+    assert!(lines[0].split_whitespace().eq([
+        "mean",
+        "sd",
+        "hdi_3%",
+        "hdi_97%",
+        "q5%",
+        "q50%",
+        "q95%",
+        "mcse_mean",
+        "mcse_sd",
+        "ess_bulk",
+        "ess_tail",
+        "r_hat"
+    ]));
+    // ArviZ's printed row for x2 (az.summary's default rounding): mean 2.267, sd 1.960,
+    // hdi -1.211 … 5.599, ESS 6 and 41, R̂ 1.87.
+    assert!(lines[3].starts_with("x2"));
+    for cell in ["2.267", "1.960", "-1.211", "5.599", "6", "41", "1.87"] {
+        assert!(lines[3].split_whitespace().any(|c| c == cell), "{cell} missing from {}", lines[3]);
+    }
+    // Columns line up, names checked, precision honoured.
+    assert!(lines.iter().all(|l| l.chars().count() == lines[0].chars().count()));
+    assert!(matches!(table.clone().with_names(&["a"]), Err(Error::DimensionMismatch { .. })));
+    assert!(format!("{table:.6}").contains("2.267465"));
+    assert!(matches!(diagnostics::hdi(Array2::zeros((2, 10)).view(), 1.5), Err(Error::InvalidParameter { .. })));
+    assert!(matches!(diagnostics::quantile(Array2::zeros((2, 10)).view(), -0.1), Err(Error::InvalidParameter { .. })));
+}
+
 #[test]
 fn rhat_flags_chains_that_did_not_mix() {
     let (x, _) = fixture();
@@ -252,19 +316,45 @@ fn summary_uses_the_weights_of_a_polynomial_schedule() {
     // the variance of the weighted means agree within the sampling error of a 59-dof variance
     // estimate (relative sd √(2/59) = 0.18; a 3.5σ band is [0.45, 1.9] for the ratio, widened
     // for the MCSE estimator's own noise to [0.4, 2.2]).
-    let reps: Vec<(f64, f64)> = (0..60u64)
+    // The same for the weighted sd and its MCSE.
+    let reps: Vec<[f64; 4]> = (0..60u64)
         .map(|r| {
             let out = run(&model, &sgld, &[0.0, 0.0], &settings(1000 + r)).unwrap();
             let s = &diagnostics::summary(&out.estimate).unwrap()[0];
-            (s.mean, s.mcse_mean * s.mcse_mean)
+            [s.mean, s.mcse_mean * s.mcse_mean, s.sd, s.mcse_sd * s.mcse_sd]
         })
         .collect();
     let n = reps.len() as f64;
-    let m = reps.iter().map(|r| r.0).sum::<f64>() / n;
-    let var = reps.iter().map(|r| (r.0 - m).powi(2)).sum::<f64>() / (n - 1.0);
-    let mcse2 = reps.iter().map(|r| r.1).sum::<f64>() / n;
-    eprintln!("replicate variance {var:.3e}, mean reported MCSE² {mcse2:.3e}, ratio {:.3}", var / mcse2);
-    assert!((0.4..2.2).contains(&(var / mcse2)), "variance {var} vs MCSE² {mcse2}");
+    for (what, k) in [("mean", 0), ("sd", 2)] {
+        let m = reps.iter().map(|r| r[k]).sum::<f64>() / n;
+        let var = reps.iter().map(|r| (r[k] - m).powi(2)).sum::<f64>() / (n - 1.0);
+        let mcse2 = reps.iter().map(|r| r[k + 1]).sum::<f64>() / n;
+        eprintln!("{what}: replicate variance {var:.3e}, mean reported MCSE² {mcse2:.3e}, ratio {:.3}", var / mcse2);
+        assert!((0.4..2.2).contains(&(var / mcse2)), "{what}: variance {var} vs MCSE² {mcse2}");
+    }
+    // The weighted quantiles are ordered and the weighted HDI is the shortest interval between
+    // draws that holds 94 % of the weight (brute force over all pairs).
+    let x = diagnostics::chains_of(&out.estimate, |t| t[0]).unwrap();
+    let w = diagnostics::weights_of(&out.estimate).unwrap();
+    let s = &table[0];
+    assert!(s.q05 < s.median && s.median < s.q95);
+    let mut pairs: Vec<(f64, f64)> = x.iter().copied().zip(w.iter().copied()).collect();
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = pairs.iter().map(|p| p.1).sum();
+    let mass = |lo: f64, hi: f64| pairs.iter().filter(|p| p.0 >= lo && p.0 <= hi).map(|p| p.1).sum::<f64>();
+    assert!(mass(s.hdi.0, s.hdi.1) >= diagnostics::HDI_PROB * total * (1.0 - 1e-12));
+    let mut shortest = f64::INFINITY;
+    let mut j = 0;
+    for i in 0..pairs.len() {
+        j = j.max(i);
+        while j < pairs.len() && mass(pairs[i].0, pairs[j].0) < diagnostics::HDI_PROB * total {
+            j += 1;
+        }
+        if j < pairs.len() {
+            shortest = shortest.min(pairs[j].0 - pairs[i].0);
+        }
+    }
+    assert!((s.hdi.1 - s.hdi.0 - shortest).abs() <= 1e-12 * shortest, "{:?} vs width {shortest}", s.hdi);
     // Mismatched weights and zero weights are typed errors.
     let x = Array2::<f64>::zeros((2, 10));
     assert!(matches!(
