@@ -19,8 +19,9 @@
 //!    of their draws with **exact** full-data scores, as Gorham & Mackey (NeurIPS 2015, ICML
 //!    2017) chose SGLD step sizes; the kernel is their IMQ plus linear Stein moment terms
 //!    ([`TuneSettings::moment_weight`]) so that errors in the posterior variances count. A pilot
-//!    that diverges or runs away is recorded as a failure. If the smallest KSD is at an end of the grid, the grid is extended that way by
-//!    factors of 2 (at most [`TuneSettings::max_extensions`] times). The winner is the minimiser
+//!    that diverges or runs away is recorded as a failure. The grid is extended by factors of 2
+//!    until two scored candidates lie on each side of the smallest KSD (at most
+//!    [`TuneSettings::max_extensions`] times, never above a step that failed). The winner is the minimiser
 //!    of a smooth model fitted to every candidate's discrepancy, `D²(h) ≈ a/h + b·h² + c` (the
 //!    pilot's squared Monte Carlo error falls like `1/h`, its squared bias grows like `h²`, `c`
 //!    is the floor of a finite number of scored draws), clamped to the grid; when the fit is not
@@ -398,8 +399,9 @@ pub struct TuneSettings {
     pub mode: ModeSettings,
     /// The curvature estimate.
     pub curvature: CurvatureSettings,
-    /// When the winner is the smallest (largest) step tried, the grid is extended by halving
-    /// (doubling) it, at most this many times. Default 6.
+    /// While fewer than two scored candidates lie below (above) the smallest KSD, the grid is
+    /// extended by halving its smallest (doubling its largest) step, at most this many times.
+    /// Default 6.
     pub max_extensions: usize,
 }
 
@@ -517,14 +519,19 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     let best_of = |trials: &[Trial]| {
         trials.iter().enumerate().filter_map(|(i, t)| t.ksd.map(|k| (i, k))).min_by(|a, b| a.1.total_cmp(&b.1))
     };
-    // A winner at an end of the grid is not a minimum: extend the grid by factors of 2 that way.
+    // The fit needs the minimum bracketed: extend the grid by factors of 2 until two scored
+    // candidates lie on each side of the smallest KSD (never above a step that failed).
     let mut extensions = 0;
     while extensions < settings.max_extensions {
         let Some((i, _)) = best_of(&trials) else { break };
-        let step = if i == 0 {
+        let below = trials[..i].iter().filter(|t| t.ksd.is_some()).count();
+        let above = trials[i + 1..].iter().filter(|t| t.ksd.is_some()).count();
+        let top_failed = trials.last().is_some_and(|t| t.ksd.is_none());
+        let down = below < 2;
+        let step = if down {
             trials[0].step_size / 2.0
-        } else if i == trials.len() - 1 {
-            trials[i].step_size * 2.0
+        } else if above < 2 && !top_failed {
+            trials[trials.len() - 1].step_size * 2.0
         } else {
             break;
         };
@@ -537,7 +544,7 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
             (settings.factors.len() + extensions) as u64,
             settings,
         )?;
-        if i == 0 {
+        if down {
             trials.insert(0, t);
         } else {
             trials.push(t);
