@@ -416,6 +416,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut refs = Vec::new();
     let mut budgets = Vec::new();
     for (ni, &n) in N_VALUES.iter().enumerate() {
+        eprintln!("  [progress] {:.0} s: N = {n}, MALA reference", t_total.elapsed().as_secs_f64());
         let x = full.features().slice(s![..n, ..]).to_owned();
         let y = Array1::from_vec(full.labels()[..n].to_vec());
         let model = LogisticRegression::new(&x, &y, PRIOR_VAR)?;
@@ -434,6 +435,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 
         let mut picked: Vec<Chosen> = Vec::with_capacity(2);
         for (method, name) in METHODS.iter().enumerate() {
+            eprintln!("  [progress] {:.0} s: N = {n}, tuning {name}", t_total.elapsed().as_secs_f64());
             let t = Instant::now();
             let mut etas = coarse.clone();
             let mut results = cells(&model, method, ni, &etas, TUNE_CHAINS, TUNE_SEED, &r, budget)?;

@@ -713,6 +713,7 @@ fn compare(p: &Problem) -> Res<(String, Vec<(usize, f64)>)> {
     let mut tuned = Vec::new();
     let mut constrained = Vec::new();
     for m in Method::all() {
+        eprintln!("  [progress] D = {}: tuning {m:?} ({:.0} s into tuning)", p.dim, t_tune.elapsed().as_secs_f64());
         let (b, c) = tune(p, m)?;
         tuned.push(b);
         constrained.push(c);
@@ -722,7 +723,8 @@ fn compare(p: &Problem) -> Res<(String, Vec<(usize, f64)>)> {
     // ---- report runs: serial, the methods interleaved so that load from other processes hits
     // them alike ----
     let mut reports: Vec<Vec<Chain>> = vec![Vec::new(); tuned.len()];
-    for &seed in &REPORT_SEEDS {
+    for (k, &seed) in REPORT_SEEDS.iter().enumerate() {
+        eprintln!("  [progress] D = {}: report seed {}/{}", p.dim, k + 1, REPORT_SEEDS.len());
         for (cfg, chains) in tuned.iter().zip(reports.iter_mut()) {
             chains.push(run_config(p, cfg, seed, true)?);
         }

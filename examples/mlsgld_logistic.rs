@@ -195,6 +195,7 @@ fn adaptive<E: SubsampledDiscretisation, G: Fn(&[f64]) -> f64 + Sync>(
 ) -> Res<Option<Adaptive>> {
     let (mut cost, mut sampling, mut levels, mut estimates, mut est_mse) = (0.0, 0.0, 0.0, Vec::new(), 0.0);
     for seed in seeds {
+        eprintln!("  [progress] adaptive ML-SGLD, seed {seed}");
         let ml = make(seed)?;
         let r = match ml.run_adaptive(model, g, target) {
             Ok(r) => r,
@@ -317,6 +318,7 @@ struct Row {
 
 fn part2_one(x: &Array2<f64>, y: &Array1<f64>, n: usize) -> Res<Row> {
     let t0 = Instant::now();
+    eprintln!("  [progress] N = {n}: MALA reference and ML-SGLD");
     let (model, map) = model_of(x, y, n)?;
     let g = g_of(map.clone());
     let reference = mala_reference(&model, &map, &g, n)?;

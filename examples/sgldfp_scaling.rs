@@ -233,6 +233,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut laplace_traces = Vec::with_capacity(N_GRID);
     let mut method_seconds = [0.0f64; 4];
     for (i, &n) in n_grid.iter().enumerate() {
+        eprintln!("  [progress] {:.0} s: N = {n} ({}/{})", t_total.elapsed().as_secs_f64(), i + 1, n_grid.len());
         let x = features.slice(s![..n, ..]).to_owned();
         let y = Array1::from_vec(labels[..n].to_vec());
         let delta = largest_eigenvalue_gram(&x);

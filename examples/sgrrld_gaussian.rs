@@ -166,6 +166,12 @@ fn main() -> Res<()> {
     let mut eq_rows = Vec::new();
     let mut walls = Vec::new();
     for (gi, &gamma) in GAMMAS.iter().enumerate() {
+        eprintln!(
+            "  [progress] {:.0} s: gamma = {gamma:e} ({}/{})",
+            t_total.elapsed().as_secs_f64(),
+            gi + 1,
+            GAMMAS.len()
+        );
         let sgld = Sgld::new(SgldSettings::constant(gamma), Minibatch::new(BATCH))?;
         let plain = run_plain(&model, &sgld, &inits, PLAIN_ITER, PLAIN_BURN, seed(1, gi))?;
         let rr = run_extrapolated(&model, &Sgrrld::new(sgld.clone()), &inits, RR_ITER, RR_BURN, seed(2, gi))?;
@@ -291,6 +297,12 @@ fn main() -> Res<()> {
     let mut hmc_rows = Vec::new();
     let mut rrhmc_rows = Vec::new();
     for (gi, &eta) in GAMMAS.iter().enumerate() {
+        eprintln!(
+            "  [progress] {:.0} s: SGHMC eta = {eta:e} ({}/{})",
+            t_total.elapsed().as_secs_f64(),
+            gi + 1,
+            GAMMAS.len()
+        );
         let h = eta.sqrt();
         let c = SGHMC_ALPHA / h;
         let sghmc = Sghmc::new(SghmcSettings::constant(eta, SGHMC_ALPHA), Minibatch::new(BATCH))?;
@@ -340,6 +352,7 @@ fn main() -> Res<()> {
     );
     let mut multi = Vec::new();
     for (di, &d) in MULTI_DIMS.iter().enumerate() {
+        eprintln!("  [progress] {:.0} s: d = {d} ({}/{})", t_total.elapsed().as_secs_f64(), di + 1, MULTI_DIMS.len());
         let m =
             LinearGaussian::synthetic_scaled(N_DATA, d, DESIGN_VAR.sqrt(), NOISE_VAR, PRIOR_VAR, DATA_SEED + d as u64)?;
         let lambda_max = symmetric_eigenvalues("posterior precision", m.posterior_precision())?

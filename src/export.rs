@@ -66,6 +66,22 @@ fn io(path: &Path, e: impl std::fmt::Display) -> Error {
 /// stored, `gradients.npy` (chain, draw, dim) into `dir` (created if missing); returns the paths.
 ///
 /// Errors: as [`draws_array`]; [`Error::Io`] if a file cannot be written.
+///
+/// ```
+/// use sgmcmc::prelude::*;
+///
+/// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 3)?;
+/// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50))?;
+/// let settings = RunSettings { n_iter: 2_000, burn_in: 500, n_chains: 2, ..Default::default() };
+/// let out = run(&model, &sgld, &[0.0, 0.0], &settings)?;
+/// let dir = std::env::temp_dir().join("sgmcmc_write_npy_doc");
+/// let files = export::write_npy(&dir, &out.estimate)?;
+/// // In Python: draws = np.load(".../draws.npy"); az.from_dict(posterior={"theta": draws})
+/// let back = export::read_npy3(&files[0])?;
+/// assert_eq!(back.dim(), (2, 1_500, 2));
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
 pub fn write_npy(dir: impl AsRef<Path>, est: &Estimate) -> Result<Vec<PathBuf>> {
     let dir = dir.as_ref();
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;

@@ -600,6 +600,12 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
 /// Using every candidate smooths the pilots' noise, which on flat stretches of the curve
 /// otherwise decides the winner.
 fn discrepancy_fit_minimiser(points: &[(f64, f64)], h_ref: f64) -> Option<f64> {
+    discrepancy_fit_minimiser_p(points, h_ref, 2)
+}
+
+/// As [`discrepancy_fit_minimiser`] with the bias term `b·h^p` (`p = 4` for an extrapolation
+/// that removes the first-order bias): minimiser `(a/(p b))^{1/(p+1)}`.
+fn discrepancy_fit_minimiser_p(points: &[(f64, f64)], h_ref: f64, p: i32) -> Option<f64> {
     if points.len() < 4 {
         return None;
     }
@@ -611,7 +617,7 @@ fn discrepancy_fit_minimiser(points: &[(f64, f64)], h_ref: f64) -> Option<f64> {
         if !(y > 0.0 && y.is_finite()) {
             continue;
         }
-        let row = [1.0 / x / y, x * x / y, 1.0 / y];
+        let row = [1.0 / x / y, x.powi(p) / y, 1.0 / y];
         for i in 0..3 {
             atb[i] += row[i];
             for j in 0..3 {
@@ -626,7 +632,7 @@ fn discrepancy_fit_minimiser(points: &[(f64, f64)], h_ref: f64) -> Option<f64> {
     }
     let lo = points.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
     let hi = points.iter().map(|p| p.0).fold(0.0, f64::max);
-    Some((h_ref * (a / (2.0 * b)).cbrt()).clamp(lo, hi))
+    Some((h_ref * (a / (p as f64 * b)).powf(1.0 / (p as f64 + 1.0))).clamp(lo, hi))
 }
 
 /// What [`tune`] and [`tune_rr`] derive before their pilots.
@@ -712,21 +718,8 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
     let mut cost = out.cost - out.setup_cost;
     let mut draws = out.estimate.stacked_draws()?;
     let n = draws.nrows();
-    let d = draws.ncols();
-    let all: Vec<usize> = (0..model.n_data()).collect();
-    let mut scores = Array2::zeros((n, d));
-    let mut tmp = vec![0.0; d];
-    let mut g = vec![0.0; d];
-    for (i, row) in draws.outer_iter().enumerate() {
-        let x = row.to_vec();
-        model.grad_data_sum(&x, &all, &mut g);
-        model.grad_prior(&x, &mut tmp);
-        for j in 0..d {
-            scores[[i, j]] = -(g[j] + tmp[j]);
-        }
-    }
-    cost.datum_gradients += (n * all.len()) as u64;
-    if scores.iter().any(|v: &f64| !v.is_finite()) {
+    cost.datum_gradients += (n * model.n_data()) as u64;
+    let Some(mut scores) = exact_scores(model, draws.view()) else {
         return Ok(Trial {
             step_size: step,
             ksd: None,
@@ -734,7 +727,7 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
             failure: Some("non-finite score at a draw".into()),
             cost,
         });
-    }
+    };
     // The Stein moment terms on the raw draws, then the IMQ KSD on whitened coordinates
     // x'ⱼ = (xⱼ − θ̂ⱼ)·√Hⱼⱼ, whose scores are sⱼ/√Hⱼⱼ.
     let chains = settings.pilot_chains;
@@ -813,6 +806,18 @@ impl Laplace {
         scores: ndarray::ArrayView2<'_, f64>,
         mode: &[f64],
     ) -> f64 {
+        moments_norm2(&self.moment_vectors(draws, scores, mode))
+    }
+
+    /// The vectors `(m, M_diag)` of [`moment_discrepancy2`](Self::moment_discrepancy2). Both are
+    /// linear in the sample's measure (`M_jj − 1` is), so those of a signed combination of samples
+    /// are the same combination of theirs.
+    fn moment_vectors(
+        &self,
+        draws: ndarray::ArrayView2<'_, f64>,
+        scores: ndarray::ArrayView2<'_, f64>,
+        mode: &[f64],
+    ) -> (Vec<f64>, Vec<f64>) {
         let (n, d) = draws.dim();
         let mut m = vec![0.0; d];
         let mut mm = vec![0.0; d];
@@ -828,14 +833,33 @@ impl Laplace {
             }
         }
         let n = n as f64;
-        let total: f64 = (0..d)
-            .map(|j| {
-                let sd = self.sd[j];
-                (m[j] / (n * sd)).powi(2) + (0.5 * (mm[j] / (n * sd * sd) + 1.0)).powi(2)
-            })
-            .sum();
-        total / d as f64
+        let means = (0..d).map(|j| m[j] / (n * self.sd[j])).collect();
+        let seconds = (0..d).map(|j| mm[j] / (n * self.sd[j] * self.sd[j]) + 1.0).collect();
+        (means, seconds)
     }
+}
+
+/// `Σⱼ (m_j² + M_jj²/4)/d` of moment vectors `(m, M_diag)`.
+fn moments_norm2((m, mm): &(Vec<f64>, Vec<f64>)) -> f64 {
+    m.iter().zip(mm).map(|(a, b)| a * a + 0.25 * b * b).sum::<f64>() / m.len() as f64
+}
+
+/// Exact scores `−∇U` (full data, prior included) at each row of `draws`; `None` if one is not
+/// finite.
+fn exact_scores<M: Model + ?Sized>(model: &M, draws: ndarray::ArrayView2<'_, f64>) -> Option<Array2<f64>> {
+    let (n, d) = draws.dim();
+    let all: Vec<usize> = (0..model.n_data()).collect();
+    let mut scores = Array2::zeros((n, d));
+    let (mut g, mut tmp) = (vec![0.0; d], vec![0.0; d]);
+    for (i, row) in draws.outer_iter().enumerate() {
+        let x = row.to_vec();
+        model.grad_data_sum(&x, &all, &mut g);
+        model.grad_prior(&x, &mut tmp);
+        for j in 0..d {
+            scores[[i, j]] = -(g[j] + tmp[j]);
+        }
+    }
+    scores.iter().all(|v| v.is_finite()).then_some(scores)
 }
 
 impl Laplace {
@@ -923,6 +947,10 @@ pub struct RrTrial {
     /// The Monte Carlo error of the extrapolation at the pilot's budget (RMS, sd units), from
     /// the spread of the pilot's replicates.
     pub mc_error: Option<f64>,
+    /// The Stein moment discrepancy of the extrapolated (signed) measure `2 π̂_{h/2} − π̂_h`
+    /// pooled over the replicates (RMS over coordinates of the mean and sd errors, sd units;
+    /// see [`TuneSettings::moment_weight`]): what the step is chosen on.
+    pub discrepancy: Option<f64>,
     /// Why it failed (divergence, runaway), if it did.
     pub failure: Option<String>,
     /// Its pilot cost.
@@ -953,21 +981,27 @@ pub struct TunedRr<S> {
 /// Replicates of each Richardson–Romberg pilot (their spread gives the Monte Carlo error).
 const RR_REPLICATES: usize = 4;
 
-/// Chooses the step of a Richardson–Romberg extrapolation from its **bias estimate**, not from a
-/// KSD (the KSD of a signed-weight measure is not comparable across steps).
+/// Chooses the step of a Richardson–Romberg extrapolation from an estimate of its error, not from
+/// its IMQ KSD (the KSD of a signed-weight measure is not comparable across steps).
 ///
 /// After the mode, curvature and the base sampler's centre step (as [`tune`]), each candidate
-/// `h = centre × factor` runs a pilot of 4 replicate pairs. For every posterior mean and variance
-/// q (standardised by `1/√(∇²U)ⱼⱼ`), the pilots give the first-order difference
-/// `D_q(h) = π̂_{h/2}(q) − π̂_h(q) ≈ a h/2 + (3/4) b h²`; the slope of `D_q/h` between a candidate
-/// and its next larger neighbour (the next smaller for the largest) gives b there, hence the
-/// extrapolation's remaining bias `−b h²/2` (a local fit: the expansion holds only over a
-/// range of steps). The score of h is the mean over q of that bias² plus the extrapolation's Monte
-/// Carlo variance at the pilot budget (between-replicate variance / 4); the smallest wins. Each
-/// replicate starts from its own draw of the Laplace approximation `N(θ̂, ∇²U(θ̂)⁻¹)` (the same
-/// draws for every candidate), so that their spread also shows what a pilot too short for its
-/// step has not forgotten of its start; from one common start, replicates that have not mixed
-/// agree with each other and the Monte Carlo error would look small.
+/// `h = centre × factor` runs a pilot of 4 replicate pairs, each from its own draw of the Laplace
+/// approximation `N(θ̂, ∇²U(θ̂)⁻¹)` (the same draws for every candidate, so that what a pilot
+/// too short for its step has not forgotten of its start shows). The step is chosen on the
+/// **Stein moment discrepancy of the extrapolated measure** `2 π̂_{h/2} − π̂_h`: the moment
+/// identities of [`TuneSettings::moment_weight`] are linear in the measure, so the signed
+/// combination's are the same combination of the two chains' (exact scores at the thinned
+/// draws), and they estimate the extrapolation's errors of each mean and sd in posterior sds —
+/// remaining bias, Monte Carlo error and what has not relaxed together. The winner minimises
+/// `D²(h) ≈ a/h + b·h⁴ + c` fitted to all candidates (the extrapolation removes the first-order
+/// bias), clamped to the grid; the smallest discrepancy when the fit is not convex.
+///
+/// Each [`RrTrial`] also records the bias estimate of the first-order differences
+/// `D_q(h) = π̂_{h/2}(q) − π̂_h(q) ≈ a h/2 + (3/4) b h²` of the standardised means and variances q
+/// (remaining bias `−b h²/2` from the slope of `D_q/h` to the next candidate) and the replicates'
+/// Monte Carlo error. Chosen on those alone, the step came out up to 4× too small on the
+/// ill-conditioned posterior of the `tune_logistic` example: a pilot whose chains have not
+/// relaxed has small differences and a small spread.
 ///
 /// Errors: as [`tune`]; [`Error::NotConverged`] (`"tune_rr"`) when fewer than two candidates ran
 /// (no fit is possible).
@@ -980,8 +1014,11 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     let Setup { mode, curv, centre, scale, laplace, mut cost } = setup(model, rr.base(), theta0, settings)?;
     let d = mode.len();
     let starts = laplace.draws(&mode, RR_REPLICATES, settings.seed)?;
-    // Per candidate: (step, D_q, RR estimate per replicate per q) or a failure.
-    type Pilot = (f64, Option<(Vec<f64>, Vec<Vec<f64>>)>, Option<String>, Cost);
+    // Per candidate: (step, (D_q, RR estimate per replicate per q, RR Stein moment discrepancy²))
+    // or a failure.
+    type Pilot = (f64, Option<(Vec<f64>, Vec<Vec<f64>>, f64)>, Option<String>, Cost);
+    let kept = settings.pilot_iterations - settings.pilot_burn_in;
+    let thin = (kept / settings.scored_draws as u64).max(1);
     let mut pilots: Vec<Pilot> = settings
         .factors
         .par_iter()
@@ -996,11 +1033,12 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
                     n_iter: settings.pilot_iterations,
                     burn_in: settings.pilot_burn_in,
                     n_chains: 1,
+                    thin,
                     seed: settings
                         .seed
                         .wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
                         .wrapping_add((k as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)),
-                    storage: Storage::Moments,
+                    storage: Storage::Samples,
                     parallel: false,
                     check_model: false,
                     ..Default::default()
@@ -1027,8 +1065,24 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
             let coarse = q(&crate::Estimate::combine(outs.iter().map(|o| o.coarse.clone()))?)?;
             let diff: Vec<f64> = fine.iter().zip(&coarse).map(|(a, b)| a - b).collect();
             let reps = outs.iter().map(|o| q(&o.estimate)).collect::<Result<Vec<_>>>()?;
-            let spent = outs.iter().fold(Cost::default(), |c, o| c + (o.cost - o.setup_cost));
-            Ok((h, Some((diff, reps)), None, spent))
+            let mut spent = outs.iter().fold(Cost::default(), |c, o| c + (o.cost - o.setup_cost));
+            // The Stein moment vectors of the extrapolated measure 2·π̂_{h/2} − π̂_h (linear in the
+            // measure), averaged over the replicates, with exact scores at the thinned draws.
+            let (mut m, mut mm) = (vec![0.0; d], vec![0.0; d]);
+            for o in &outs {
+                for (w, e) in [(2.0, &o.fine), (-1.0, &o.coarse)] {
+                    let x = e.stacked_draws()?;
+                    spent.datum_gradients += (x.nrows() * model.n_data()) as u64;
+                    let Some(sc) = exact_scores(model, x.view()) else {
+                        return Ok((h, None, Some("non-finite score at a draw".into()), spent));
+                    };
+                    let (a, b) = laplace.moment_vectors(x.view(), sc.view(), &mode);
+                    let r = RR_REPLICATES as f64;
+                    m.iter_mut().zip(&a).for_each(|(m, a)| *m += w * a / r);
+                    mm.iter_mut().zip(&b).for_each(|(m, b)| *m += w * b / r);
+                }
+            }
+            Ok((h, Some((diff, reps, moments_norm2(&(m, mm)))), None, spent))
         })
         .collect::<Result<_>>()?;
     pilots.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -1050,12 +1104,13 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     let mut ok_index = 0;
     for (i, (h, data, failure, c)) in pilots.iter().enumerate() {
         cost += *c;
-        let Some((diff, reps)) = data else {
+        let Some((diff, reps, moments)) = data else {
             trials.push(RrTrial {
                 step_size: *h,
                 first_order: None,
                 bias: None,
                 mc_error: None,
+                discrepancy: None,
                 failure: failure.clone(),
                 cost: *c,
             });
@@ -1074,25 +1129,31 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
             f2 += diff[k] * diff[k];
         }
         let (b, e) = ((b2 / nq as f64).sqrt(), (v / nq as f64).sqrt());
-        let score = b * b + e * e;
-        if best.is_none_or(|(_, s)| score < s) {
-            best = Some((i, score));
+        if best.is_none_or(|(_, s)| *moments < s) {
+            best = Some((i, *moments));
         }
         trials.push(RrTrial {
             step_size: *h,
             first_order: Some((f2 / nq as f64).sqrt()),
             bias: Some(b),
             mc_error: Some(e),
+            discrepancy: Some(moments.sqrt()),
             failure: None,
             cost: *c,
         });
     }
     let (bi, score) = best.expect("at least two candidates ran");
-    let step = trials[bi].step_size;
+    let scored: Vec<(f64, f64)> = trials.iter().filter_map(|t| t.discrepancy.map(|k| (t.step_size, k))).collect();
+    let (step, how) = match discrepancy_fit_minimiser_p(&scored, trials[bi].step_size, 4) {
+        Some(h) => (h, "the minimiser of D²(h) ≈ a/h + b·h⁴ + c fitted to all candidates"),
+        None => (trials[bi].step_size, "the candidate with the smallest discrepancy (no convex fit)"),
+    };
     let reason = format!(
-        "smallest estimated RMSE {:.3e} (remaining bias {:.3e}, Monte Carlo error {:.3e}, sd units) of {} candidate steps \
-         around the curvature step {centre:.3e} (λ_max = {:.4e}); {} failed",
+        "step {step:.4e}: {how}; smallest Stein moment discrepancy of the extrapolation {:.3e} (sd units) at {:.3e} \
+         (estimated remaining bias there {:.3e}, Monte Carlo error {:.3e}), of {} candidate steps around the curvature \
+         step {centre:.3e} (λ_max = {:.4e}); {} failed",
         score.sqrt(),
+        trials[bi].step_size,
         trials[bi].bias.unwrap_or(f64::NAN),
         trials[bi].mc_error.unwrap_or(f64::NAN),
         trials.len(),
