@@ -4,8 +4,8 @@
 //! of about two passes over the data (SGD to find a centre θ̂, then the full gradient there), the
 //! cost of SGLD-CV to a fixed accuracy does not grow with N, while SGLD's grows about linearly.
 //!
-//! Run with `cargo run --release --example cv_cost_scaling`: about 100 s of CPU time (a minute on
-//! two idle cores; the MALA reference at N = 10⁵ and the SGLD runs there take most of it).
+//! Run with `cargo run --release --example cv_cost_scaling`: 61 s wall, 119 s CPU (measured 2026-11-23 on an idle 2-core machine; longer when it is shared;
+//! the MALA reference at N = 10⁵ and the SGLD runs there take most of it). Stage lines on stderr.
 //!
 //! Model: Bayesian logistic regression, d = 5, prior N(0, 10 I), one synthetic data set of 10⁵
 //! rows ([`LogisticRegression::synthetic`]) truncated to N = 10³, 10⁴, 10⁵. Minibatches of n = 50

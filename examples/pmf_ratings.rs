@@ -1,9 +1,9 @@
 //! SGLD and SGLD-CV on Bayesian probabilistic matrix factorisation (PMF): held-out RMSE against
 //! cost and wall time, in the setting of Baker et al. (2019), §5.2 (MovieLens-100k-sized data).
 //!
-//! Run with `cargo run --release --example pmf_ratings` (synthetic data, about 30–45 s on two
-//! shared cores), or `cargo run --release --example pmf_ratings -- path/to/u.data` for a ratings file in
-//! the MovieLens `u.data` format (`user item rating [timestamp]` per line; the step sizes were tuned
+//! Run with `cargo run --release --example pmf_ratings` (synthetic data; 24 s wall and CPU on an
+//! idle 2-core machine), or `cargo run --release --example pmf_ratings -- path/to/u.data` for a
+//! ratings file in the MovieLens `u.data` format (`user item rating [timestamp]` per line; the step sizes were tuned
 //! on the synthetic set only). The last line of stdout is `RESULT {json}`, a one-line
 //! machine-readable summary; an SVG plot of RMSE against cost is written to
 //! `target/pmf_ratings.svg`.

@@ -1,7 +1,8 @@
 //! Quickstart: SGLD and SGHMC on a synthetic Bayesian logistic regression with N = 100 000 data
 //! and d = 10 parameters, checked against the MAP and the Laplace approximation.
 //!
-//! Run with `cargo run --release --example quickstart` (a few seconds). The last line of stdout
+//! Run with `cargo run --release --example quickstart` (3.3 s wall, 6.4 s CPU on an idle 2-core
+//! machine, once built). The last line of stdout
 //! is `RESULT {json}`, a one-line machine-readable summary.
 //!
 //! Tuning, in brief. The Hessian of the potential at the MAP has eigenvalues in about

@@ -3,8 +3,8 @@
 //! the chain mean θ̄ₙ of LMC, SGLDFP, SGLD and SGD lands from the posterior mode θ* as the number
 //! of data N grows, when the step size shrinks like 1/N and the run length grows like N.
 //!
-//! Run with `cargo run --release --example sgldfp_scaling`: about 75 s of CPU time (40 s on two
-//! idle cores), nearly all of it in the full-gradient LMC runs.
+//! Run with `cargo run --release --example sgldfp_scaling`: 29 s wall, 56 s CPU (measured 2026-11-23 on an idle 2-core machine; longer when it is shared),
+//! nearly all of it in the full-gradient LMC runs. Stage lines on stderr.
 //!
 //! Setup, as in the paper: Bayesian logistic regression in d = 2 without intercept, covariates
 //! xᵢ ~ N(0, I₂), prior N(0, I), labels simulated from the model (here from a true θ with

@@ -1,7 +1,7 @@
 //! Step sizes chosen with no hand-set value (`sgmcmc::tune`), checked against a fine grid.
 //!
-//! Run with `cargo run --release --example tune_logistic [seed offset]` (about 80 s on two
-//! cores). The optional offset shifts every seed of the tuner, the reference and the evaluation.
+//! Run with `cargo run --release --example tune_logistic [seed offset]` (74–89 s wall, 107 s
+//! CPU on an idle 2-core machine). The optional offset shifts every seed of the tuner, the reference and the evaluation.
 //!
 //! Two logistic regressions with N = 10 000, d = 20 (seeded synthetic data, prior N(0, 10 I)):
 //! **well-conditioned** (features N(0, 1)) and **ill-conditioned** (feature columns scaled by

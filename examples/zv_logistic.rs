@@ -2,7 +2,8 @@
 //! variance the zero-variance control variates remove, and how that depends on the data size N
 //! (Baker, Fearnhead, Fox & Nemeth 2019, §4, Theorem 2 and Fig. 2).
 //!
-//! Run with `cargo run --release --example zv_logistic` (about 30 s on two cores). The last line
+//! Run with `cargo run --release --example zv_logistic` (8 s wall, 16 s CPU on an idle 2-core
+//! machine). The last line
 //! of stdout is `RESULT {json}`, a one-line machine-readable summary.
 //!
 //! # What is reproduced

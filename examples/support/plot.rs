@@ -87,10 +87,24 @@ fn log_range(lo: f64, hi: f64, pad: f64) -> (f64, f64) {
     (10f64.powf(a - w), 10f64.powf(b + w))
 }
 
-/// A tick label: `1e3` for powers of ten, else three significant digits.
-fn tick(v: &f64) -> String {
-    let e = v.log10();
-    if (e - e.round()).abs() < 1e-9 { format!("1e{}", e.round() as i32) } else { format!("{v:.2e}") }
+/// Tick labels for a log axis spanning `decades`: `1e3` for powers of ten; on an axis of a
+/// decade or more, `2e3` and `5e3` too and no label elsewhere (so that labels do not overlap);
+/// on a shorter axis, three significant digits.
+fn tick(decades: f64) -> impl Fn(&f64) -> String {
+    move |v: &f64| {
+        let e = v.log10().floor();
+        let mantissa = v / 10f64.powf(e);
+        let near = |m: f64| (mantissa - m).abs() < 1e-6 * m;
+        if near(1.0) || near(10.0) {
+            format!("1e{}", v.log10().round() as i32)
+        } else if decades < 1.0 {
+            format!("{v:.2e}")
+        } else if near(2.0) || near(5.0) {
+            format!("{}e{}", mantissa.round() as i32, e as i32)
+        } else {
+            String::new()
+        }
+    }
 }
 
 /// The legend corner that covers the fewest data: points and interpolated line points are
@@ -171,8 +185,8 @@ pub fn loglog_svg(
         .configure_mesh()
         .x_desc(x_label)
         .y_desc(y_label)
-        .x_label_formatter(&tick)
-        .y_label_formatter(&tick)
+        .x_label_formatter(&tick((x_hi / x_lo).log10()))
+        .y_label_formatter(&tick((y_hi / y_lo).log10()))
         .light_line_style(RGBColor(235, 235, 235))
         .draw()?;
 
