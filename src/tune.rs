@@ -889,18 +889,30 @@ impl Laplace {
 /// `∇²U(θ)` for the full data set, column by column from d Hessian-vector products, symmetrised.
 fn dense_hessian<M: Model + ?Sized>(model: &M, theta: &[f64], cost: &mut Cost) -> Result<Array2<f64>> {
     let d = theta.len();
-    let mut hess = Hessian::new(model, theta);
     let mut h = Array2::zeros((d, d));
+    hessian_columns(model, theta, cost, |j, col| h.column_mut(j).iter_mut().zip(col).for_each(|(h, c)| *h = *c))?;
+    Ok((&h + &h.t()) * 0.5)
+}
+
+/// Calls `f(j, ∇²U(θ) eⱼ)` for each column j, from d Hessian-vector products (cost added).
+fn hessian_columns<M: Model + ?Sized>(
+    model: &M,
+    theta: &[f64],
+    cost: &mut Cost,
+    mut f: impl FnMut(usize, &[f64]),
+) -> Result<()> {
+    let d = theta.len();
+    let mut hess = Hessian::new(model, theta);
     let mut e = vec![0.0; d];
     let mut col = vec![0.0; d];
     for j in 0..d {
         e[j] = 1.0;
         hess.apply(&e, &mut col)?;
         e[j] = 0.0;
-        h.column_mut(j).iter_mut().zip(&col).for_each(|(h, c)| *h = *c);
+        f(j, &col);
     }
     *cost += hess.cost;
-    Ok((&h + &h.t()) * 0.5)
+    Ok(())
 }
 
 /// `√(∇²U(θ̂))ⱼⱼ` for each coordinate (from d Hessian-vector products): the IMQ KSD is computed
@@ -919,17 +931,8 @@ fn whitening<M: Model + ?Sized>(model: &M, mode: &[f64], cost: &mut Cost) -> Res
         };
         return Ok((scale, laplace));
     }
-    let mut hess = Hessian::new(model, mode);
-    let mut e = vec![0.0; d];
-    let mut out = vec![0.0; d];
     let mut scale = vec![0.0; d];
-    for j in 0..d {
-        e[j] = 1.0;
-        hess.apply(&e, &mut out)?;
-        e[j] = 0.0;
-        scale[j] = diag_of(out[j]).sqrt();
-    }
-    *cost += hess.cost;
+    hessian_columns(model, mode, cost, |j, col| scale[j] = diag_of(col[j]).sqrt())?;
     let laplace = Laplace { sd: scale.iter().map(|s| 1.0 / s).collect(), cov: None };
     Ok((scale, laplace))
 }
