@@ -426,7 +426,7 @@ fn exact_scores(model: &LogisticRegression, full: &FullGradient, x: &Array2<f64>
             || full.clone(),
             |g, i| {
                 let mut out = vec![0.0; d];
-                g.eval(model, &x.row(i).to_vec(), &mut out);
+                g.eval(model, &x.row(i).to_vec(), &mut out).unwrap();
                 out
             },
         )

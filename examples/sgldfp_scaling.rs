@@ -148,7 +148,7 @@ fn sgd_runs(
         let mut g = vec![0.0; theta.len()];
         let mut moments = Moments::new(theta.len());
         for k in 1..=n_iter {
-            est.estimate(model, &theta, &mut rng, &mut g);
+            est.estimate(model, &theta, &mut rng, &mut g).unwrap();
             for (t, gi) in theta.iter_mut().zip(&g) {
                 *t -= gamma * gi;
             }

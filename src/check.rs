@@ -109,8 +109,8 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
     let mut gp = vec![0.0; d];
     let mut gd = vec![0.0; d];
     let eval = |x: &[f64], gp: &mut [f64], gd: &mut [f64], cost: &mut Cost| -> Result<()> {
-        model.grad_prior(x, gp);
-        model.grad_data_sum(x, &idx, gd);
+        model.try_grad_prior(x, gp)?;
+        model.try_grad_data_sum(x, &idx, gd)?;
         cost.datum_gradients += b as u64;
         if !all_finite(gp) || !all_finite(gd) {
             return Err(Error::NonFiniteGradient { iteration: 0 });

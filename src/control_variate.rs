@@ -137,12 +137,12 @@ impl ControlVariate {
             // One pass that yields every per-datum gradient; their sum is the data part of ∇U(θ̂).
             let mut cache = vec![0.0; n * d];
             for (i, row) in cache.chunks_exact_mut(d).enumerate() {
-                model.grad_data_sum(centre, &[i], row);
+                model.try_grad_data_sum(centre, &[i], row)?;
                 for (f, r) in full_grad.iter_mut().zip(row.iter()) {
                     *f += r;
                 }
             }
-            model.grad_prior(centre, &mut prior_grad);
+            model.try_grad_prior(centre, &mut prior_grad)?;
             for (f, p) in full_grad.iter_mut().zip(&prior_grad) {
                 *f += p;
             }
@@ -150,8 +150,8 @@ impl ControlVariate {
             Some(cache)
         } else {
             let mut rng = crate::rng::stream(0, &[0]);
-            full.estimate(model, centre, &mut rng, &mut full_grad);
-            model.grad_prior(centre, &mut prior_grad);
+            full.estimate(model, centre, &mut rng, &mut full_grad)?;
+            model.try_grad_prior(centre, &mut prior_grad)?;
             setup.datum_gradients += full.n_datum_gradients();
             None
         };
@@ -195,9 +195,10 @@ impl GradientEstimator for ControlVariate {
         self.sub.draw(rng);
     }
 
-    fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) {
+    fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) -> Result<()> {
         let ControlVariate { centre, sub, buf_hat, buf_prior, count } = self;
-        *count += cv_eval(centre, model, theta, sub.indices(), out, buf_hat, buf_prior);
+        *count += cv_eval(centre, model, theta, sub.indices(), out, buf_hat, buf_prior)?;
+        Ok(())
     }
 
     fn n_datum_gradients(&self) -> u64 {
@@ -210,6 +211,7 @@ impl GradientEstimator for ControlVariate {
 }
 
 /// The control-variate formula on the index multiset `idx`; returns the datum gradients used.
+#[inline]
 fn cv_eval<M: Model + ?Sized>(
     c: &Centre,
     model: &M,
@@ -218,9 +220,9 @@ fn cv_eval<M: Model + ?Sized>(
     out: &mut [f64],
     buf_hat: &mut [f64],
     buf_prior: &mut [f64],
-) -> u64 {
+) -> Result<u64> {
     let mut used = idx.len() as u64;
-    model.grad_data_sum(theta, idx, out);
+    model.try_grad_data_sum(theta, idx, out)?;
     match &c.cache {
         Some(cache) => {
             let d = c.theta_hat.len();
@@ -232,18 +234,18 @@ fn cv_eval<M: Model + ?Sized>(
             }
         }
         None => {
-            model.grad_data_sum(&c.theta_hat, idx, buf_hat);
+            model.try_grad_data_sum(&c.theta_hat, idx, buf_hat)?;
             used += idx.len() as u64;
         }
     }
-    model.grad_prior(theta, buf_prior);
+    model.try_grad_prior(theta, buf_prior)?;
     let scale = c.n_data as f64 / idx.len() as f64;
     for ((((o, h), p), fg), pg) in
         out.iter_mut().zip(buf_hat.iter()).zip(buf_prior.iter()).zip(&c.full_grad).zip(&c.prior_grad)
     {
         *o = fg + (p - pg) + scale * (*o - h);
     }
-    used
+    Ok(used)
 }
 
 impl crate::gradient::SubsampledEstimator for ControlVariate {
@@ -256,8 +258,9 @@ impl crate::gradient::SubsampledEstimator for ControlVariate {
         self.sub.draw_into(rng, out);
     }
 
-    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         let ControlVariate { centre, buf_hat, buf_prior, count, .. } = self;
-        *count += cv_eval(centre, model, theta, idx, out, buf_hat, buf_prior);
+        *count += cv_eval(centre, model, theta, idx, out, buf_hat, buf_prior)?;
+        Ok(())
     }
 }

@@ -65,6 +65,17 @@ pub enum Error {
         /// The limit.
         limit: u64,
     },
+    /// A table an estimator keeps (SAGA's per-datum gradients) does not fit: above the limit
+    /// set on it, or the allocation itself failed. Nothing was allocated.
+    #[error("{what} needs {needed} bytes: {}", limit.map_or_else(|| "the allocation failed".to_string(), |l| format!("above its memory limit of {l} bytes")))]
+    OutOfMemory {
+        /// What needed the memory.
+        what: &'static str,
+        /// The bytes it needs (saturated at `u64::MAX`).
+        needed: u64,
+        /// The limit it exceeded; `None` if the allocator refused.
+        limit: Option<u64>,
+    },
     /// Multilevel SGLD's level-0 paths have not relaxed: the mean of `g` at the end of the
     /// horizon differs from its mean at half the horizon by more than three standard errors, and
     /// the exponential extrapolation of `g(θ₀)`, `g(T/2)`, `g(T)` to the finest level's horizon
@@ -139,6 +150,20 @@ pub enum Error {
     NonFinitePotential {
         /// The iteration (1-based; 0 means the initial state) at which it was computed.
         iteration: u64,
+    },
+    /// A model's gradient computation failed: an automatic-differentiation engine returned an
+    /// error (shape mismatch, backend failure, ...) through the fallible path
+    /// [`Model::try_grad_data_sum`](crate::Model::try_grad_data_sum) /
+    /// [`Model::try_grad_prior`](crate::Model::try_grad_prior).
+    #[error("the model's `{method}` failed{}: {message}", at_iteration(*iteration))]
+    ModelFailure {
+        /// The [`Model`](crate::Model) method that failed.
+        method: &'static str,
+        /// The sampler's iteration when it failed (1-based; 0 is `init`), when a sampler
+        /// called it; `None` when called outside a sampler step.
+        iteration: Option<u64>,
+        /// The engine's own message.
+        message: String,
     },
     /// The sampler needs a method of [`Model`](crate::Model) that the model does not provide.
     #[error("the model does not implement `{method}`, which {needed_by} requires")]
@@ -277,9 +302,30 @@ impl Error {
         }
     }
 
+    /// A [`ModelFailure`](Error::ModelFailure) raised outside a sampler step: what an adapter
+    /// returns from [`Model::try_grad_data_sum`](crate::Model::try_grad_data_sum).
+    pub fn model_failure(method: &'static str, message: impl std::fmt::Display) -> Self {
+        Error::ModelFailure { method, iteration: None, message: message.to_string() }
+    }
+
+    /// Stamps a [`ModelFailure`](Error::ModelFailure) that carries no iteration with `iteration`;
+    /// other errors are returned unchanged.
+    pub(crate) fn at_iteration(self, iteration: u64) -> Self {
+        match self {
+            Error::ModelFailure { method, iteration: None, message } => {
+                Error::ModelFailure { method, iteration: Some(iteration), message }
+            }
+            other => other,
+        }
+    }
+
     pub(crate) fn invalid(name: &'static str, value: impl std::fmt::Display, reason: &'static str) -> Self {
         Error::InvalidParameter { name, value: value.to_string(), reason }
     }
+}
+
+fn at_iteration(iteration: Option<u64>) -> String {
+    iteration.map_or_else(String::new, |k| format!(" at iteration {k}"))
 }
 
 /// The crate's result type.

@@ -31,13 +31,23 @@ pub trait GradientEstimator: Clone + Send + Sync {
 
     /// Writes the estimate at `theta` on the current draw into `out` (overwriting it).
     /// Allocates nothing.
-    fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]);
+    ///
+    /// Errors: only those of the model's fallible gradient path
+    /// ([`Error::ModelFailure`](crate::Error::ModelFailure)); built-in estimators check nothing
+    /// else here (the sampler checks finiteness).
+    fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) -> Result<()>;
 
     /// [`resample`](Self::resample) then [`eval`](Self::eval).
     #[inline]
-    fn estimate<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, theta: &[f64], rng: &mut R, out: &mut [f64]) {
+    fn estimate<M: Model + ?Sized, R: Rng + ?Sized>(
+        &mut self,
+        model: &M,
+        theta: &[f64],
+        rng: &mut R,
+        out: &mut [f64],
+    ) -> Result<()> {
         self.resample(rng);
-        self.eval(model, theta, out);
+        self.eval(model, theta, out)
     }
 
     /// Datum-gradient evaluations made by this estimator's estimates so far (one-off setup
@@ -116,13 +126,14 @@ impl GradientEstimator for FullGradient {
     #[inline]
     fn resample<R: Rng + ?Sized>(&mut self, _rng: &mut R) {}
 
-    fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) {
-        model.grad_data_sum(theta, &self.all, out);
-        model.grad_prior(theta, &mut self.scratch);
+    fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) -> Result<()> {
+        model.try_grad_data_sum(theta, &self.all, out)?;
+        model.try_grad_prior(theta, &mut self.scratch)?;
         for (o, s) in out.iter_mut().zip(&self.scratch) {
             *o += s;
         }
         self.count += self.all.len() as u64;
+        Ok(())
     }
 
     fn n_datum_gradients(&self) -> u64 {
@@ -325,14 +336,15 @@ impl GradientEstimator for Minibatch {
     }
 
     #[inline]
-    fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) {
-        model.grad_data_sum(theta, self.sub.indices(), out);
-        model.grad_prior(theta, &mut self.scratch);
+    fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) -> Result<()> {
+        model.try_grad_data_sum(theta, self.sub.indices(), out)?;
+        model.try_grad_prior(theta, &mut self.scratch)?;
         let scale = self.sub.scale();
         for (o, s) in out.iter_mut().zip(&self.scratch) {
             *o = scale * *o + s;
         }
         self.count += self.sub.batch_size() as u64;
+        Ok(())
     }
 
     fn n_datum_gradients(&self) -> u64 {
@@ -354,7 +366,7 @@ pub trait SubsampledEstimator: GradientEstimator {
 
     /// Writes the estimate at `theta` on the index multiset `idx` (each `< N`, non-empty) into
     /// `out`. Counts its cost like [`eval`](GradientEstimator::eval). Allocates nothing.
-    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]);
+    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()>;
 }
 
 impl SubsampledEstimator for Minibatch {
@@ -368,14 +380,15 @@ impl SubsampledEstimator for Minibatch {
     }
 
     #[inline]
-    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) {
-        model.grad_data_sum(theta, idx, out);
-        model.grad_prior(theta, &mut self.scratch);
+    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        model.try_grad_data_sum(theta, idx, out)?;
+        model.try_grad_prior(theta, &mut self.scratch)?;
         let scale = model.n_data() as f64 / idx.len() as f64;
         for (o, s) in out.iter_mut().zip(&self.scratch) {
             *o = scale * *o + s;
         }
         self.count += idx.len() as u64;
+        Ok(())
     }
 }
 

@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod ad;
 mod check;
 pub mod checkpoint;
 mod control_variate;
@@ -24,6 +25,7 @@ mod run;
 mod samplers;
 mod schedule;
 mod taylor;
+mod variance_reduced;
 pub mod tune;
 mod zv;
 
@@ -49,12 +51,14 @@ pub use run::{
     run_chains_observed, run_observed,
 };
 pub use samplers::{
-    Discretisation, Hamcmc, HamcmcSettings, Langevin, LangevinKernel, Lmc, Mala, MalaSettings, Metric,
-    PreconditionedKernel, PreconditionedSgld, Psgld, PsgldKernel, PsgldSettings, Sampler, Sghmc, SghmcKernel,
-    SghmcSettings, Sgld, SgldKernel, SgldSettings, SubsampledDiscretisation,
+    CyclicalKernel, CyclicalSettings, CyclicalSgld, Discretisation, Hamcmc, HamcmcSettings, Langevin, LangevinKernel,
+    Lmc, Mala, MalaSettings, Metric, PreconditionedKernel, PreconditionedSgld, Psgld, PsgldKernel, PsgldSettings,
+    Sampler, Sghmc, SghmcKernel, SghmcSettings, Sgld, SgldKernel, SgldSettings, Sgnht, SgnhtKernel, SgnhtSettings,
+    SubsampledDiscretisation,
 };
 pub use schedule::StepSize;
 pub use taylor::Taylor;
+pub use variance_reduced::{Saga, Svrg};
 pub use zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
 
 /// The common imports: `use sgmcmc::prelude::*;`.

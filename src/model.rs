@@ -29,6 +29,17 @@ use crate::error::{Error, Result};
 ///   products, needed by the Taylor gradient estimator of ML-SGLD; default
 ///   [`Error::Unsupported`].
 ///
+/// # Fallible gradients
+///
+/// Samplers and estimators call [`try_grad_prior`](Model::try_grad_prior) and
+/// [`try_grad_data_sum`](Model::try_grad_data_sum), whose defaults call the infallible methods
+/// and return `Ok`. A model whose gradient can fail (an automatic-differentiation engine, as
+/// in the adapters of features `candle` and `forward-ad`) overrides them to return
+/// [`Error::ModelFailure`](crate::Error::ModelFailure) with the engine's message; the sampler
+/// stamps it with the iteration and the run with the chain, and stops. Such a model's infallible
+/// methods should fill `out` with NaN on failure (a sampler would then report a non-finite
+/// gradient), never panic.
+///
 /// Models take `&self` and are `Sync`, so many chains can share one model across threads.
 ///
 /// ```
@@ -66,6 +77,23 @@ pub trait Model: Sync {
     /// `idx` may repeat indices (minibatches drawn with replacement): a repeated index counts
     /// as many times as it appears. Every index is `< n_data()`.
     fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]);
+
+    /// [`grad_prior`](Model::grad_prior), for models whose gradient can fail: what samplers and
+    /// estimators call. Default: `grad_prior` and `Ok`.
+    #[inline]
+    fn try_grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
+        self.grad_prior(theta, out);
+        Ok(())
+    }
+
+    /// [`grad_data_sum`](Model::grad_data_sum), for models whose gradient can fail (errors:
+    /// [`Error::ModelFailure`](crate::Error::ModelFailure)): what samplers and estimators call.
+    /// Default: `grad_data_sum` and `Ok`.
+    #[inline]
+    fn try_grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.grad_data_sum(theta, idx, out);
+        Ok(())
+    }
 
     /// The prior potential `U₀(θ)`, or `None` if the model does not provide it (the default).
     fn potential_prior(&self, theta: &[f64]) -> Option<f64> {

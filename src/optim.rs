@@ -83,7 +83,7 @@ pub fn sgd<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &SgdSettings)
     let mut theta = theta0.to_vec();
     let mut g = vec![0.0; theta.len()];
     for k in 1..=iters {
-        est.estimate(model, &theta, &mut rng, &mut g);
+        est.estimate(model, &theta, &mut rng, &mut g).map_err(|e| e.at_iteration(k))?;
         if !all_finite(&g) {
             return Err(Error::NonFiniteGradient { iteration: k });
         }
@@ -156,7 +156,7 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
     let tol = settings.grad_tol * (model.n_data() as f64 + 1.0);
     let mut x = theta0.to_vec();
     let mut g = vec![0.0; d];
-    est.estimate(model, &x, &mut rng, &mut g);
+    est.estimate(model, &x, &mut rng, &mut g).map_err(|e| e.at_iteration(0))?;
     if !all_finite(&g) {
         return Err(Error::NonFiniteGradient { iteration: 0 });
     }
@@ -195,7 +195,7 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
             for ((xi, x0), di) in xt.iter_mut().zip(&x).zip(&dir) {
                 *xi = x0 + t * di;
             }
-            est.estimate(model, &xt, &mut rng, &mut gt);
+            est.estimate(model, &xt, &mut rng, &mut gt)?;
             let dphi = dot(&gt, &dir);
             if !dphi.is_finite() || !all_finite(&gt) {
                 hi = t;

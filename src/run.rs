@@ -551,7 +551,8 @@ impl<S: Sampler> Unit for ChainUnit<S> {
             s.step(model, &mut self.rng)?;
             self.runaway.check(k, s.position(), settings.runaway_factor)?;
             self.iteration = k;
-            if settings.keeps(k) {
+            // A weight of exactly 0 marks a draw the sampler does not keep (cSGLD's exploration).
+            if settings.keeps(k) && s.weight() != 0.0 {
                 rec.record(s.position(), s.weight(), s.gradient(), s.cost().datum_gradients);
             }
         }

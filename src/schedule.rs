@@ -23,6 +23,15 @@ pub enum StepSize {
         /// Decay exponent `c ≥ 0`.
         c: f64,
     },
+    /// Cosine cycles (Zhang et al., ICLR 2020): `γ_k = γ₀/2 · (cos(π r(k)) + 1)` with
+    /// `r(k) = ((k − 1) mod L) / L`. For the full cyclical method (exploration and sampling
+    /// stages, only sampling draws kept) use [`CyclicalSgld`](crate::CyclicalSgld).
+    Cyclical {
+        /// The largest step `γ₀ > 0` (at the start of each cycle).
+        gamma0: f64,
+        /// The cycle length `L ≥ 1` in iterations.
+        cycle_len: u64,
+    },
 }
 
 impl Default for StepSize {
@@ -55,17 +64,28 @@ impl StepSize {
                 check_non_negative(name, c)
                     .map_err(|_| Error::invalid(name, c, "decay exponent c must be finite and >= 0"))
             }
+            StepSize::Cyclical { gamma0, cycle_len } => {
+                check_positive(name, gamma0)?;
+                if cycle_len == 0 {
+                    return Err(Error::invalid(name, cycle_len, "cycle length must be >= 1"));
+                }
+                Ok(())
+            }
         }
     }
 
     /// `γ_k` for the 1-based iteration `k` (k = 0 is treated as k = 1).
     #[inline]
     pub fn at(&self, k: u64) -> f64 {
-        let k = k.max(1) as f64;
+        let kf = k.max(1) as f64;
         match *self {
             StepSize::Constant(g) => g,
-            StepSize::Polynomial { gamma1, alpha } => gamma1 * k.powf(-alpha),
-            StepSize::Shifted { a, b, c } => a * (b + k).powf(-c),
+            StepSize::Polynomial { gamma1, alpha } => gamma1 * kf.powf(-alpha),
+            StepSize::Shifted { a, b, c } => a * (b + kf).powf(-c),
+            StepSize::Cyclical { gamma0, cycle_len } => {
+                let r = ((k.max(1) - 1) % cycle_len.max(1)) as f64 / cycle_len.max(1) as f64;
+                0.5 * gamma0 * ((std::f64::consts::PI * r).cos() + 1.0)
+            }
         }
     }
 
@@ -75,6 +95,7 @@ impl StepSize {
             StepSize::Constant(_) => true,
             StepSize::Polynomial { alpha, .. } => alpha == 0.0,
             StepSize::Shifted { c, .. } => c == 0.0,
+            StepSize::Cyclical { cycle_len, .. } => cycle_len == 1,
         }
     }
 }
@@ -90,6 +111,13 @@ mod tests {
         assert!((p.at(4) - 0.25).abs() < 1e-15);
         let s = StepSize::Shifted { a: 2.0, b: 3.0, c: 1.0 };
         assert!((s.at(1) - 0.5).abs() < 1e-15);
+        // Cosine cycles of length 4: γ₀, γ₀(1 + cos(π/4))/2, γ₀/2, ..., then γ₀ again.
+        let c = StepSize::Cyclical { gamma0: 2.0, cycle_len: 4 };
+        assert_eq!(c.at(1), 2.0);
+        assert!((c.at(2) - (1.0 + std::f64::consts::FRAC_1_SQRT_2)).abs() < 1e-15);
+        assert!((c.at(3) - 1.0).abs() < 1e-15);
+        assert_eq!(c.at(5), 2.0);
+        assert!(StepSize::Cyclical { gamma0: 1.0, cycle_len: 0 }.validate("s").is_err());
     }
 
     #[test]

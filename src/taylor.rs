@@ -72,14 +72,14 @@ impl Taylor {
         let cache = if settings.cache_centre_gradients {
             let mut cache = vec![0.0; n * d];
             for (i, row) in cache.chunks_exact_mut(d).enumerate() {
-                model.grad_data_sum(theta0, &[i], row);
+                model.try_grad_data_sum(theta0, &[i], row)?;
                 for (g, r) in data_grad0.iter_mut().zip(row.iter()) {
                     *g += r;
                 }
             }
             Some(cache)
         } else {
-            model.grad_data_sum(theta0, &all, &mut data_grad0);
+            model.try_grad_data_sum(theta0, &all, &mut data_grad0)?;
             None
         };
         setup.datum_gradients += n as u64;
@@ -124,14 +124,14 @@ impl Taylor {
         &self.exp.hess_data
     }
 
-    fn eval_idx<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn eval_idx<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         let e = &*self.exp;
         let d = e.theta0.len();
         for ((v, t), t0) in self.buf_v.iter_mut().zip(theta).zip(&e.theta0) {
             *v = t - t0;
         }
         // A = Σ_S ∇Uᵣ(θ) into out.
-        model.grad_data_sum(theta, idx, out);
+        model.try_grad_data_sum(theta, idx, out)?;
         self.grads += idx.len() as u64;
         // B = Σ_S ∇Uᵣ(θ₀).
         match &e.cache {
@@ -144,23 +144,20 @@ impl Taylor {
                 }
             }
             None => {
-                model.grad_data_sum(&e.theta0, idx, &mut self.buf_b);
+                model.try_grad_data_sum(&e.theta0, idx, &mut self.buf_b)?;
                 self.grads += idx.len() as u64;
             }
         }
         // C = Σ_S ∇²Uᵣ(θ₀) v.
-        if model.hvp_data_sum(&e.theta0, &self.buf_v, idx, &mut self.buf_hv).is_err() {
-            // Cannot happen for a model that passed setup; make it visible as a non-finite gradient.
-            out.fill(f64::NAN);
-            return;
-        }
+        model.hvp_data_sum(&e.theta0, &self.buf_v, idx, &mut self.buf_hv)?;
         self.hvps += idx.len() as u64;
-        model.grad_prior(theta, &mut self.buf_a);
+        model.try_grad_prior(theta, &mut self.buf_a)?;
         let scale = e.n_data as f64 / idx.len() as f64;
         for (i, o) in out.iter_mut().enumerate() {
             let hv: f64 = e.hess_data[i * d..(i + 1) * d].iter().zip(&self.buf_v).map(|(a, b)| a * b).sum();
             *o = self.buf_a[i] + e.data_grad0[i] + hv + scale * (*o - self.buf_b[i] - self.buf_hv[i]);
         }
+        Ok(())
     }
 }
 
@@ -177,10 +174,11 @@ impl GradientEstimator for Taylor {
         self.sub.draw(rng);
     }
 
-    fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) {
+    fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) -> Result<()> {
         let idx = std::mem::take(&mut self.sub);
-        self.eval_idx(model, theta, idx.indices(), out);
+        let r = self.eval_idx(model, theta, idx.indices(), out);
         self.sub = idx;
+        r
     }
 
     fn n_datum_gradients(&self) -> u64 {
@@ -206,7 +204,7 @@ impl SubsampledEstimator for Taylor {
         self.sub.draw_into(rng, out);
     }
 
-    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) {
-        self.eval_idx(model, theta, idx, out);
+    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.eval_idx(model, theta, idx, out)
     }
 }

@@ -115,8 +115,8 @@ impl<'a, M: Model + ?Sized> Hessian<'a, M> {
 
     fn grad(&mut self, x: &[f64], out: &mut [f64]) -> Result<()> {
         let (_, _, tmp) = &mut self.buf;
-        self.model.grad_data_sum(x, &self.all, out);
-        self.model.grad_prior(x, tmp);
+        self.model.try_grad_data_sum(x, &self.all, out)?;
+        self.model.try_grad_prior(x, tmp)?;
         out.iter_mut().zip(tmp.iter()).for_each(|(o, t)| *o += t);
         self.cost.datum_gradients += self.all.len() as u64;
         if all_finite(out) { Ok(()) } else { Err(Error::NonFiniteGradient { iteration: 0 }) }
@@ -853,8 +853,8 @@ fn exact_scores<M: Model + ?Sized>(model: &M, draws: ndarray::ArrayView2<'_, f64
     let (mut g, mut tmp) = (vec![0.0; d], vec![0.0; d]);
     for (i, row) in draws.outer_iter().enumerate() {
         let x = row.to_vec();
-        model.grad_data_sum(&x, &all, &mut g);
-        model.grad_prior(&x, &mut tmp);
+        model.try_grad_data_sum(&x, &all, &mut g).ok()?;
+        model.try_grad_prior(&x, &mut tmp).ok()?;
         for j in 0..d {
             scores[[i, j]] = -(g[j] + tmp[j]);
         }

@@ -30,11 +30,11 @@ fn moments<E: GradientEstimator>(
     let mut full = FullGradient::new();
     full.prepare(model).unwrap();
     let mut g_full = vec![0.0; d];
-    full.estimate(model, theta, &mut rng, &mut g_full);
+    full.estimate(model, theta, &mut rng, &mut g_full).unwrap();
     let mut cols: Vec<Vec<f64>> = (0..d).map(|_| Vec::with_capacity(m)).collect();
     let mut g = vec![0.0; d];
     for _ in 0..m {
-        est.estimate(model, theta, &mut rng, &mut g);
+        est.estimate(model, theta, &mut rng, &mut g).unwrap();
         for (c, &v) in cols.iter_mut().zip(&g) {
             c.push(v);
         }

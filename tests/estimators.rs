@@ -31,7 +31,7 @@ fn check(estimator: Minibatch, fpc: bool) {
     full.prepare(&model).unwrap();
     let mut g_full = vec![0.0; d];
     let mut rng = sgmcmc::rng::ChainRng::seed_from_u64(5);
-    full.estimate(&model, &theta, &mut rng, &mut g_full);
+    full.estimate(&model, &theta, &mut rng, &mut g_full).unwrap();
     // Exact variance of the estimate, from the per-datum gradients.
     let per = per_datum_gradients(&model, &theta);
     let n = estimator.subsample().batch_size() as f64;
@@ -48,7 +48,7 @@ fn check(estimator: Minibatch, fpc: bool) {
     let mut draws: Vec<Vec<f64>> = (0..d).map(|_| Vec::with_capacity(M)).collect();
     let mut g = vec![0.0; d];
     for _ in 0..M {
-        est.estimate(&model, &theta, &mut rng, &mut g);
+        est.estimate(&model, &theta, &mut rng, &mut g).unwrap();
         for (col, &v) in draws.iter_mut().zip(&g) {
             col.push(v);
         }
@@ -91,7 +91,7 @@ fn full_gradient_counts_n_per_call() {
     let mut rng = sgmcmc::rng::ChainRng::seed_from_u64(0);
     let mut g = [0.0; 2];
     for _ in 0..3 {
-        full.estimate(&model, &[0.1, 0.2], &mut rng, &mut g);
+        full.estimate(&model, &[0.1, 0.2], &mut rng, &mut g).unwrap();
     }
     assert_eq!(full.n_datum_gradients(), 369);
     assert!(full.is_exact());

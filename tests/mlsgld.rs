@@ -191,17 +191,17 @@ fn taylor_estimator_is_unbiased_and_second_order() {
     full.prepare(&m).unwrap();
     let mut rng = sgmcmc::rng::ChainRng::seed_from_u64(3);
     let mut gf = vec![0.0; 3];
-    full.estimate(&m, &theta, &mut rng, &mut gf);
+    full.estimate(&m, &theta, &mut rng, &mut gf).unwrap();
     let draws = 40_000;
     let mut t_cols: Vec<Vec<f64>> = (0..3).map(|_| Vec::with_capacity(draws)).collect();
     let mut c_cols: Vec<Vec<f64>> = (0..3).map(|_| Vec::with_capacity(draws)).collect();
     let mut g = vec![0.0; 3];
     for _ in 0..draws {
-        taylor.estimate(&m, &theta, &mut rng, &mut g);
+        taylor.estimate(&m, &theta, &mut rng, &mut g).unwrap();
         for (c, v) in t_cols.iter_mut().zip(&g) {
             c.push(*v);
         }
-        cv.estimate(&m, &theta, &mut rng, &mut g);
+        cv.estimate(&m, &theta, &mut rng, &mut g).unwrap();
         for (c, v) in c_cols.iter_mut().zip(&g) {
             c.push(*v);
         }

@@ -213,7 +213,7 @@ impl<E: GradientEstimator> Hamcmc<E> {
         self.theta.copy_from_slice(samples[2 * m]);
         match last_gradient {
             Some(g) => self.grad.copy_from_slice(g),
-            None => self.estimator.estimate(model, &self.theta, rng, &mut self.grad),
+            None => self.estimator.estimate(model, &self.theta, rng, &mut self.grad).map_err(|e| e.at_iteration(0))?,
         }
         if !all_finite(&self.grad) {
             return Err(Error::NonFiniteGradient { iteration: 0 });
@@ -250,8 +250,8 @@ impl<E: GradientEstimator> Hamcmc<E> {
         tau: u64,
     ) -> Result<()> {
         self.estimator.resample(rng);
-        self.estimator.eval(model, new, &mut self.y_buf);
-        self.estimator.eval(model, old, &mut self.g_old);
+        self.estimator.eval(model, new, &mut self.y_buf).map_err(|e| e.at_iteration(tau))?;
+        self.estimator.eval(model, old, &mut self.g_old).map_err(|e| e.at_iteration(tau))?;
         self.push_pair(new, old, tau)
     }
 
@@ -328,7 +328,8 @@ impl<E: GradientEstimator> Sampler for Hamcmc<E> {
         self.estimator.resample(rng);
         fill_standard_normal(rng, &mut self.noise);
         let old = self.oldest;
-        self.estimator.eval(model, &self.history[old], &mut self.g_old);
+        let k = self.k;
+        self.estimator.eval(model, &self.history[old], &mut self.g_old).map_err(|e| e.at_iteration(k))?;
         if !all_finite(&self.g_old) {
             return Err(Error::NonFiniteGradient { iteration: self.k });
         }
@@ -341,7 +342,7 @@ impl<E: GradientEstimator> Sampler for Hamcmc<E> {
         if !all_finite(&self.theta) {
             return Err(Error::NonFiniteState { iteration: self.k });
         }
-        self.estimator.eval(model, &self.theta, &mut self.grad);
+        self.estimator.eval(model, &self.theta, &mut self.grad).map_err(|e| e.at_iteration(k))?;
         if !all_finite(&self.grad) {
             return Err(Error::NonFiniteGradient { iteration: self.k });
         }

@@ -61,6 +61,14 @@ pub trait LangevinKernel: Clone + std::fmt::Debug + Send + Sync {
         Ok(())
     }
 
+    /// The weight of the draw `θ_k` (k = 0: the start), by default the time step `h_{k+1}` of
+    /// the step that leaves it. A weight of exactly 0 means the draw is not kept (runs do not
+    /// record it): cyclical SGLD's exploration stage.
+    #[inline]
+    fn weight(&self, k: u64) -> f64 {
+        self.time_step(k + 1)
+    }
+
     /// Called with every fresh gradient estimate at the current position (`first`: the first
     /// one since `bind`), for kernels that adapt to gradients (pSGLD). Default: nothing.
     fn observe_gradient(&mut self, grad: &[f64], first: bool) {
@@ -179,7 +187,8 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
     /// A fresh gradient estimate at θ (new minibatch).
     #[inline]
     fn refresh_gradient<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, rng: &mut R) -> Result<()> {
-        self.estimator.estimate(model, &self.theta, rng, &mut self.grad);
+        let at = self.k;
+        self.estimator.estimate(model, &self.theta, rng, &mut self.grad).map_err(|e| e.at_iteration(at))?;
         self.grad_valid = true;
         self.accept_gradient()
     }
@@ -217,9 +226,10 @@ impl<K: LangevinKernel, E: GradientEstimator> Sampler for Langevin<K, E> {
         self.refresh_gradient(model, rng)
     }
 
-    /// The time step `h_{k+1}` of the step that leaves the current sample.
+    /// The kernel's weight of the current sample: by default the time step `h_{k+1}` of the
+    /// step that leaves it.
     fn weight(&self) -> f64 {
-        self.kernel.time_step(self.k + 1)
+        self.kernel.weight(self.k)
     }
 
     chain_accessors!(theta, grad, k);
@@ -269,7 +279,8 @@ impl<K: LangevinKernel, E: SubsampledEstimator> SubsampledDiscretisation for Lan
         if idx.is_empty() || idx.iter().any(|&i| i >= n_data) {
             return Err(Error::InvalidBatchSize { batch_size: idx.len(), n_data });
         }
-        self.estimator.eval_on(model, &self.theta, idx, &mut self.grad);
+        let at = self.k;
+        self.estimator.eval_on(model, &self.theta, idx, &mut self.grad).map_err(|e| e.at_iteration(at))?;
         self.accept_gradient()?;
         self.grad_valid = false;
         self.advance_checked(k, fraction, false, z)

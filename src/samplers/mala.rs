@@ -237,8 +237,9 @@ impl Mala {
         if u == f64::INFINITY {
             return Ok(u);
         }
-        model.grad_data_sum(x, &self.all, g);
-        model.grad_prior(x, &mut self.scratch);
+        let k = self.k;
+        model.try_grad_data_sum(x, &self.all, g).map_err(|e| e.at_iteration(k))?;
+        model.try_grad_prior(x, &mut self.scratch).map_err(|e| e.at_iteration(k))?;
         for (gi, s) in g.iter_mut().zip(&self.scratch) {
             *gi += s;
         }

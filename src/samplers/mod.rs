@@ -47,6 +47,7 @@ macro_rules! estimator_costs {
     };
 }
 
+mod cyclical;
 mod hamcmc;
 mod langevin;
 mod mala;
@@ -54,7 +55,9 @@ mod precond;
 mod psgld;
 mod sghmc;
 mod sgld;
+mod sgnht;
 
+pub use cyclical::{CyclicalKernel, CyclicalSettings, CyclicalSgld};
 pub use hamcmc::{Hamcmc, HamcmcSettings};
 pub use langevin::{Langevin, LangevinKernel};
 pub use mala::{Mala, MalaSettings, Metric};
@@ -62,6 +65,7 @@ pub use precond::{PreconditionedKernel, PreconditionedSgld};
 pub use psgld::{Psgld, PsgldKernel, PsgldSettings};
 pub use sghmc::{Sghmc, SghmcKernel, SghmcSettings};
 pub use sgld::{Lmc, Sgld, SgldKernel, SgldSettings};
+pub use sgnht::{Sgnht, SgnhtKernel, SgnhtSettings};
 
 use crate::cost::Cost;
 use crate::error::Result;
@@ -97,7 +101,8 @@ pub trait Sampler: Clone + Send + Sync {
         None
     }
 
-    /// The weight of the current sample in the estimator `Σ w_k f(θ_k) / Σ w_k`.
+    /// The weight of the current sample in the estimator `Σ w_k f(θ_k) / Σ w_k`. A weight of
+    /// exactly 0 means the draw is not kept: [`run`](crate::run()) does not record it.
     fn weight(&self) -> f64 {
         1.0
     }
