@@ -25,8 +25,8 @@ mod run;
 mod samplers;
 mod schedule;
 mod taylor;
-mod variance_reduced;
 pub mod tune;
+mod variance_reduced;
 mod zv;
 
 pub use check::{CheckSettings, ModelCheck, check_model};

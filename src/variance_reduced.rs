@@ -212,9 +212,11 @@ impl GradientEstimator for Saga {
         let len = n.checked_mul(d).ok_or(Error::OutOfMemory { what: "SAGA's gradient table", needed, limit: None })?;
         if self.table.len() != len || self.dim != d {
             let mut table = Vec::new();
-            table
-                .try_reserve_exact(len)
-                .map_err(|_| Error::OutOfMemory { what: "SAGA's gradient table", needed, limit: None })?;
+            table.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+                what: "SAGA's gradient table",
+                needed,
+                limit: None,
+            })?;
             table.resize(len, 0.0);
             self.table = table;
             self.filled = false;

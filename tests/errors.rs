@@ -283,3 +283,85 @@ fn errors_display_their_details() {
     let e = Error::InvalidBatchSize { batch_size: 0, n_data: 10 };
     assert!(e.to_string().contains("batch size 0"));
 }
+
+/// A model whose gradient fails (as an AD engine can) on its `fail_at`-th call of
+/// `try_grad_data_sum`: the failure comes back as `ModelFailure` with the sampler's iteration
+/// and the chain, from every sampler family, and the run stops; nothing panics.
+struct Failing {
+    inner: LinearGaussian,
+    calls: AtomicU64,
+    fail_at: u64,
+}
+
+impl Model for Failing {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn n_data(&self) -> usize {
+        self.inner.n_data()
+    }
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+        self.inner.grad_prior(theta, out)
+    }
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+        if self.try_grad_data_sum(theta, idx, out).is_err() {
+            out.fill(f64::NAN);
+        }
+    }
+    fn try_grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) + 1 == self.fail_at {
+            return Err(Error::model_failure("grad_data_sum", "engine exploded"));
+        }
+        self.inner.grad_data_sum(theta, idx, out);
+        Ok(())
+    }
+    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+        self.inner.potential_prior(theta)
+    }
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+        self.inner.potential_data_sum(theta, idx)
+    }
+}
+
+#[test]
+fn a_failing_model_gradient_is_a_typed_error_with_iteration_and_chain() {
+    let failing = |fail_at| Failing { inner: lg(), calls: AtomicU64::new(0), fail_at };
+    let settings = RunSettings { n_iter: 100, burn_in: 10, check_model: false, ..Default::default() };
+    let expect = |e: Error, it: u64| {
+        assert!(matches!(e, Error::Chain { chain: 0, .. }), "{e}");
+        match e.root() {
+            Error::ModelFailure { method: "grad_data_sum", iteration: Some(k), message } => {
+                assert_eq!(*k, it, "{e}");
+                assert_eq!(message, "engine exploded");
+            }
+            other => panic!("expected ModelFailure, got {other:?}"),
+        }
+        assert!(e.to_string().contains(&format!("at iteration {it}")), "{e}");
+    };
+    // SGLD: one call at init (iteration 0), one per step: call 38 is the gradient at θ₃₇.
+    expect(run(&failing(38), &sgld(1e-3, 10), &[0.0, 0.0], &settings).unwrap_err(), 37);
+    // SGLD-CV: the control variate's own setup pass fails before any chain exists.
+    let e =
+        ControlVariate::at(&failing(1), &[0.0, 0.0], CvSettings { batch_size: 10, ..Default::default() }).unwrap_err();
+    assert!(matches!(e, Error::ModelFailure { iteration: None, .. }), "{e}");
+    // MALA (full gradients): call 5 is the gradient at the 4th proposal.
+    let mala = Mala::new(MalaSettings { step_size: 1e-3, ..Default::default() }).unwrap();
+    let e = run(&failing(5), &mala, &[0.0, 0.0], &settings).unwrap_err();
+    assert!(matches!(e.root(), Error::ModelFailure { iteration: Some(_), .. }), "{e}");
+    // HAMCMC.
+    let h = Hamcmc::new(HamcmcSettings { memory: 3, ..Default::default() }, Minibatch::new(10)).unwrap();
+    let e = run(&failing(30), &h, &[0.0, 0.0], &settings).unwrap_err();
+    assert!(matches!(e.root(), Error::ModelFailure { iteration: Some(_), .. }), "{e}");
+    // Richardson–Romberg and the SVRG / SAGA estimators pass it on too.
+    let e = run_rr(&failing(40), &RichardsonRomberg::new(sgld(1e-3, 10)), &[0.0, 0.0], &settings).unwrap_err();
+    assert!(matches!(e.root(), Error::ModelFailure { iteration: Some(_), .. }), "{e}");
+    let svrg = Sgld::new(SgldSettings::constant(1e-3), Svrg::new(10)).unwrap();
+    let e = run(&failing(20), &svrg, &[0.0, 0.0], &settings).unwrap_err();
+    assert!(matches!(e.root(), Error::ModelFailure { iteration: Some(_), .. }), "{e}");
+    let saga = Sgld::new(SgldSettings::constant(1e-3), Saga::new(10)).unwrap();
+    let e = run(&failing(150), &saga, &[0.0, 0.0], &settings).unwrap_err();
+    assert!(matches!(e.root(), Error::ModelFailure { iteration: Some(_), .. }), "{e}");
+    // With the start-up model check on, the failure is reported by the check (no iteration).
+    let e = run(&failing(1), &sgld(1e-3, 10), &[0.0, 0.0], &quick()).unwrap_err();
+    assert!(matches!(e.root(), Error::ModelFailure { iteration: None, .. }), "{e}");
+}

@@ -79,8 +79,15 @@ impl std::fmt::Debug for CandleModel {
     }
 }
 
+/// candle's error as [`Error::ModelFailure`], without the backtrace candle attaches when
+/// `RUST_BACKTRACE` is set (the message alone names the failing operation).
 fn failure(method: &'static str) -> impl Fn(candle_core::Error) -> Error {
-    move |e| Error::model_failure(method, e)
+    move |mut e| {
+        while let candle_core::Error::WithBacktrace { inner, .. } = e {
+            e = *inner;
+        }
+        Error::model_failure(method, e)
+    }
 }
 
 impl CandleModel {
@@ -131,17 +138,22 @@ impl CandleModel {
         })
     }
 
-    /// Runs the network with parameters of `dtype` (`F64` or `F32`).
+    /// Runs the network in `dtype` (`F64` or `F32`): the parameters, and every floating-point
+    /// data tensor (converted once, here); integer tensors (labels) are kept.
     ///
-    /// Errors: [`Error::InvalidParameter`] for another dtype.
+    /// Errors: [`Error::InvalidParameter`] for another dtype; [`Error::ModelFailure`] if candle
+    /// cannot convert a data tensor.
     pub fn with_dtype(mut self, dtype: DType) -> Result<Self> {
-        match dtype {
-            DType::F64 | DType::F32 => {
-                self.dtype = dtype;
-                Ok(self)
-            }
-            other => Err(Error::invalid("dtype", format!("{other:?}"), "must be F64 or F32")),
+        if !matches!(dtype, DType::F64 | DType::F32) {
+            return Err(Error::invalid("dtype", format!("{dtype:?}"), "must be F64 or F32"));
         }
+        for t in &mut self.data {
+            if t.dtype().is_float() && t.dtype() != dtype {
+                *t = t.to_dtype(dtype).map_err(failure("with_dtype"))?;
+            }
+        }
+        self.dtype = dtype;
+        Ok(self)
     }
 
     /// The parameter blocks' shapes.

@@ -121,7 +121,7 @@ impl<E: GradientEstimator> Langevin<CyclicalKernel, E> {
     /// let csgld = CyclicalSgld::new(CyclicalSettings::new(2e-5, 4_000, 4, 0.6), Minibatch::new(100))?;
     /// let out = run(&model, &csgld, &[0.0; 5], &RunSettings { n_iter: 4_000, burn_in: 0, ..Default::default() })?;
     /// // Only sampling-stage draws are kept: 40 % of each 1 000-step cycle.
-    /// assert_eq!(out.estimate.part(0)?.samples().unwrap().len(), 1_600);
+    /// assert_eq!(out.estimate.samples(0).unwrap().len(), 1_600);
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```
     pub fn new(settings: CyclicalSettings, estimator: E) -> Result<Self> {
