@@ -289,7 +289,7 @@ fn csgld_kept_second_moment(nm: &NoiseModel, cs: &CyclicalSettings, s: &RunSetti
             next = next + Array2::<f64>::eye(d) * (2.0 * g);
         }
         sk = next;
-        if k > s.burn_in && (k - s.burn_in) % s.thin == 0 && (keep_all || cs.is_sampling(k)) {
+        if k > s.burn_in && (k - s.burn_in).is_multiple_of(s.thin) && (keep_all || cs.is_sampling(k)) {
             acc += &sk;
             kept += 1;
         }
