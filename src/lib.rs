@@ -6,6 +6,7 @@ pub mod ad;
 mod check;
 pub mod checkpoint;
 mod control_variate;
+pub mod datasets;
 mod cost;
 mod coupled;
 pub mod diagnostics;

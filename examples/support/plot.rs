@@ -216,3 +216,64 @@ pub fn loglog_svg(
     root.present()?;
     Ok(())
 }
+
+/// Writes a plot with linear axes over `x_range` × `y_range` (points outside are skipped) to
+/// the SVG file `path`: each series a line with markers, dashed ones without. For reliability
+/// diagrams (accuracy against confidence, with the diagonal as a dashed series).
+///
+/// Errors: the directory or file cannot be written.
+pub fn linear_svg(
+    path: impl AsRef<Path>,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    x_range: (f64, f64),
+    y_range: (f64, f64),
+    series: &[Series],
+) -> Result<(), Box<dyn Error>> {
+    let path = path.as_ref();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let inside = |p: &(f64, f64)| {
+        p.0.is_finite() && p.1.is_finite() && (x_range.0..=x_range.1).contains(&p.0) && (y_range.0..=y_range.1).contains(&p.1)
+    };
+    let root = SVGBackend::new(path, (900, 640)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x_range.0..x_range.1, y_range.0..y_range.1)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()?;
+    for (k, s) in series.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        let line = ShapeStyle::from(&color).stroke_width(2);
+        let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(inside).collect();
+        if s.dashed {
+            chart.draw_series(DashedLineSeries::new(pts.clone(), 8, 5, line))?;
+        } else {
+            chart.draw_series(LineSeries::new(pts.clone(), line))?;
+        }
+        let markers = if s.dashed { Vec::new() } else { pts };
+        chart
+            .draw_series(markers.into_iter().map(|p| Circle::new(p, 4, color.filled())))?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], line));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
