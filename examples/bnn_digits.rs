@@ -84,7 +84,15 @@ fn prior() -> Prior {
             let o2 = o1 + HIDDEN;
             let o3 = o2 + CLASSES * HIDDEN;
             let prec: Vec<f64> = (0..DIM)
-                .map(|j| if j < o1 { INPUT as f64 / 2.0 } else if (o2..o3).contains(&j) { HIDDEN as f64 / 2.0 } else { 1.0 })
+                .map(|j| {
+                    if j < o1 {
+                        INPUT as f64 / 2.0
+                    } else if (o2..o3).contains(&j) {
+                        HIDDEN as f64 / 2.0
+                    } else {
+                        1.0
+                    }
+                })
                 .collect();
             Prior::Custom(std::sync::Arc::new(move |t: &[f64], out: &mut [f64]| {
                 let mut u = 0.0;
@@ -197,7 +205,14 @@ impl Method {
 
 /// Runs `method` at learning rate `lr` on `train` for `iters` iterations; returns the
 /// predictive probabilities on `x` and the number of draws averaged.
-fn fit(method: Method, lr: f64, train: &Classification, x: &Array2<f64>, iters: u64, seed: u64) -> Result<(Array2<f64>, usize)> {
+fn fit(
+    method: Method,
+    lr: f64,
+    train: &Classification,
+    x: &Array2<f64>,
+    iters: u64,
+    seed: u64,
+) -> Result<(Array2<f64>, usize)> {
     let m = model(train)?;
     let n = train.len() as f64;
     let theta0 = init(seed);
@@ -257,7 +272,11 @@ fn main() -> Result<()> {
     let data = digits()?;
     let (train, test) = data.split(0.2, 0)?;
     let (tune_train, val) = train.split(0.2, 1)?;
-    println!("Bayesian MLP {INPUT}-{HIDDEN}-{CLASSES} ({DIM} parameters) on the UCI digits: {} train, {} test", train.len(), test.len());
+    println!(
+        "Bayesian MLP {INPUT}-{HIDDEN}-{CLASSES} ({DIM} parameters) on the UCI digits: {} train, {} test",
+        train.len(),
+        test.len()
+    );
     // Gradient cost through the adapter (batch of 100).
     let m = model(&train)?;
     let theta = init(0);
@@ -270,7 +289,11 @@ fn main() -> Result<()> {
     println!("candle gradient on a minibatch of {BATCH}: {:.0} µs", t.elapsed().as_secs_f64() / 200.0 * 1e6);
 
     let methods = [Method::Sgd, Method::Sgld, Method::Sghmc, Method::Csgld, Method::Sgnht];
-    println!("\nTuning on a validation split ({} / {}), {tune_iters} iterations per rate; validation NLL:", tune_train.len(), val.len());
+    println!(
+        "\nTuning on a validation split ({} / {}), {tune_iters} iterations per rate; validation NLL:",
+        tune_train.len(),
+        val.len()
+    );
     print!("{:8}", "lr");
     for lr in LR_GRID {
         print!(" {lr:>8}");
@@ -318,7 +341,16 @@ fn main() -> Result<()> {
         let (p, draws) = fit(meth, lr, &train, &test.features, iters, 200)?;
         let wall = t.elapsed().as_secs_f64();
         let sc = scores(&p, &test.labels);
-        println!("{:8} {:>6} {:>8.4} {:>8.4} {:>8.4} {:>7.1} {:>6}", meth.name(), lr, sc.acc, sc.nll, sc.ece, wall, draws);
+        println!(
+            "{:8} {:>6} {:>8.4} {:>8.4} {:>8.4} {:>7.1} {:>6}",
+            meth.name(),
+            lr,
+            sc.acc,
+            sc.nll,
+            sc.ece,
+            wall,
+            draws
+        );
         curves.push(plot::Series::new(meth.name(), sc.curve.iter().map(|c| (c.0, c.1)).collect()));
         rows.push((meth, lr, sc, wall, draws));
     }
@@ -331,7 +363,15 @@ fn main() -> Result<()> {
     );
     curves.push(plot::Series::dashed("perfect calibration", vec![(0.0, 0.0), (1.0, 1.0)]));
     let path = "target/bnn_digits_reliability.svg";
-    match plot::linear_svg(path, "Reliability diagram, UCI digits test set", "confidence", "accuracy", (0.0, 1.0), (0.0, 1.0), &curves) {
+    match plot::linear_svg(
+        path,
+        "Reliability diagram, UCI digits test set",
+        "confidence",
+        "accuracy",
+        (0.0, 1.0),
+        (0.0, 1.0),
+        &curves,
+    ) {
         Ok(()) => println!("Reliability diagram: {path}"),
         Err(e) => println!("could not write the plot: {e}"),
     }

@@ -236,7 +236,10 @@ pub fn linear_svg(
         std::fs::create_dir_all(dir)?;
     }
     let inside = |p: &(f64, f64)| {
-        p.0.is_finite() && p.1.is_finite() && (x_range.0..=x_range.1).contains(&p.0) && (y_range.0..=y_range.1).contains(&p.1)
+        p.0.is_finite()
+            && p.1.is_finite()
+            && (x_range.0..=x_range.1).contains(&p.0)
+            && (y_range.0..=y_range.1).contains(&p.1)
     };
     let root = SVGBackend::new(path, (900, 640)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -246,12 +249,7 @@ pub fn linear_svg(
         .x_label_area_size(50)
         .y_label_area_size(80)
         .build_cartesian_2d(x_range.0..x_range.1, y_range.0..y_range.1)?;
-    chart
-        .configure_mesh()
-        .x_desc(x_label)
-        .y_desc(y_label)
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()?;
+    chart.configure_mesh().x_desc(x_label).y_desc(y_label).light_line_style(RGBColor(235, 235, 235)).draw()?;
     for (k, s) in series.iter().enumerate() {
         let color = PALETTE[k % PALETTE.len()];
         let line = ShapeStyle::from(&color).stroke_width(2);

@@ -1,0 +1,173 @@
+//! Gradient cost per minibatch through the automatic-differentiation adapters against the
+//! hand-written models, measured side by side in one run.
+//!
+//! - Logistic regression, setting S1 of the `samplers` bench (N = 10⁵, d = 10, n = 100): the
+//!   built-in hand-written model, the forward-mode adapter (`ForwardAd`, num-dual dual numbers)
+//!   and the candle adapter (`CandleModel`, f64, reverse mode).
+//! - A one-hidden-layer MLP 20-50-1 with tanh and a Bernoulli likelihood (1 101 parameters,
+//!   N = 10⁴, n = 100): hand-written backpropagation (below) and the candle adapter. Forward mode
+//!   is not run on it: it costs d = 1 101 forward passes per gradient (see the README).
+//!
+//! Each benchmark times one `try_grad_data_sum` on a fixed minibatch at a fixed θ.
+//! Run with `cargo bench --features forward-ad,candle --bench adapters` (for candle's
+//! single-thread figures: `RAYON_NUM_THREADS=1`).
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use sgmcmc::ad::candle_core::{Device, Tensor};
+use sgmcmc::ad::num_dual::DualNum;
+use sgmcmc::ad::{CandleModel, DualDensity, ForwardAd, Prior};
+use sgmcmc::rng::{fill_standard_normal, stream};
+use sgmcmc::{LogisticRegression, Model};
+use std::hint::black_box;
+use std::time::Duration;
+
+const BATCH: usize = 100;
+
+struct LogisticDensity {
+    x: Vec<Vec<f64>>,
+    y: Vec<f64>,
+    prior_var: f64,
+}
+
+impl DualDensity for LogisticDensity {
+    fn dim(&self) -> usize {
+        self.x[0].len()
+    }
+    fn n_data(&self) -> usize {
+        self.y.len()
+    }
+    fn datum<D: DualNum<Primitive = f64> + Copy>(&self, theta: &[D], i: usize) -> D {
+        let mut z = D::from(0.0);
+        for (t, x) in theta.iter().zip(&self.x[i]) {
+            z += *t * *x;
+        }
+        let softplus = if z.re() > 0.0 { z + (-z).exp().ln_1p() } else { z.exp().ln_1p() };
+        softplus - z * self.y[i]
+    }
+    fn prior<D: DualNum<Primitive = f64> + Copy>(&self, theta: &[D]) -> D {
+        theta.iter().fold(D::from(0.0), |acc, t| acc + *t * *t) / (2.0 * self.prior_var)
+    }
+}
+
+fn softplus_nll(z: &Tensor, y: &Tensor) -> sgmcmc::ad::candle_core::Result<Tensor> {
+    let softplus = (z.relu()? + (z.abs()?.neg()?.exp()? + 1.0)?.log()?)?;
+    (softplus - (z * y)?)?.sum_all()
+}
+
+const IN: usize = 20;
+const HID: usize = 50;
+const MLP_DIM: usize = HID * IN + HID + HID + 1;
+
+/// The MLP with hand-written backpropagation.
+struct Mlp {
+    x: Vec<f64>,
+    y: Vec<f64>,
+}
+
+impl Model for Mlp {
+    fn dim(&self) -> usize {
+        MLP_DIM
+    }
+    fn n_data(&self) -> usize {
+        self.y.len()
+    }
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+        out.copy_from_slice(theta);
+    }
+    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) {
+        out.fill(0.0);
+        let (w1, rest) = t.split_at(HID * IN);
+        let (b1, rest) = rest.split_at(HID);
+        let (w2, b2) = rest.split_at(HID);
+        let mut act = [0.0; HID];
+        for &i in idx {
+            let x = &self.x[i * IN..(i + 1) * IN];
+            let mut f = b2[0];
+            for h in 0..HID {
+                let a: f64 = b1[h] + w1[h * IN..(h + 1) * IN].iter().zip(x).map(|(w, x)| w * x).sum::<f64>();
+                act[h] = a.tanh();
+                f += w2[h] * act[h];
+            }
+            let r = 1.0 / (1.0 + (-f).exp()) - self.y[i];
+            out[MLP_DIM - 1] += r;
+            for h in 0..HID {
+                out[HID * IN + HID + h] += r * act[h];
+                let da = r * w2[h] * (1.0 - act[h] * act[h]);
+                out[HID * IN + h] += da;
+                for (o, xk) in out[h * IN..(h + 1) * IN].iter_mut().zip(x) {
+                    *o += da * xk;
+                }
+            }
+        }
+    }
+}
+
+fn adapters(c: &mut Criterion) {
+    let mut group = c.benchmark_group("gradient_per_minibatch");
+    group.sample_size(50).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    let mut rng = stream(3, &[0]);
+    let idx: Vec<usize> = (0..BATCH).map(|i| i * 997 % 10_000).collect();
+
+    // Logistic S1.
+    let hand = LogisticRegression::synthetic(100_000, 10, 10.0, 20_160_601).expect("model");
+    let theta: Vec<f64> = (0..10).map(|j| 0.1 * j as f64 - 0.4).collect();
+    let x = hand.features();
+    let fwd = ForwardAd::new(LogisticDensity {
+        x: x.outer_iter().map(|r| r.to_vec()).collect(),
+        y: hand.labels().to_vec(),
+        prior_var: 10.0,
+    })
+    .expect("adapter");
+    let xt = Tensor::from_slice(x.as_slice().expect("contiguous"), (100_000, 10), &Device::Cpu).expect("tensor");
+    let yt = Tensor::from_slice(hand.labels(), 100_000, &Device::Cpu).expect("tensor");
+    let cnd = CandleModel::new(&[vec![10]], vec![xt, yt], Prior::Gaussian { sd: 10f64.sqrt() }, |p, b| {
+        softplus_nll(&b[0].matmul(&p[0].unsqueeze(1)?)?.squeeze(1)?, &b[1])
+    })
+    .expect("adapter");
+    let mut g = vec![0.0; 10];
+    group.bench_function("logistic_S1/hand-written", |b| {
+        b.iter(|| hand.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+    });
+    group.bench_function("logistic_S1/forward-ad", |b| {
+        b.iter(|| fwd.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+    });
+    group.bench_function("logistic_S1/candle", |b| {
+        b.iter(|| cnd.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+    });
+
+    // MLP 20-50-1.
+    let n = 10_000;
+    let mut xs = vec![0.0; n * IN];
+    fill_standard_normal(&mut rng, &mut xs);
+    let ys: Vec<f64> = (0..n).map(|i| f64::from(u8::from(xs[i * IN] + xs[i * IN + 1] > 0.0))).collect();
+    let mut theta = vec![0.0; MLP_DIM];
+    fill_standard_normal(&mut rng, &mut theta);
+    theta.iter_mut().for_each(|t| *t *= 0.2);
+    let mlp = Mlp { x: xs.clone(), y: ys.clone() };
+    let xt = Tensor::from_vec(xs, (n, IN), &Device::Cpu).expect("tensor");
+    let yt = Tensor::from_vec(ys, n, &Device::Cpu).expect("tensor");
+    let shapes = [vec![HID, IN], vec![HID], vec![HID], vec![1]];
+    let cmlp = CandleModel::new(&shapes, vec![xt, yt], Prior::Gaussian { sd: 1.0 }, |p, b| {
+        let a = b[0].matmul(&p[0].t()?)?.broadcast_add(&p[1])?.tanh()?;
+        let f = a.matmul(&p[2].unsqueeze(1)?)?.squeeze(1)?.broadcast_add(&p[3])?;
+        softplus_nll(&f, &b[1])
+    })
+    .expect("adapter");
+    let mut g = vec![0.0; MLP_DIM];
+    // The two agree (checked once, outside the timing).
+    let mut g2 = vec![0.0; MLP_DIM];
+    mlp.grad_data_sum(&theta, &idx, &mut g);
+    cmlp.try_grad_data_sum(&theta, &idx, &mut g2).expect("ok");
+    let err = g.iter().zip(&g2).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    assert!(err < 1e-10, "MLP gradients differ by {err:e}");
+    group.bench_function("mlp_20-50-1/hand-written", |b| {
+        b.iter(|| mlp.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+    });
+    group.bench_function("mlp_20-50-1/candle", |b| {
+        b.iter(|| cmlp.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, adapters);
+criterion_main!(benches);
