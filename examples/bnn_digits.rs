@@ -5,8 +5,10 @@
 //! predictive (softmax probabilities averaged over the kept draws) against SGD's, the wall time
 //! of each run, and writes a reliability diagram to `target/bnn_digits_reliability.svg`.
 //!
-//! Run with `cargo run --release --features candle --example bnn_digits` (needs the `candle`
-//! feature; timing below). Stage lines on stderr.
+//! Run with `RAYON_NUM_THREADS=1 cargo run --release --features candle --example bnn_digits`
+//! (needs the `candle` feature). `RAYON_NUM_THREADS=1` keeps candle's products on one thread:
+//! at a minibatch of 100 its thread pool costs more than it saves (bench `adapters`: MLP
+//! gradient 150 µs on one thread, 426 µs on two). Stage lines on stderr.
 //!
 //! Data: `sgmcmc::datasets::digits()` (1 797 images, pixels scaled to [0, 1]), split 80/20 with
 //! seed 0: 1 438 training and 359 test images. Model: `relu(W₁x + b₁)`, softmax output,

@@ -98,4 +98,13 @@ fn other_sampler_steps_do_not_allocate() {
         ControlVariate::at(&logistic, map.as_slice().unwrap(), CvSettings { batch_size: 32, ..Default::default() });
     let sgld_cv = Sgld::new(SgldSettings::constant(1e-5), cv.unwrap()).unwrap();
     assert_eq!(steps_allocations(sgld_cv, &logistic), 0);
+    let sgnht = Sgnht::new(SgnhtSettings::constant(1e-3, 1.0), Minibatch::new(32)).unwrap();
+    assert_eq!(steps_allocations(sgnht, &logistic), 0);
+    let csgld = CyclicalSgld::new(CyclicalSettings::new(1e-5, 1_000, 4, 0.5), Minibatch::new(32)).unwrap();
+    assert_eq!(steps_allocations(csgld, &logistic), 0);
+    // SVRG refreshes its snapshot (a full pass) every 10 steps here, in its own buffers.
+    let svrg = Sgld::new(SgldSettings::constant(1e-5), Svrg::new(32).with_epoch(10)).unwrap();
+    assert_eq!(steps_allocations(svrg, &logistic), 0);
+    let saga = Sgld::new(SgldSettings::constant(1e-5), Saga::new(32)).unwrap();
+    assert_eq!(steps_allocations(saga, &logistic), 0);
 }

@@ -107,6 +107,22 @@ fn all_bits() -> BTreeMap<String, Vec<u64>> {
     m.insert("lo/sgld_polynomial".into(), chain_bits(&lo, &poly_sgld, &z4));
     m.insert("lg/lmc".into(), chain_bits(&lg, &Sgld::lmc(SgldSettings::constant(1e-4)).unwrap(), &z3));
     m.insert("lo/lmc".into(), chain_bits(&lo, &Sgld::lmc(SgldSettings::constant(1e-3)).unwrap(), &z4));
+    let sgnht = |h| Sgnht::new(SgnhtSettings::constant(h, 1.0), Minibatch::new(50)).unwrap();
+    m.insert("lg/sgnht".into(), chain_bits(&lg, &sgnht(3e-3), &z3));
+    m.insert("lo/sgnht".into(), chain_bits(&lo, &sgnht(1e-2), &z4));
+    // Cycles of 8 iterations, half exploring: both stages within the 20 iterations.
+    let csgld = |g| {
+        CyclicalSgld::new(CyclicalSettings { step_size0: g, cycle_len: 8, exploration: 0.5 }, Minibatch::new(50))
+            .unwrap()
+    };
+    m.insert("lg/csgld".into(), chain_bits(&lg, &csgld(2e-4), &z3));
+    m.insert("lo/csgld".into(), chain_bits(&lo, &csgld(2e-3), &z4));
+    let svrg = |g| Sgld::new(SgldSettings::constant(g), Svrg::new(50).with_epoch(5)).unwrap();
+    m.insert("lg/sgld_svrg".into(), chain_bits(&lg, &svrg(1e-4), &z3));
+    m.insert("lo/sgld_svrg".into(), chain_bits(&lo, &svrg(1e-3), &z4));
+    let saga = |g| Sgld::new(SgldSettings::constant(g), Saga::new(50)).unwrap();
+    m.insert("lg/sgld_saga".into(), chain_bits(&lg, &saga(1e-4), &z3));
+    m.insert("lo/sgld_saga".into(), chain_bits(&lo, &saga(1e-3), &z4));
     m.insert("lg/sghmc".into(), chain_bits(&lg, &sghmc(1e-5), &z3));
     m.insert("lo/sghmc".into(), chain_bits(&lo, &sghmc(1e-4), &z4));
     let psgld =
