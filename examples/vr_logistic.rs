@@ -18,6 +18,7 @@
 //!   step (Baker et al.'s algorithm).
 //! - SGLD-SVRG: snapshot refreshed every N/n steps (N per refresh, counted) + 2n per step.
 //! - SGLD-SAGA: the table filled at θ = 0 (N, counted) + n per step; memory N·d numbers.
+//!
 //! The estimate at a cost c is the average of the second half of the iterates so far.
 //!
 //! Tuning, identical for every method: constant steps γ = η/N over η = 4ᵏ, k = −5..1, extended by
@@ -94,13 +95,16 @@ fn max_err(x: &[f64], r: &Reference) -> f64 {
     x.iter().zip(&r.mean).zip(&r.sd).map(|((x, m), s)| (x - m).abs() / s).fold(0.0, f64::max)
 }
 
+/// Running sum of the iterates, its values at every check, and the (cost, error) curve.
+type TrackState = (Vec<f64>, Vec<f64>, Vec<(u64, f64)>);
+
 /// Tracks the second-half average every `CHECK_EVERY` iterations: (cost, error) pairs.
 struct Tracker<'a> {
     d: usize,
     r: &'a Reference,
     setup: u64,
     budget: u64,
-    state: Mutex<(Vec<f64>, Vec<f64>, Vec<(u64, f64)>)>,
+    state: Mutex<TrackState>,
 }
 
 impl Observer for Tracker<'_> {
