@@ -2,7 +2,7 @@
 
 use crate::cost::Cost;
 use crate::error::{Error, Result};
-use crate::gradient::{GradientEstimator, Subsample};
+use crate::gradient::{GradientEstimator, Subsample, SubsampledEstimator};
 use crate::model::{Model, check_shape};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -109,6 +109,28 @@ impl GradientEstimator for Svrg {
     }
 
     fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) -> Result<()> {
+        let sub = std::mem::take(&mut self.sub);
+        let r = self.eval_idx(model, theta, sub.indices(), sub.scale(), out);
+        self.sub = sub;
+        r
+    }
+
+    fn n_datum_gradients(&self) -> u64 {
+        self.count
+    }
+}
+
+impl Svrg {
+    /// The SVRG formula on the index multiset `idx` with scale `N/|idx|`; refreshes the snapshot
+    /// at `theta` first when due.
+    fn eval_idx<M: Model + ?Sized>(
+        &mut self,
+        model: &M,
+        theta: &[f64],
+        idx: &[usize],
+        scale: f64,
+        out: &mut [f64],
+    ) -> Result<()> {
         if self.snapshot.is_empty() || self.since > self.epoch_len {
             self.snapshot.clear();
             self.snapshot.extend_from_slice(theta);
@@ -117,20 +139,31 @@ impl GradientEstimator for Svrg {
             self.refreshes += 1;
             self.since = 1;
         }
-        let idx = self.sub.indices();
         model.try_grad_data_sum(theta, idx, out)?;
         model.try_grad_data_sum(&self.snapshot, idx, &mut self.buf)?;
         model.try_grad_prior(theta, &mut self.prior)?;
         self.count += 2 * idx.len() as u64;
-        let scale = self.sub.scale();
         for (((o, b), p), g) in out.iter_mut().zip(&self.buf).zip(&self.prior).zip(&self.snapshot_grad) {
             *o = p + g + scale * (*o - b);
         }
         Ok(())
     }
+}
 
-    fn n_datum_gradients(&self) -> u64 {
-        self.count
+impl SubsampledEstimator for Svrg {
+    fn batch_size(&self) -> usize {
+        self.sub.batch_size()
+    }
+
+    /// Draws by the estimator's law; counts towards the epoch like [`resample`](GradientEstimator::resample).
+    fn draw_indices<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut [usize]) {
+        self.sub.draw_into(rng, out);
+        self.since += 1;
+    }
+
+    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        let scale = model.n_data() as f64 / idx.len() as f64;
+        self.eval_idx(model, theta, idx, scale, out)
     }
 }
 
@@ -234,7 +267,36 @@ impl GradientEstimator for Saga {
     }
 
     fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) -> Result<()> {
+        let sub = std::mem::take(&mut self.sub);
+        let r = self.eval_idx(model, theta, sub.indices(), sub.scale(), out);
+        self.sub = sub;
+        r
+    }
+
+    fn n_datum_gradients(&self) -> u64 {
+        self.count
+    }
+
+    fn cost(&self) -> Cost {
+        Cost::gradients(self.count)
+    }
+}
+
+impl Saga {
+    /// The SAGA formula on the index multiset `idx` with scale `N/|idx|`, then the table update.
+    fn eval_idx<M: Model + ?Sized>(
+        &mut self,
+        model: &M,
+        theta: &[f64],
+        idx: &[usize],
+        scale: f64,
+        out: &mut [f64],
+    ) -> Result<()> {
         let d = self.dim;
+        if self.rows.len() < idx.len() * d {
+            // A caller-chosen index set larger than the batch (coupled methods): grow once.
+            self.rows.resize(idx.len() * d, 0.0);
+        }
         if !self.filled {
             self.sum.fill(0.0);
             for (i, row) in self.table.chunks_exact_mut(d).enumerate() {
@@ -249,7 +311,6 @@ impl GradientEstimator for Saga {
         // out = Σ_S (∇Uᵢ(θ) − gᵢ) against the table as it stands; the fresh gradients are kept
         // in `rows` (n × d, allocated once) for the update.
         out.fill(0.0);
-        let idx = self.sub.indices();
         for (&i, row) in idx.iter().zip(self.rows.chunks_exact_mut(d)) {
             model.try_grad_data_sum(theta, &[i], row)?;
             let g = &self.table[i * d..(i + 1) * d];
@@ -259,7 +320,6 @@ impl GradientEstimator for Saga {
         }
         self.count += idx.len() as u64;
         model.try_grad_prior(theta, &mut self.prior)?;
-        let scale = self.sub.scale();
         for ((o, p), s) in out.iter_mut().zip(&self.prior).zip(&self.sum) {
             *o = p + s + scale * *o;
         }
@@ -273,12 +333,19 @@ impl GradientEstimator for Saga {
         }
         Ok(())
     }
+}
 
-    fn n_datum_gradients(&self) -> u64 {
-        self.count
+impl SubsampledEstimator for Saga {
+    fn batch_size(&self) -> usize {
+        self.sub.batch_size()
     }
 
-    fn cost(&self) -> Cost {
-        Cost::gradients(self.count)
+    fn draw_indices<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut [usize]) {
+        self.sub.draw_into(rng, out);
+    }
+
+    fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        let scale = model.n_data() as f64 / idx.len() as f64;
+        self.eval_idx(model, theta, idx, scale, out)
     }
 }

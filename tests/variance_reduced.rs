@@ -230,3 +230,27 @@ fn sgld_with_svrg_and_saga_recovers_the_posterior_mean() {
         }
     }
 }
+
+/// As subsampled estimators (what multilevel SGLD couples): drawing the indices and evaluating
+/// on them gives exactly the estimate of `resample` + `eval`, and leaves the same state.
+#[test]
+fn svrg_and_saga_evaluate_on_given_indices_like_on_their_own_draws() {
+    let model = model();
+    fn same<E: SubsampledEstimator>(mut a: E, model: &LogisticRegression) {
+        a.prepare(model).unwrap();
+        let mut b = a.clone();
+        let (mut ra, mut rb) = (sgmcmc::rng::stream(4, &[0]), sgmcmc::rng::stream(4, &[0]));
+        let mut idx = vec![0; a.batch_size()];
+        let (mut ga, mut gb) = ([0.0; 3], [0.0; 3]);
+        for k in 0..30 {
+            let theta = [0.01 * k as f64, -0.3, 0.2];
+            a.estimate(model, &theta, &mut ra, &mut ga).unwrap();
+            b.draw_indices(&mut rb, &mut idx);
+            b.eval_on(model, &theta, &idx, &mut gb).unwrap();
+            assert_eq!(ga, gb, "step {k}");
+        }
+        assert_eq!(a.n_datum_gradients(), b.n_datum_gradients());
+    }
+    same(Svrg::new(20).with_epoch(7), &model);
+    same(Saga::new(20), &model);
+}
