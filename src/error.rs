@@ -279,6 +279,29 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// An error raised on this MPI rank (feature `mpi`): every other rank of the run returns
+    /// [`RankFailure`](Error::RankFailure) naming this rank.
+    #[error("rank {rank}: {source}")]
+    Rank {
+        /// This process's rank.
+        rank: usize,
+        /// The error it raised.
+        #[source]
+        source: Box<Error>,
+    },
+    /// Another MPI rank of the run failed (feature `mpi`); what it reported. The failing rank
+    /// itself returns [`Rank`](Error::Rank) with the typed error.
+    #[error("rank {rank} failed{}{}: {message}", chain.map_or_else(String::new, |c| format!(" in chain {c}")), at_iteration(*iteration))]
+    RankFailure {
+        /// The rank that failed (the lowest, if several did).
+        rank: usize,
+        /// The chain it was running, if the failure was in a chain.
+        chain: Option<usize>,
+        /// The iteration, if the error names one.
+        iteration: Option<u64>,
+        /// Its error message.
+        message: String,
+    },
     /// An error raised inside one chain of a multi-chain run.
     #[error("chain {chain}: {source}")]
     Chain {
@@ -297,8 +320,30 @@ impl Error {
     /// Convenient for matching: `err.root()` is the variant the sampler or model raised.
     pub fn root(&self) -> &Error {
         match self {
-            Error::Chain { source, .. } | Error::Sample { source, .. } => source.root(),
+            Error::Chain { source, .. } | Error::Sample { source, .. } | Error::Rank { source, .. } => source.root(),
             other => other,
+        }
+    }
+
+    /// The iteration the error names, if any (looking through chain and rank wrappers).
+    pub fn iteration(&self) -> Option<u64> {
+        match self.root() {
+            Error::NonFiniteGradient { iteration }
+            | Error::NonFiniteState { iteration }
+            | Error::NonFinitePotential { iteration }
+            | Error::Runaway { iteration, .. } => Some(*iteration),
+            Error::ModelFailure { iteration, .. } | Error::RankFailure { iteration, .. } => *iteration,
+            _ => None,
+        }
+    }
+
+    /// The chain the error names, if any (looking through a rank wrapper).
+    pub fn chain(&self) -> Option<usize> {
+        match self {
+            Error::Chain { chain, .. } => Some(*chain),
+            Error::Rank { source, .. } => source.chain(),
+            Error::RankFailure { chain, .. } => *chain,
+            _ => None,
         }
     }
 
@@ -308,13 +353,18 @@ impl Error {
         Error::ModelFailure { method, iteration: None, message: message.to_string() }
     }
 
-    /// Stamps a [`ModelFailure`](Error::ModelFailure) that carries no iteration with `iteration`;
-    /// other errors are returned unchanged.
+    /// Stamps a [`ModelFailure`](Error::ModelFailure) or [`RankFailure`](Error::RankFailure)
+    /// that carries no iteration (also inside [`Rank`](Error::Rank)) with `iteration`; other
+    /// errors are returned unchanged.
     pub(crate) fn at_iteration(self, iteration: u64) -> Self {
         match self {
             Error::ModelFailure { method, iteration: None, message } => {
                 Error::ModelFailure { method, iteration: Some(iteration), message }
             }
+            Error::RankFailure { rank, chain, iteration: None, message } => {
+                Error::RankFailure { rank, chain, iteration: Some(iteration), message }
+            }
+            Error::Rank { rank, source } => Error::Rank { rank, source: Box::new(source.at_iteration(iteration)) },
             other => other,
         }
     }

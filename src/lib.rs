@@ -10,6 +10,8 @@ mod cost;
 mod coupled;
 pub mod datasets;
 pub mod diagnostics;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 mod error;
 mod estimate;
 pub mod export;

@@ -345,12 +345,29 @@ pub fn run_chains_observed<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
     settings: &RunSettings,
     observers: &[&dyn Observer],
 ) -> Result<RunOutput<S>> {
+    let all: Vec<usize> = (0..settings.n_chains).collect();
+    run_chain_subset(model, sampler, inits, settings, observers, &all)
+}
+
+/// The chains `selected` (increasing indices below `n_chains`) of the run
+/// [`run_chains_observed`] would make, with the same streams `(seed, [c])`: the output holds
+/// only those chains, in that order. The MPI runner gives each rank a subset and merges the
+/// outputs with [`merge_chain_subsets`].
+pub(crate) fn run_chain_subset<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
+    model: &M,
+    sampler: &S,
+    inits: &[I],
+    settings: &RunSettings,
+    observers: &[&dyn Observer],
+    selected: &[usize],
+) -> Result<RunOutput<S>> {
     settings.validate()?;
     crate::error::check_len("number of starting points (n_chains)", settings.n_chains, inits.len())?;
     let d = model.dim();
     settings.check_memory(d, 1)?;
-    let units: Vec<ChainUnit<S>> = (0..settings.n_chains)
-        .map(|c| ChainUnit {
+    let units: Vec<ChainUnit<S>> = selected
+        .iter()
+        .map(|&c| ChainUnit {
             chain: c,
             sampler: sampler.clone(),
             rng: stream(settings.seed, &[c as u64]),
@@ -363,7 +380,7 @@ pub fn run_chains_observed<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
         })
         .collect();
     if settings.check_model {
-        check_starts(model, inits)?;
+        check_starts(model, inits, selected)?;
     }
     let setup_cost = sampler.setup_cost();
     let start = Instant::now();
@@ -371,13 +388,65 @@ pub fn run_chains_observed<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
     assemble(done, settings, setup_cost, start.elapsed(), Duration::ZERO, d)
 }
 
+/// Merges the outputs of [`run_chain_subset`] over disjoint subsets that together cover every
+/// chain (`parts[i]` ran chains `subsets[i]`) into the output of the whole run: chains, estimate
+/// parts and divergences in chain order, costs summed (the setup cost once), the wall time the
+/// longest part's. The pooled estimate is built exactly as a single process builds it.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn merge_chain_subsets<S>(parts: Vec<(Vec<usize>, RunOutput<S>)>) -> Result<RunOutput<S>> {
+    let mut chains: Vec<(usize, ChainReport<S>, Option<Estimate>)> = Vec::new();
+    let mut divergences = Vec::new();
+    let (mut settings, mut setup_cost, mut wall, mut dim) = (None, Cost::default(), Duration::ZERO, 0);
+    for (subset, out) in parts {
+        if subset.len() != out.chains.len() {
+            return Err(Error::CorruptCheckpoint { reason: "a part's chains do not match its subset".into() });
+        }
+        settings.get_or_insert(out.settings);
+        setup_cost = out.setup_cost;
+        wall = wall.max(out.wall_time);
+        dim = out.dim;
+        let mut healthy = out.estimate.into_parts().into_iter();
+        for (c, report) in subset.into_iter().zip(out.chains) {
+            let est = if report.diverged { None } else { healthy.next() };
+            chains.push((c, report, est));
+        }
+        divergences.extend(out.divergences);
+    }
+    let settings = settings.ok_or(Error::NoSamples { reason: "no chain" })?;
+    chains.sort_by_key(|c| c.0);
+    if chains.iter().enumerate().any(|(i, c)| c.0 != i) || chains.len() != settings.n_chains {
+        return Err(Error::CorruptCheckpoint { reason: "the parts do not cover every chain once".into() });
+    }
+    divergences.sort_by_key(|d: &Divergence| d.chain);
+    let estimates: Vec<Estimate> = chains.iter_mut().filter_map(|c| c.2.take()).collect();
+    if estimates.is_empty() {
+        return Err(divergences.first().map(Divergence::to_error).unwrap_or(Error::NoSamples { reason: "no chain" }));
+    }
+    let chains: Vec<ChainReport<S>> = chains.into_iter().map(|c| c.1).collect();
+    let cost = chains.iter().map(|c| c.cost).sum::<Cost>() + setup_cost;
+    Ok(RunOutput {
+        estimate: Estimate::combine(estimates)?,
+        chains,
+        cost,
+        setup_cost,
+        wall_time: wall,
+        settings,
+        divergences,
+        dim,
+    })
+}
+
 /// Runs [`check_model`](crate::check_model) at each distinct starting point (errors wrapped
 /// with the chain), returning the cost spent (which runs do not count).
-pub(crate) fn check_starts<M: Model + ?Sized, I: AsRef<[f64]>>(model: &M, inits: &[I]) -> Result<Cost> {
+pub(crate) fn check_starts<M: Model + ?Sized, I: AsRef<[f64]>>(
+    model: &M,
+    inits: &[I],
+    selected: &[usize],
+) -> Result<Cost> {
     let mut cost = Cost::default();
-    for (c, theta) in inits.iter().enumerate() {
-        let theta = theta.as_ref();
-        if inits[..c].iter().any(|t| t.as_ref() == theta) {
+    for &c in selected {
+        let theta = inits[c].as_ref();
+        if selected.iter().take_while(|&&o| o < c).any(|&o| inits[o].as_ref() == theta) {
             continue;
         }
         if theta.len() != model.dim() || !crate::error::all_finite(theta) {

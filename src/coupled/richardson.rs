@@ -310,7 +310,7 @@ pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
         })
         .collect();
     if settings.check_model {
-        crate::run::check_starts(model, &[theta0])?;
+        crate::run::check_starts(model, &[theta0], &[0])?;
     }
     let setup_cost = rr.base.setup_cost();
     let start = Instant::now();

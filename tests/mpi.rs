@@ -1,0 +1,261 @@
+//! MPI tests (feature `mpi`, no libtest harness: MPI is initialised once per process and every
+//! rank must make the same collective calls in the same order). Run them through
+//! `scripts/test-mpi`, which runs this binary under `mpirun -np 2` and `-np 4`; started without
+//! `mpirun` it runs as one rank and the same checks hold.
+//!
+//! Checks, on every rank:
+//! 1. chains over ranks: `run_chains_mpi` gives draws, weights, pooled mean and costs
+//!    bit-identical to `run_chains` in this process (SGLD and SGHMC, 5 chains over R ranks);
+//! 2. sharded data: SGLD and SGLD-CV on a `Sharded` logistic model follow the single-process
+//!    chain on the whole data set to ≤ 1e-12 relative over 2 000 iterations, and every rank holds
+//!    the same chain bit for bit;
+//! 3. failures: a model that fails on the last rank makes every rank return an error naming that
+//!    rank (chains over ranks, and sharded), with no hang (the script's time limit);
+//! 4. mismatched shards (another dimension, an empty shard) are errors on every rank at start.
+#![cfg(feature = "mpi")]
+
+use sgmcmc::distributed::{Cluster, Sharded, run_chains_mpi, run_sharded};
+use sgmcmc::ndarray::{Array1, s};
+use sgmcmc::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+fn bits(e: &Estimate) -> Vec<u64> {
+    let mut v = Vec::new();
+    for c in 0..e.n_parts() {
+        let s = e.samples(c).expect("samples");
+        v.extend(s.draws().iter().map(|x| x.to_bits()));
+        v.extend(s.weights().iter().map(|x| x.to_bits()));
+    }
+    v
+}
+
+struct Report {
+    rank: usize,
+    failures: Vec<String>,
+}
+
+impl Report {
+    fn check(&mut self, name: &str, ok: bool, detail: String) {
+        if ok {
+            println!("[rank {}] ok   {name}: {detail}", self.rank);
+        } else {
+            println!("[rank {}] FAIL {name}: {detail}", self.rank);
+            self.failures.push(name.to_string());
+        }
+    }
+}
+
+/// A model that fails on `fail_rank` at its `fail_at`-th data-gradient call.
+struct FailsOnRank<M> {
+    inner: M,
+    fail: bool,
+    calls: AtomicU64,
+    fail_at: u64,
+}
+
+impl<M: Model> Model for FailsOnRank<M> {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn n_data(&self) -> usize {
+        self.inner.n_data()
+    }
+    fn grad_prior(&self, t: &[f64], o: &mut [f64]) {
+        self.inner.grad_prior(t, o)
+    }
+    fn grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) {
+        if self.try_grad_data_sum(t, i, o).is_err() {
+            o.fill(f64::NAN);
+        }
+    }
+    fn try_grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) -> Result<()> {
+        if self.fail && self.calls.fetch_add(1, Ordering::SeqCst) + 1 == self.fail_at {
+            return Err(Error::model_failure("grad_data_sum", "forced failure"));
+        }
+        self.inner.try_grad_data_sum(t, i, o)
+    }
+}
+
+/// A model with no data (an empty shard).
+struct Empty;
+
+impl Model for Empty {
+    fn dim(&self) -> usize {
+        5
+    }
+    fn n_data(&self) -> usize {
+        0
+    }
+    fn grad_prior(&self, _: &[f64], o: &mut [f64]) {
+        o.fill(0.0)
+    }
+    fn grad_data_sum(&self, _: &[f64], _: &[usize], o: &mut [f64]) {
+        o.fill(0.0)
+    }
+}
+
+fn names_rank(e: &Error, rank: usize) -> bool {
+    matches!(e, Error::Rank { rank: r, .. } | Error::RankFailure { rank: r, .. } if *r == rank)
+}
+
+fn shard(full: &LogisticRegression, rows: std::ops::Range<usize>) -> LogisticRegression {
+    let x = full.features().slice(s![rows.clone(), ..]).to_owned();
+    let y = Array1::from(full.labels()[rows].to_vec());
+    LogisticRegression::new(&x, &y, full.prior_var()).expect("shard model")
+}
+
+/// Rows of rank r of R over N items: contiguous, sizes as equal as possible.
+fn rows(n: usize, r: usize, size: usize) -> std::ops::Range<usize> {
+    (r * n / size)..((r + 1) * n / size)
+}
+
+fn main() {
+    let cluster = Cluster::init().expect("MPI initialises");
+    let (me, size) = (cluster.rank(), cluster.size());
+    let mut rep = Report { rank: me, failures: Vec::new() };
+    println!("[rank {me}] {size} rank(s)");
+
+    // 1. Chains over ranks.
+    let lg = LinearGaussian::synthetic(2_000, 3, 1.0, 10.0, 5).expect("model");
+    let settings = RunSettings { n_iter: 3_000, burn_in: 500, n_chains: 5, seed: 77, ..Default::default() };
+    let inits: Vec<Vec<f64>> = (0..5).map(|c| vec![0.1 * c as f64, -0.2, 0.3]).collect();
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50)).expect("sgld");
+    let sghmc = Sghmc::new(SghmcSettings::constant(1e-6, 0.1), Minibatch::new(50)).expect("sghmc");
+    {
+        let a = run_chains_mpi(&cluster, &lg, &sgld, &inits, &settings, &[]).expect("distributed run");
+        let b = run_chains(&lg, &sgld, &inits, &settings).expect("serial run");
+        let same = bits(&a.estimate) == bits(&b.estimate)
+            && a.estimate
+                .mean()
+                .expect("mean")
+                .iter()
+                .zip(b.estimate.mean().expect("mean").iter())
+                .all(|(x, y)| x.to_bits() == y.to_bits())
+            && a.cost == b.cost
+            && a.chains.len() == 5;
+        rep.check("chains over ranks, SGLD", same, format!("{} draws compared bit for bit", bits(&a.estimate).len()));
+        let a = run_chains_mpi(&cluster, &lg, &sghmc, &inits, &settings, &[]).expect("distributed run");
+        let b = run_chains(&lg, &sghmc, &inits, &settings).expect("serial run");
+        rep.check(
+            "chains over ranks, SGHMC",
+            bits(&a.estimate) == bits(&b.estimate) && a.cost == b.cost,
+            String::new(),
+        );
+    }
+
+    // 2. Sharded data.
+    let n = 2_000;
+    let full = LogisticRegression::synthetic(n, 5, 10.0, 9).expect("model");
+    let sharded = Sharded::new(&cluster, shard(&full, rows(n, me, size))).expect("sharded model");
+    let rs = RunSettings { n_iter: 2_000, burn_in: 0, n_chains: 1, seed: 3, ..Default::default() };
+    let zero = [[0.0; 5]];
+    let compare = |name: &str, a: &Estimate, b: &Estimate, rep: &mut Report| {
+        let (da, db) =
+            (a.samples(0).expect("draws").draws().to_owned(), b.samples(0).expect("draws").draws().to_owned());
+        let scale = db.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let gap = da.iter().zip(db.iter()).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale;
+        rep.check(
+            name,
+            gap <= 1e-12 && da.len() == db.len(),
+            format!("max relative gap {gap:.2e} over {} iterations (max |θ| {scale:.3})", da.nrows()),
+        );
+    };
+    {
+        let sgld = Sgld::new(SgldSettings::constant(2e-4), Minibatch::new(40)).expect("sgld");
+        let a = run_sharded(&sharded, &sgld, &zero, &rs, &[]).expect("sharded run");
+        let b = run(&full, &sgld, &zero[0], &rs).expect("serial run");
+        compare("sharded SGLD vs single process", &a.estimate, &b.estimate, &mut rep);
+        // Every rank holds the same chain: compare with rank 0's by an exchange of the draws.
+        let mine = bits(&a.estimate);
+        let mut all = vec![0u64; mine.len() * size];
+        {
+            use sgmcmc::distributed::mpi::traits::*;
+            sgmcmc::distributed::mpi::topology::SimpleCommunicator::world().all_gather_into(&mine[..], &mut all[..]);
+        }
+        rep.check(
+            "sharded SGLD identical on every rank",
+            all.chunks_exact(mine.len()).all(|c| c == &mine[..]),
+            String::new(),
+        );
+
+        let map = full.map().expect("mode").to_vec();
+        let cv_settings = CvSettings { batch_size: 40, ..Default::default() };
+        let cv_sh = ControlVariate::at(&sharded, &map, cv_settings).expect("cv on shards");
+        let cv_full = ControlVariate::at(&full, &map, cv_settings).expect("cv");
+        let centre = [map.clone()];
+        let a =
+            run_sharded(&sharded, &Sgld::new(SgldSettings::constant(2e-4), cv_sh).expect("sgld-cv"), &centre, &rs, &[])
+                .expect("sharded run");
+        let b = run(&full, &Sgld::new(SgldSettings::constant(2e-4), cv_full).expect("sgld-cv"), &map, &rs)
+            .expect("serial run");
+        compare("sharded SGLD-CV vs single process", &a.estimate, &b.estimate, &mut rep);
+    }
+
+    // 3. Failures on the last rank.
+    let bad_rank = size - 1;
+    {
+        let model = FailsOnRank { inner: lg.clone(), fail: me == bad_rank, calls: AtomicU64::new(0), fail_at: 100 };
+        let rs = RunSettings { check_model: false, ..settings };
+        let r = run_chains_mpi(&cluster, &model, &sgld, &inits, &rs, &[]);
+        let detail = match &r {
+            Err(e) => e.to_string(),
+            Ok(_) => "no error".into(),
+        };
+        rep.check(
+            "a failing rank (chains over ranks) is an error on every rank",
+            r.as_ref().err().is_some_and(|e| names_rank(e, bad_rank)),
+            detail,
+        );
+        let local = FailsOnRank {
+            inner: shard(&full, rows(n, me, size)),
+            fail: me == bad_rank,
+            calls: AtomicU64::new(0),
+            fail_at: 57,
+        };
+        let sh = Sharded::new(&cluster, local).expect("sharded");
+        let sgld = Sgld::new(SgldSettings::constant(2e-4), Minibatch::new(40)).expect("sgld");
+        let one =
+            RunSettings { n_iter: 2_000, burn_in: 0, n_chains: 1, seed: 3, check_model: false, ..Default::default() };
+        let r = run_sharded(&sh, &sgld, &zero, &one, &[]);
+        let detail = match &r {
+            Err(e) => e.to_string(),
+            Ok(_) => "no error".into(),
+        };
+        let ok = r.as_ref().err().is_some_and(|e| {
+            names_rank(e.root(), bad_rank)
+                || names_rank(e, bad_rank)
+                || matches!(e, Error::Chain { source, .. } if names_rank(source, bad_rank))
+        });
+        rep.check("a failing rank (sharded) is an error on every rank", ok, detail);
+    }
+
+    // 4. Mismatched shards.
+    {
+        let r = if me == bad_rank && size > 1 {
+            Sharded::new(&cluster, LogisticRegression::synthetic(100, 4, 10.0, 1).expect("model")).map(|_| ())
+        } else {
+            Sharded::new(&cluster, shard(&full, rows(n, me, size))).map(|_| ())
+        };
+        let want = size > 1;
+        let ok = if want { r.as_ref().err().is_some_and(|e| names_rank(e, bad_rank)) } else { r.is_ok() };
+        rep.check("a shard of another dimension is an error on every rank", ok, format!("{r:?}"));
+        let r = if me == bad_rank {
+            Sharded::new(&cluster, Empty).map(|_| ())
+        } else {
+            Sharded::new(&cluster, shard(&full, rows(n, me, size))).map(|_| ())
+        };
+        let ok = r.as_ref().err().is_some_and(|e| {
+            names_rank(e, bad_rank) && matches!(e.root(), Error::EmptyData { .. } | Error::RankFailure { .. })
+        });
+        rep.check("an empty shard is an error on every rank", ok, format!("{r:?}"));
+    }
+
+    cluster.barrier();
+    if rep.failures.is_empty() {
+        println!("[rank {me}] all MPI checks passed");
+    } else {
+        println!("[rank {me}] {} MPI check(s) failed: {:?}", rep.failures.len(), rep.failures);
+        drop(cluster);
+        std::process::exit(1);
+    }
+}
