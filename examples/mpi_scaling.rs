@@ -55,7 +55,7 @@ fn main() -> Result<()> {
     }
     cluster.barrier();
     let t = Instant::now();
-    let out = run_sharded(&sharded, &sgld, &[zero.clone()], &settings, &[])?;
+    let out = run_sharded(&sharded, &sgld, std::slice::from_ref(&zero), &settings, &[])?;
     let sharded_rate = iters as f64 / t.elapsed().as_secs_f64();
     let gap = single.as_ref().map_or(0.0, |s| {
         let (a, b) = (
