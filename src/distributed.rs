@@ -15,16 +15,20 @@
 //!   [`run_sharded`]: the minibatch indices and the Gaussian noise come from the shared stream,
 //!   so θ stays identical on all ranks; one exchange of d + 1 numbers per gradient.
 //!
+//! - [`run_rr_mpi`]: Richardson–Romberg replicates (coupled pairs) over ranks, bit-identical to
+//!   [`run_rr`](crate::run_rr).
+//!
 //! Errors never hang: a rank that fails makes every rank return an error naming it
 //! ([`Error::Rank`] on the failing rank, with its typed error; [`Error::RankFailure`] on the
 //! others), as the ranks exchange their status at each collective step. Mismatched shards are
 //! errors on every rank at construction.
 
+use crate::coupled::richardson::{RichardsonRomberg, RrOutput, merge_rr_subsets, run_rr_subset};
 use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::observe::Observer;
 use crate::run::{RunOutput, RunSettings, merge_chain_subsets, run_chain_subset};
-use crate::samplers::Sampler;
+use crate::samplers::{Discretisation, Sampler};
 use mpi::Count;
 use mpi::datatype::PartitionMut;
 use mpi::topology::SimpleCommunicator;
@@ -122,10 +126,10 @@ impl Failure {
 
 /// One rank's part of a distributed run.
 #[derive(Serialize, Deserialize)]
-#[serde(bound(serialize = "S: Serialize", deserialize = "S: DeserializeOwned"))]
-struct RankReport<S> {
-    chains: Vec<usize>,
-    output: Option<RunOutput<S>>,
+#[serde(bound(serialize = "T: Serialize", deserialize = "T: DeserializeOwned"))]
+struct RankReport<T> {
+    units: Vec<usize>,
+    output: Option<T>,
     failure: Option<Failure>,
 }
 
@@ -137,6 +141,45 @@ fn rank_error(me: usize, mine: Option<Error>, failures: &[(usize, Failure)]) -> 
         Some(e) if *rank == me => Error::Rank { rank: me, source: Box::new(e) },
         _ => Error::RankFailure { rank: *rank, chain: f.chain, iteration: f.iteration, message: f.message.clone() },
     })
+}
+
+/// Runs units `c mod R == rank` of `0..n` here with `run`, exchanges every rank's output (or
+/// failure) and merges them with `merge` on every rank.
+fn distribute<T: Serialize + DeserializeOwned>(
+    cluster: &Cluster,
+    n: usize,
+    run: impl FnOnce(&[usize]) -> Result<T>,
+    merge: impl FnOnce(Vec<(Vec<usize>, T)>) -> Result<T>,
+) -> Result<T> {
+    let (me, size) = (cluster.rank, cluster.size);
+    let units: Vec<usize> = (0..n).filter(|c| c % size == me).collect();
+    let (output, mine) = if units.is_empty() {
+        (None, None)
+    } else {
+        match run(&units) {
+            Ok(out) => (Some(out), None),
+            Err(e) => (None, Some(e)),
+        }
+    };
+    let report = RankReport { units, output, failure: mine.as_ref().map(Failure::of) };
+    let bytes = postcard::to_stdvec(&report)
+        .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot encode this rank's output: {e}") })?;
+    let all = all_gather_bytes(&bytes)?;
+    let mut parts = Vec::with_capacity(size);
+    let mut failures = Vec::new();
+    for (rank, b) in all.iter().enumerate() {
+        let r: RankReport<T> = postcard::from_bytes(b)
+            .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot decode rank {rank}'s output: {e}") })?;
+        if let Some(f) = r.failure {
+            failures.push((rank, f));
+        } else if let Some(out) = r.output {
+            parts.push((r.units, out));
+        }
+    }
+    if let Some(e) = rank_error(me, mine, &failures) {
+        return Err(e);
+    }
+    merge(parts)
 }
 
 /// [`run_chains`](crate::run_chains) with the chains spread over the ranks of `cluster`: chain
@@ -165,35 +208,36 @@ where
     S: Sampler + Serialize + DeserializeOwned,
     I: AsRef<[f64]>,
 {
-    let (me, size) = (cluster.rank, cluster.size);
-    let chains: Vec<usize> = (0..settings.n_chains).filter(|c| c % size == me).collect();
-    let (output, mine) = if chains.is_empty() {
-        (None, None)
-    } else {
-        match run_chain_subset(model, sampler, inits, settings, observers, &chains) {
-            Ok(out) => (Some(out), None),
-            Err(e) => (None, Some(e)),
-        }
-    };
-    let report = RankReport { chains, output, failure: mine.as_ref().map(Failure::of) };
-    let bytes = postcard::to_stdvec(&report)
-        .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot encode this rank's output: {e}") })?;
-    let all = all_gather_bytes(&bytes)?;
-    let mut parts = Vec::with_capacity(size);
-    let mut failures = Vec::new();
-    for (rank, b) in all.iter().enumerate() {
-        let r: RankReport<S> = postcard::from_bytes(b)
-            .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot decode rank {rank}'s output: {e}") })?;
-        if let Some(f) = r.failure {
-            failures.push((rank, f));
-        } else if let Some(out) = r.output {
-            parts.push((r.chains, out));
-        }
-    }
-    if let Some(e) = rank_error(me, mine, &failures) {
-        return Err(e);
-    }
-    merge_chain_subsets(parts)
+    distribute(
+        cluster,
+        settings.n_chains,
+        |units| run_chain_subset(model, sampler, inits, settings, observers, units),
+        merge_chain_subsets,
+    )
+}
+
+/// [`run_rr`](crate::run_rr) with the replicates (coupled pairs) spread over the ranks:
+/// replicate c on rank `c mod R`; every rank returns the whole run, whose extrapolated, coarse
+/// and fine estimates are **bit-identical** to the single-process `run_rr`'s (replicate c's
+/// streams are `(seed, [c, ·])` wherever it runs). Errors as [`run_chains_mpi`].
+pub fn run_rr_mpi<M, S>(
+    cluster: &Cluster,
+    model: &M,
+    rr: &RichardsonRomberg<S>,
+    theta0: &[f64],
+    settings: &RunSettings,
+    observers: &[&dyn Observer],
+) -> Result<RrOutput<S>>
+where
+    M: Model + ?Sized,
+    S: Discretisation + Serialize + DeserializeOwned,
+{
+    distribute(
+        cluster,
+        settings.n_chains,
+        |units| run_rr_subset(model, rr, theta0, settings, observers, units),
+        merge_rr_subsets,
+    )
 }
 
 thread_local! {

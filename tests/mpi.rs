@@ -6,6 +6,7 @@
 //! Checks, on every rank:
 //! 1. chains over ranks: `run_chains_mpi` gives draws, weights, pooled mean and costs
 //!    bit-identical to `run_chains` in this process (SGLD and SGHMC, 5 chains over R ranks);
+//!    `run_rr_mpi` likewise against `run_rr` (5 SGRRLD pairs);
 //! 2. sharded data: SGLD and SGLD-CV on a `Sharded` logistic model follow the single-process
 //!    chain on the whole data set to ≤ 1e-12 relative over 2 000 iterations, and every rank holds
 //!    the same chain bit for bit;
@@ -14,7 +15,7 @@
 //! 4. mismatched shards (another dimension, an empty shard) are errors on every rank at start.
 #![cfg(feature = "mpi")]
 
-use sgmcmc::distributed::{Cluster, Sharded, run_chains_mpi, run_sharded};
+use sgmcmc::distributed::{Cluster, Sharded, run_chains_mpi, run_rr_mpi, run_sharded};
 use sgmcmc::ndarray::{Array1, s};
 use sgmcmc::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -140,6 +141,25 @@ fn main() {
             "chains over ranks, SGHMC",
             bits(&a.estimate) == bits(&b.estimate) && a.cost == b.cost,
             String::new(),
+        );
+        // Richardson–Romberg pairs over ranks.
+        let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(2e-4), Minibatch::new(50)).expect("sgld"));
+        let a = run_rr_mpi(&cluster, &lg, &rr, &inits[1], &settings, &[]).expect("distributed RR");
+        let b = run_rr(&lg, &rr, &inits[1], &settings).expect("serial RR");
+        let same = bits(&a.coarse) == bits(&b.coarse)
+            && bits(&a.fine) == bits(&b.fine)
+            && a.estimate
+                .mean()
+                .expect("mean")
+                .iter()
+                .zip(b.estimate.mean().expect("mean").iter())
+                .all(|(x, y)| x.to_bits() == y.to_bits())
+            && a.cost == b.cost
+            && a.iterations == b.iterations;
+        rep.check(
+            "Richardson-Romberg pairs over ranks (SGRRLD)",
+            same,
+            format!("{} coarse and {} fine values bit for bit", bits(&a.coarse).len(), bits(&a.fine).len()),
         );
     }
 

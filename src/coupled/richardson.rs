@@ -279,6 +279,22 @@ pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
     settings: &RunSettings,
     observers: &[&dyn Observer],
 ) -> Result<RrOutput<S>> {
+    let all: Vec<usize> = (0..settings.n_chains).collect();
+    run_rr_subset(model, rr, theta0, settings, observers, &all)
+}
+
+/// The replicates `selected` (increasing indices below `n_chains`) of the run
+/// [`run_rr_observed`] would make, with the same streams: the output holds only those
+/// replicates, in that order. The MPI runner spreads replicates over ranks with it and merges
+/// the outputs with [`merge_rr_subsets`].
+pub(crate) fn run_rr_subset<M: Model + ?Sized, S: Discretisation>(
+    model: &M,
+    rr: &RichardsonRomberg<S>,
+    theta0: &[f64],
+    settings: &RunSettings,
+    observers: &[&dyn Observer],
+    selected: &[usize],
+) -> Result<RrOutput<S>> {
     settings.validate()?;
     let d = model.dim();
     // Chain A keeps one draw per recorded iteration, chain B two.
@@ -292,7 +308,9 @@ pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
         fine,
         iteration: 0,
     };
-    let units: Vec<PairUnit<S>> = (0..settings.n_chains as u64)
+    let units: Vec<PairUnit<S>> = selected
+        .iter()
+        .map(|&c| c as u64)
         .map(|c| {
             let noise_a = match rr.coupling {
                 NoiseCoupling::Shared => stream(settings.seed, &[c, 0]),
@@ -375,6 +393,95 @@ pub fn resume_rr<M: Model + ?Sized, S: Discretisation>(
     let start = Instant::now();
     let done = drive(model, units, &settings, observers, start)?;
     assemble(done, &settings, out.setup_cost, out.coupling, start.elapsed(), out.wall_time, d)
+}
+
+/// Merges the outputs of [`run_rr_subset`] over disjoint subsets that together cover every
+/// replicate into the output of the whole run, replicates in index order: the estimates are
+/// built exactly as a single process builds them (bit-identical), costs summed (setup once),
+/// the wall time the longest part's.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn merge_rr_subsets<S>(parts: Vec<(Vec<usize>, RrOutput<S>)>) -> Result<RrOutput<S>> {
+    type Rep<S> = (usize, Option<(Estimate, Estimate, (S, S), [ChainRng; 4], u64)>);
+    let mut reps: Vec<Rep<S>> = Vec::new();
+    let mut divergences = Vec::new();
+    let mut head = None;
+    let mut cost = Cost::default();
+    let mut wall = Duration::ZERO;
+    for (subset, out) in parts {
+        let RrOutput {
+            coarse,
+            fine,
+            chains,
+            cost: c,
+            setup_cost,
+            wall_time,
+            settings,
+            iterations,
+            divergences: dv,
+            streams,
+            coupling,
+            dim,
+            ..
+        } = out;
+        head.get_or_insert((settings, setup_cost, coupling, dim));
+        cost += c - setup_cost;
+        wall = wall.max(wall_time);
+        let diverged: Vec<usize> = dv.iter().map(|d| d.chain).collect();
+        divergences.extend(dv);
+        let mut healthy =
+            coarse.into_parts().into_iter().zip(fine.into_parts()).zip(chains).zip(streams).zip(iterations);
+        for c in subset {
+            if diverged.contains(&c) {
+                reps.push((c, None));
+            } else {
+                let ((((ea, eb), ch), st), k) = healthy.next().ok_or_else(|| Error::CorruptCheckpoint {
+                    reason: "a part has fewer replicates than its subset".into(),
+                })?;
+                reps.push((c, Some((ea, eb, ch, st, k))));
+            }
+        }
+    }
+    let (settings, setup_cost, coupling, dim) = head.ok_or(Error::NoSamples { reason: "no replicate" })?;
+    reps.sort_by_key(|r| r.0);
+    if reps.len() != settings.n_chains || reps.iter().enumerate().any(|(i, r)| r.0 != i) {
+        return Err(Error::CorruptCheckpoint { reason: "the parts do not cover every replicate once".into() });
+    }
+    divergences.sort_by_key(|d: &Divergence| d.chain);
+    let (mut coarse, mut fine, mut chains, mut streams, mut iterations) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (_, r) in reps {
+        if let Some((ea, eb, ch, st, k)) = r {
+            coarse.push(ea);
+            fine.push(eb);
+            chains.push(ch);
+            streams.push(st);
+            iterations.push(k);
+        }
+    }
+    if coarse.is_empty() {
+        return Err(divergences
+            .first()
+            .map(Divergence::to_error)
+            .unwrap_or(Error::NoSamples { reason: "no replicate" }));
+    }
+    let coarse = Estimate::combine(coarse)?;
+    let fine = Estimate::combine(fine)?;
+    let estimate = Estimate::combine([fine.clone(), coarse.clone().scaled(-1.0)])?;
+    Ok(RrOutput {
+        estimate,
+        coarse,
+        fine,
+        chains,
+        cost: cost + setup_cost,
+        setup_cost,
+        wall_time: wall,
+        settings,
+        iterations,
+        divergences,
+        streams,
+        coupling,
+        dim,
+    })
 }
 
 fn assemble<S: Discretisation>(
