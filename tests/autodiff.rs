@@ -44,6 +44,29 @@ fn sgld_chain_gap<M: Model>(model: &M) -> f64 {
     da.draws().iter().zip(db.draws().iter()).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
 }
 
+/// The largest relative gap between `model`'s gradients (data sums over the test batches, and
+/// prior) and the hand-written logistic model's, over the test points; asserts the potentials
+/// agree to 1e-9 on the way.
+fn logistic_gradient_gap<M: Model>(model: &M) -> f64 {
+    let hand = logistic();
+    let mut worst = 0.0f64;
+    for t in points(6) {
+        for idx in batches(500) {
+            let (mut a, mut b) = (vec![0.0; 6], vec![0.0; 6]);
+            hand.grad_data_sum(&t, &idx, &mut a);
+            model.try_grad_data_sum(&t, &idx, &mut b).unwrap();
+            worst = worst.max(rel_err(&b, &a));
+            let (ua, ub) = (hand.potential_data_sum(&t, &idx).unwrap(), model.potential_data_sum(&t, &idx).unwrap());
+            assert!((ua - ub).abs() < 1e-9, "potentials {ua} vs {ub}");
+        }
+        let (mut a, mut b) = (vec![0.0; 6], vec![0.0; 6]);
+        hand.grad_prior(&t, &mut a);
+        model.grad_prior(&t, &mut b);
+        worst = worst.max(rel_err(&b, &a));
+    }
+    worst
+}
+
 /// A one-hidden-layer tanh MLP for binary labels, `f(x) = w₂ᵀ tanh(W₁x + b₁) + b₂`, Bernoulli
 /// likelihood; hand-written backpropagation, checked against finite differences below.
 mod mlp {
@@ -221,24 +244,7 @@ mod forward {
 
     #[test]
     fn forward_ad_gradients_equal_hand_written_logistic() {
-        let (hand, ad) = (logistic(), logistic_ad());
-        let mut worst = 0.0f64;
-        for t in points(6) {
-            for idx in batches(500) {
-                let (mut a, mut b) = (vec![0.0; 6], vec![0.0; 6]);
-                hand.grad_data_sum(&t, &idx, &mut a);
-                ad.try_grad_data_sum(&t, &idx, &mut b).unwrap();
-                worst = worst.max(rel_err(&b, &a));
-                assert!(
-                    (hand.potential_data_sum(&t, &idx).unwrap() - ad.potential_data_sum(&t, &idx).unwrap()).abs()
-                        < 1e-9
-                );
-            }
-            let (mut a, mut b) = (vec![0.0; 6], vec![0.0; 6]);
-            hand.grad_prior(&t, &mut a);
-            ad.grad_prior(&t, &mut b);
-            worst = worst.max(rel_err(&b, &a));
-        }
+        let worst = logistic_gradient_gap(&logistic_ad());
         eprintln!("forward-ad logistic gradient: max rel. error {worst:.2e}");
         assert!(worst < 1e-10);
     }
@@ -331,23 +337,7 @@ mod candle {
 
     #[test]
     fn candle_gradients_equal_hand_written_logistic() {
-        let (hand, c) = (logistic(), logistic_candle());
-        let mut worst = 0.0f64;
-        for t in points(6) {
-            for idx in batches(500) {
-                let (mut a, mut b) = (vec![0.0; 6], vec![0.0; 6]);
-                hand.grad_data_sum(&t, &idx, &mut a);
-                c.try_grad_data_sum(&t, &idx, &mut b).unwrap();
-                worst = worst.max(rel_err(&b, &a));
-                assert!(
-                    (hand.potential_data_sum(&t, &idx).unwrap() - c.potential_data_sum(&t, &idx).unwrap()).abs() < 1e-9
-                );
-            }
-            let (mut a, mut b) = (vec![0.0; 6], vec![0.0; 6]);
-            hand.grad_prior(&t, &mut a);
-            c.grad_prior(&t, &mut b);
-            worst = worst.max(rel_err(&b, &a));
-        }
+        let worst = logistic_gradient_gap(&logistic_candle());
         eprintln!("candle logistic gradient: max rel. error {worst:.2e}");
         assert!(worst < 1e-10);
     }

@@ -395,50 +395,110 @@ pub fn resume_rr<M: Model + ?Sized, S: Discretisation>(
     assemble(done, &settings, out.setup_cost, out.coupling, start.elapsed(), out.wall_time, d)
 }
 
+/// One replicate that did not diverge: its two estimates, final states, streams and
+/// iterations.
+struct Replicate<S> {
+    coarse: Estimate,
+    fine: Estimate,
+    chains: (S, S),
+    streams: [ChainRng; 4],
+    iterations: u64,
+}
+
+/// What every Richardson–Romberg output is built from.
+struct RrParts<S> {
+    replicates: Vec<Replicate<S>>,
+    divergences: Vec<Divergence>,
+    cost: Cost,
+    setup_cost: Cost,
+    wall_time: Duration,
+    settings: RunSettings,
+    coupling: NoiseCoupling,
+    dim: usize,
+}
+
+impl<S> RrParts<S> {
+    /// The output: replicates in index order, the extrapolated estimate `2π̂_{γ/2} − π̂_γ`
+    /// (B carries weight +γ on each of its two draws per iteration, A carries −γ: total Σγ).
+    /// Errors: the first divergence's error if no replicate is left.
+    fn into_output(self) -> Result<RrOutput<S>> {
+        if self.replicates.is_empty() {
+            return Err(self
+                .divergences
+                .first()
+                .map(Divergence::to_error)
+                .unwrap_or(Error::NoSamples { reason: "no replicate" }));
+        }
+        let n = self.replicates.len();
+        let (mut coarse, mut fine, mut chains, mut streams, mut iterations) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for r in self.replicates {
+            coarse.push(r.coarse);
+            fine.push(r.fine);
+            chains.push(r.chains);
+            streams.push(r.streams);
+            iterations.push(r.iterations);
+        }
+        let coarse = Estimate::combine(coarse)?;
+        let fine = Estimate::combine(fine)?;
+        let estimate = Estimate::combine([fine.clone(), coarse.clone().scaled(-1.0)])?;
+        Ok(RrOutput {
+            estimate,
+            coarse,
+            fine,
+            chains,
+            cost: self.cost,
+            setup_cost: self.setup_cost,
+            wall_time: self.wall_time,
+            settings: self.settings,
+            iterations,
+            divergences: self.divergences,
+            streams,
+            coupling: self.coupling,
+            dim: self.dim,
+        })
+    }
+}
+
 /// Merges the outputs of [`run_rr_subset`] over disjoint subsets that together cover every
 /// replicate into the output of the whole run, replicates in index order: the estimates are
 /// built exactly as a single process builds them (bit-identical), costs summed (setup once),
 /// the wall time the longest part's.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn merge_rr_subsets<S>(parts: Vec<(Vec<usize>, RrOutput<S>)>) -> Result<RrOutput<S>> {
-    type Rep<S> = (usize, Option<(Estimate, Estimate, (S, S), [ChainRng; 4], u64)>);
-    let mut reps: Vec<Rep<S>> = Vec::new();
+    let mut reps: Vec<(usize, Option<Replicate<S>>)> = Vec::new();
     let mut divergences = Vec::new();
     let mut head = None;
     let mut cost = Cost::default();
     let mut wall = Duration::ZERO;
     for (subset, out) in parts {
-        let RrOutput {
-            coarse,
-            fine,
-            chains,
-            cost: c,
-            setup_cost,
-            wall_time,
-            settings,
-            iterations,
-            divergences: dv,
-            streams,
-            coupling,
-            dim,
-            ..
-        } = out;
-        head.get_or_insert((settings, setup_cost, coupling, dim));
-        cost += c - setup_cost;
-        wall = wall.max(wall_time);
-        let diverged: Vec<usize> = dv.iter().map(|d| d.chain).collect();
-        divergences.extend(dv);
-        let mut healthy =
-            coarse.into_parts().into_iter().zip(fine.into_parts()).zip(chains).zip(streams).zip(iterations);
+        head.get_or_insert((out.settings, out.setup_cost, out.coupling, out.dim));
+        cost += out.cost - out.setup_cost;
+        wall = wall.max(out.wall_time);
+        let diverged: Vec<usize> = out.divergences.iter().map(|d| d.chain).collect();
+        divergences.extend(out.divergences);
+        let mut healthy = out
+            .coarse
+            .into_parts()
+            .into_iter()
+            .zip(out.fine.into_parts())
+            .zip(out.chains)
+            .zip(out.streams)
+            .zip(out.iterations);
         for c in subset {
             if diverged.contains(&c) {
                 reps.push((c, None));
-            } else {
-                let ((((ea, eb), ch), st), k) = healthy.next().ok_or_else(|| Error::CorruptCheckpoint {
-                    reason: "a part has fewer replicates than its subset".into(),
-                })?;
-                reps.push((c, Some((ea, eb, ch, st, k))));
+                continue;
             }
+            let ((((coarse, fine), chains), streams), iterations) = healthy.next().ok_or_else(|| {
+                Error::CorruptCheckpoint { reason: "a part has fewer replicates than its subset".into() }
+            })?;
+            reps.push((c, Some(Replicate { coarse, fine, chains, streams, iterations })));
         }
     }
     let (settings, setup_cost, coupling, dim) = head.ok_or(Error::NoSamples { reason: "no replicate" })?;
@@ -447,41 +507,17 @@ pub(crate) fn merge_rr_subsets<S>(parts: Vec<(Vec<usize>, RrOutput<S>)>) -> Resu
         return Err(Error::CorruptCheckpoint { reason: "the parts do not cover every replicate once".into() });
     }
     divergences.sort_by_key(|d: &Divergence| d.chain);
-    let (mut coarse, mut fine, mut chains, mut streams, mut iterations) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (_, r) in reps {
-        if let Some((ea, eb, ch, st, k)) = r {
-            coarse.push(ea);
-            fine.push(eb);
-            chains.push(ch);
-            streams.push(st);
-            iterations.push(k);
-        }
-    }
-    if coarse.is_empty() {
-        return Err(divergences
-            .first()
-            .map(Divergence::to_error)
-            .unwrap_or(Error::NoSamples { reason: "no replicate" }));
-    }
-    let coarse = Estimate::combine(coarse)?;
-    let fine = Estimate::combine(fine)?;
-    let estimate = Estimate::combine([fine.clone(), coarse.clone().scaled(-1.0)])?;
-    Ok(RrOutput {
-        estimate,
-        coarse,
-        fine,
-        chains,
+    RrParts {
+        replicates: reps.into_iter().filter_map(|r| r.1).collect(),
+        divergences,
         cost: cost + setup_cost,
         setup_cost,
         wall_time: wall,
         settings,
-        iterations,
-        divergences,
-        streams,
         coupling,
         dim,
-    })
+    }
+    .into_output()
 }
 
 fn assemble<S: Discretisation>(
@@ -493,10 +529,8 @@ fn assemble<S: Discretisation>(
     wall_before: Duration,
     dim: usize,
 ) -> Result<RrOutput<S>> {
-    let (mut coarse, mut fine, mut chains, mut streams, mut iterations, mut divergences) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut replicates, mut divergences) = (Vec::new(), Vec::new());
     let mut cost = setup_cost;
-    let mut first_error = None;
     for f in done {
         let (u, div) = match f {
             Finished::Ran(u, _) => (u, None),
@@ -507,38 +541,26 @@ fn assemble<S: Discretisation>(
         match div {
             Some(mut div) => {
                 div.draws.extend(ea.into_iter().chain(eb));
-                first_error.get_or_insert_with(|| div.to_error());
                 divergences.push(div);
             }
-            None => {
-                coarse.push(ea.ok_or(Error::NotInitialised)?);
-                fine.push(eb.ok_or(Error::NotInitialised)?);
-                iterations.push(u.a.iteration.min(u.b.iteration));
-                streams.push([u.a.noise, u.a.rng, u.b.noise, u.b.rng]);
-                chains.push((u.a.sampler, u.b.sampler));
-            }
+            None => replicates.push(Replicate {
+                coarse: ea.ok_or(Error::NotInitialised)?,
+                fine: eb.ok_or(Error::NotInitialised)?,
+                iterations: u.a.iteration.min(u.b.iteration),
+                streams: [u.a.noise, u.a.rng, u.b.noise, u.b.rng],
+                chains: (u.a.sampler, u.b.sampler),
+            }),
         }
     }
-    if coarse.is_empty() {
-        return Err(first_error.unwrap_or(Error::NoSamples { reason: "no replicate" }));
-    }
-    let coarse = Estimate::combine(coarse)?;
-    let fine = Estimate::combine(fine)?;
-    // B carries weight +γ on each of its two draws per iteration, A carries −γ: total Σγ.
-    let estimate = Estimate::combine([fine.clone(), coarse.clone().scaled(-1.0)])?;
-    Ok(RrOutput {
-        estimate,
-        coarse,
-        fine,
-        chains,
+    RrParts {
+        replicates,
+        divergences,
         cost,
         setup_cost,
         wall_time: wall_before + wall,
         settings: *settings,
-        iterations,
-        divergences,
-        streams,
         coupling,
         dim,
-    })
+    }
+    .into_output()
 }
