@@ -18,6 +18,7 @@ pub mod export;
 mod gradient;
 mod lbfgs;
 pub mod linalg;
+pub mod mf;
 mod model;
 mod models;
 pub mod observe;

@@ -12,10 +12,16 @@
 //!    the same chain bit for bit;
 //! 3. failures: a model that fails on the last rank makes every rank return an error naming that
 //!    rank (chains over ranks, and sharded), with no hang (the script's time limit);
-//! 4. mismatched shards (another dimension, an empty shard) are errors on every rank at start.
+//! 4. mismatched shards (another dimension, an empty shard) are errors on every rank at start;
+//! 5. distributed matrix factorisation (HAMCMC §4.3, B = R blocks): DSGLD, pSGLD and HAMCMC
+//!    (M = 2 and 3) by `run_mf_mpi` give the same chain, bit for bit (final W and H, every test
+//!    RMSE, the diagonal counts), as `mf::simulate` of the same B workers in this process; a rank
+//!    whose ratings make its state overflow and a rank with other settings are errors on every
+//!    rank naming it.
 #![cfg(feature = "mpi")]
 
-use sgmcmc::distributed::{Cluster, Sharded, run_chains_mpi, run_rr_mpi, run_sharded};
+use sgmcmc::distributed::{Cluster, Sharded, run_chains_mpi, run_mf_mpi, run_rr_mpi, run_sharded};
+use sgmcmc::mf::{BlockPartition, MfModel, MfOutput, MfRunSettings, MfUpdate, RowShard, simulate};
 use sgmcmc::ndarray::{Array1, s};
 use sgmcmc::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -268,6 +274,94 @@ fn main() {
             names_rank(e, bad_rank) && matches!(e.root(), Error::EmptyData { .. } | Error::RankFailure { .. })
         });
         rep.check("an empty shard is an error on every rank", ok, format!("{r:?}"));
+    }
+
+    // 5. Distributed matrix factorisation vs its single-process simulation.
+    {
+        let ratings = Ratings::synthetic(40, 50, 3, 900, 0.5, 21).expect("ratings");
+        let (train, test) = ratings.split(0.1, 22).expect("split");
+        let part = BlockPartition::even(40, 50, size).expect("partition");
+        let shards = RowShard::split(&part, &train).expect("shards");
+        let tests = RowShard::split(&part, &test).expect("test shards");
+        let model = MfModel {
+            rank: 3,
+            noise_var: 0.25,
+            prior_var_w: 1.0,
+            prior_var_h: 1.0,
+            offset: train.mean(),
+            init_scale: 0.1,
+        };
+        let run = MfRunSettings { n_iter: 600, burn_in: 300, eval_every: 25, seed: 17 };
+        let fingerprint = |o: &MfOutput| {
+            let mut v: Vec<u64> = o.w.iter().chain(o.h.iter()).map(|x| x.to_bits()).collect();
+            v.extend(
+                o.trace
+                    .iter()
+                    .flat_map(|p| [p.iteration, p.rmse_sample.to_bits(), p.rmse_mean.map_or(0, f64::to_bits)]),
+            );
+            v.extend(&o.diagonal_counts);
+            v.push(o.skipped_pairs);
+            v
+        };
+        for update in [
+            MfUpdate::Sgld(SgldSettings::constant(2e-4)),
+            MfUpdate::Psgld(PsgldSettings { step_size: StepSize::Constant(1e-3), decay: 0.9, damping: 1e-3 }),
+            MfUpdate::Hamcmc(HamcmcSettings {
+                memory: 2,
+                trust_region: 50.0,
+                initial_scale: 0.5,
+                ..Default::default()
+            }),
+            MfUpdate::Hamcmc(HamcmcSettings {
+                memory: 3,
+                trust_region: 50.0,
+                initial_scale: 0.5,
+                ..Default::default()
+            }),
+        ] {
+            let a = run_mf_mpi(&cluster, &shards[me], Some(&tests[me]), &model, &update, &run).expect("distributed MF");
+            let b = simulate(&shards, &tests, &model, &update, &run).expect("simulated MF");
+            let same = fingerprint(&a) == fingerprint(&b);
+            let name = match update {
+                MfUpdate::Hamcmc(h) => format!("HAMCMC M={}", h.memory),
+                u => u.name().to_string(),
+            };
+            rep.check(
+                &format!("distributed MF ({name}, B = {size}) equals its single-process simulation bit for bit"),
+                same && a.trace.len() == 24,
+                format!(
+                    "final test RMSE {:.6} vs {:.6}",
+                    a.final_rmse().unwrap_or(f64::NAN),
+                    b.final_rmse().unwrap_or(f64::NAN)
+                ),
+            );
+        }
+        // A rank whose ratings overflow its gradient (at the first iteration on that block).
+        let bad = if me == bad_rank {
+            let users: Vec<usize> = (0..train.len()).map(|k| train.get(k).expect("rating").0).collect();
+            let items: Vec<usize> = (0..train.len()).map(|k| train.get(k).expect("rating").1).collect();
+            let rows = part.row_range(me);
+            let mut values: Vec<f64> = (0..train.len()).map(|k| train.get(k).expect("rating").2).collect();
+            let k = users.iter().position(|u| rows.contains(u)).expect("a rating in the last block");
+            values[k] = f64::MAX; // finite, but its residual times N/|Ω| overflows at once
+            let r = Ratings::new(users, items, values, 40, 50).expect("ratings");
+            RowShard::new(&part, me, &r).expect("shard")
+        } else {
+            shards[me].clone()
+        };
+        let update = MfUpdate::Sgld(SgldSettings::constant(2e-4));
+        let r = run_mf_mpi(&cluster, &bad, Some(&tests[me]), &model, &update, &run);
+        let detail = match &r {
+            Err(e) => e.to_string(),
+            Ok(_) => "no error".into(),
+        };
+        let ok = r.as_ref().err().is_some_and(|e| names_rank(e, bad_rank) && e.iteration().is_some());
+        rep.check("a rank whose MF state overflows is an error on every rank, with the iteration", ok, detail);
+        // A rank with another seed.
+        let other = MfRunSettings { seed: if me == bad_rank && size > 1 { 18 } else { 17 }, ..run };
+        let r = run_mf_mpi(&cluster, &shards[me], Some(&tests[me]), &model, &update, &other);
+        let ok = if size > 1 { r.as_ref().err().is_some_and(|e| names_rank(e, bad_rank)) } else { r.is_ok() };
+        rep.check("MF settings that differ on one rank are an error on every rank", ok, format!("{:?}", r.err()));
     }
 
     cluster.barrier();
