@@ -1154,9 +1154,10 @@ fn check_shards(
 ///     &RowShard::split(&part, &train)?,
 ///     &RowShard::split(&part, &test)?,
 ///     &model,
-///     &MfUpdate::Sgld(SgldSettings::constant(2e-4)),
+///     &MfUpdate::Sgld(SgldSettings::constant(1e-3)),
 ///     &run,
 /// )?;
+/// // Predicting every rating by the mean has an RMSE of about 1.1 here; the posterior mean, 0.66.
 /// assert!(out.final_rmse().unwrap() < 0.8);
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
