@@ -618,3 +618,173 @@ pub fn run_mf_mpi(
     let fabric = MpiFabric { rank: me, recv: Vec::new() };
     Engine::new(fabric, vec![shard], tests, model, update, run, &sizes, n_test)?.run()
 }
+
+/// Multilevel samples spread over ranks: sample i of a batch on rank `i mod R`, every sample
+/// then exchanged so that every rank folds all of them in index order.
+struct OverRanks {
+    rank: usize,
+    size: usize,
+}
+
+/// One rank's share of a batch of multilevel samples.
+#[derive(Serialize, Deserialize)]
+struct SampleReport {
+    samples: Vec<(u64, crate::coupled::mlsgld::LevelSample)>,
+    failure: Option<(u64, Failure)>,
+}
+
+impl crate::coupled::mlsgld::SampleExec for OverRanks {
+    fn samples(
+        &self,
+        range: std::ops::Range<u64>,
+        compute: &dyn Fn(Vec<u64>) -> Vec<Result<crate::coupled::mlsgld::LevelSample>>,
+    ) -> Vec<Result<crate::coupled::mlsgld::LevelSample>> {
+        let (me, size) = (self.rank as u64, self.size as u64);
+        let mine: Vec<u64> = range.clone().filter(|i| (i - range.start) % size == me).collect();
+        let mut report = SampleReport { samples: Vec::with_capacity(mine.len()), failure: None };
+        let mut my_error = None;
+        for (&i, r) in mine.iter().zip(compute(mine.clone())) {
+            match r {
+                Ok(x) => report.samples.push((i, x)),
+                Err(e) => {
+                    report.failure = Some((i, Failure::of(&e)));
+                    my_error = Some(e);
+                    break;
+                }
+            }
+        }
+        let exchanged = postcard::to_stdvec(&report)
+            .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot encode this rank's samples: {e}") })
+            .and_then(|b| all_gather_bytes(&b));
+        let all = match exchanged {
+            Ok(all) => all,
+            Err(e) => return vec![Err(e)],
+        };
+        let mut samples = Vec::with_capacity((range.end - range.start) as usize);
+        let mut first_failure: Option<(u64, usize, Failure)> = None;
+        for (rank, b) in all.iter().enumerate() {
+            let r: SampleReport = match postcard::from_bytes(b) {
+                Ok(r) => r,
+                Err(e) => {
+                    return vec![Err(Error::CorruptCheckpoint {
+                        reason: format!("cannot decode rank {rank}'s samples: {e}"),
+                    })];
+                }
+            };
+            samples.extend(r.samples);
+            if let Some((i, f)) = r.failure
+                && first_failure.as_ref().is_none_or(|(j, _, _)| i < *j)
+            {
+                first_failure = Some((i, rank, f));
+            }
+        }
+        samples.sort_by_key(|(i, _)| *i);
+        let stop = first_failure.as_ref().map_or(u64::MAX, |(i, _, _)| *i);
+        let mut out: Vec<Result<_>> = samples.into_iter().take_while(|(i, _)| *i < stop).map(|(_, x)| Ok(x)).collect();
+        if let Some((_, rank, f)) = first_failure {
+            out.push(Err(match my_error {
+                Some(e) if rank == self.rank => Error::Rank { rank, source: Box::new(e) },
+                _ => Error::RankFailure { rank, chain: f.chain, iteration: f.iteration, message: f.message },
+            }));
+        }
+        out
+    }
+}
+
+/// [`MlSgld::run_fixed`](crate::MlSgld::run_fixed) with each level's samples spread over the
+/// ranks (sample i on rank `i mod R`, a rank's samples in parallel as the settings say); the
+/// samples are exchanged and folded in index order on every rank, so **every rank** returns a
+/// result bit-identical to the single-process `run_fixed` (estimate, variances, costs, kept
+/// points). Every rank must call it with the same arguments.
+///
+/// Errors: as `run_fixed`, on every rank: the rank whose sample failed first (in index order)
+/// returns [`Error::Rank`] around its error, the others [`Error::RankFailure`] naming it.
+pub fn run_mlsgld_mpi<M, S, G>(
+    cluster: &Cluster,
+    ml: &crate::MlSgld<S>,
+    model: &M,
+    g: &G,
+    samples: &[usize],
+) -> Result<crate::MlmcResult>
+where
+    M: Model + ?Sized,
+    S: crate::samplers::SubsampledDiscretisation,
+    G: Fn(&[f64]) -> f64 + Sync,
+{
+    ml.run_fixed_on(&OverRanks { rank: cluster.rank, size: cluster.size }, model, g, samples)
+}
+
+/// [`MlSgld::run_adaptive`](crate::MlSgld::run_adaptive) with each batch of samples spread over
+/// the ranks as in [`run_mlsgld_mpi`]: every rank sees the same statistics, so every rank makes
+/// the same choices of levels and sample counts and returns the result of the single-process
+/// run, bit for bit.
+///
+/// Errors: as `run_adaptive` and [`run_mlsgld_mpi`].
+pub fn run_mlsgld_adaptive_mpi<M, S, G>(
+    cluster: &Cluster,
+    ml: &crate::MlSgld<S>,
+    model: &M,
+    g: &G,
+    target: &crate::AdaptiveSettings,
+) -> Result<crate::MlmcResult>
+where
+    M: Model + ?Sized,
+    S: crate::samplers::SubsampledDiscretisation,
+    G: Fn(&[f64]) -> f64 + Sync,
+{
+    ml.run_adaptive_on(&OverRanks { rank: cluster.rank, size: cluster.size }, model, g, target)
+}
+
+/// Every rank's outcome of a local step: `Ok` everywhere if every rank succeeded, else the first
+/// failing rank's error ([`Error::Rank`] on it, [`Error::RankFailure`] elsewhere).
+#[cfg(feature = "zarr")]
+fn agree<T>(cluster: &Cluster, local: Result<T>) -> Result<T> {
+    let failure = local.as_ref().err().map(Failure::of);
+    let bytes = postcard::to_stdvec(&failure)
+        .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot encode this rank's status: {e}") })?;
+    let all = all_gather_bytes(&bytes)?;
+    let mut failures = Vec::new();
+    for (rank, b) in all.iter().enumerate() {
+        let f: Option<Failure> = postcard::from_bytes(b)
+            .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot decode rank {rank}'s status: {e}") })?;
+        if let Some(f) = f {
+            failures.push((rank, f));
+        }
+    }
+    match local {
+        Ok(v) if failures.is_empty() => Ok(v),
+        Ok(_) => Err(rank_error(cluster.rank, None, &failures).unwrap_or(Error::NotInitialised)),
+        Err(e) => Err(rank_error(cluster.rank, Some(e), &failures).unwrap_or(Error::NotInitialised)),
+    }
+}
+
+/// Writes the chains of `est` (e.g. the output of [`run_chains_mpi`], the same on every rank)
+/// to the Zarr store at `path` in the ArviZ InferenceData layout of
+/// [`ZarrTrace`](crate::export::ZarrTrace), the ranks sharing the work without conflicts: rank 0
+/// creates the layout, then chain c is written by rank `c mod R` (one chunk per chain). `path`
+/// must be on a file system every rank sees (on one machine, any directory). Feature `zarr`
+/// with `mpi`.
+///
+/// Errors: as [`write_zarr`](crate::export::write_zarr), on every rank ([`Error::Rank`] on the
+/// rank that failed, [`Error::RankFailure`] elsewhere).
+#[cfg(feature = "zarr")]
+pub fn write_zarr_mpi(cluster: &Cluster, path: impl AsRef<std::path::Path>, est: &crate::Estimate) -> Result<()> {
+    use crate::export::ZarrTrace;
+    let path = path.as_ref();
+    let parts = agree(cluster, crate::export::parts(est))?;
+    let with_gradients = parts.iter().all(|s| s.gradients().is_some());
+    let created = if cluster.rank == 0 {
+        ZarrTrace::create(path, parts.len(), parts[0].len(), est.dim(), with_gradients).map(|_| ())
+    } else {
+        Ok(())
+    };
+    agree(cluster, created)?;
+    let written = ZarrTrace::open(path).and_then(|trace| {
+        parts
+            .iter()
+            .enumerate()
+            .filter(|(c, _)| c % cluster.size == cluster.rank)
+            .try_for_each(|(c, s)| trace.write_chain(c, s))
+    });
+    agree(cluster, written)
+}

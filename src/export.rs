@@ -14,7 +14,10 @@ use ndarray::{Array2, Array3};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-fn parts(est: &Estimate) -> Result<Vec<&Samples>> {
+#[cfg(feature = "zarr")]
+pub use crate::zarr::{ZarrTrace, write_zarr};
+
+pub(crate) fn parts(est: &Estimate) -> Result<Vec<&Samples>> {
     let v: Vec<&Samples> = (0..est.n_parts())
         .map(|c| est.samples(c).ok_or(Error::NotStored { what: "samples (the run kept only running moments)" }))
         .collect::<Result<_>>()?;

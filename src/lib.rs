@@ -31,6 +31,8 @@ mod schedule;
 mod taylor;
 pub mod tune;
 mod variance_reduced;
+#[cfg(feature = "zarr")]
+mod zarr;
 mod zv;
 
 pub use check::{CheckSettings, ModelCheck, check_model};

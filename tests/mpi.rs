@@ -6,13 +6,16 @@
 //! Checks, on every rank:
 //! 1. chains over ranks: `run_chains_mpi` gives draws, weights, pooled mean and costs
 //!    bit-identical to `run_chains` in this process (SGLD and SGHMC, 5 chains over R ranks);
-//!    `run_rr_mpi` likewise against `run_rr` (5 SGRRLD pairs);
+//!    `run_rr_mpi` likewise against `run_rr` (5 SGRRLD pairs); `run_mlsgld_mpi` and
+//!    `run_mlsgld_adaptive_mpi` against `MlSgld::run_fixed` / `run_adaptive` (whole results);
 //! 2. sharded data: SGLD and SGLD-CV on a `Sharded` logistic model follow the single-process
 //!    chain on the whole data set to ≤ 1e-12 relative over 2 000 iterations, and every rank holds
 //!    the same chain bit for bit;
 //! 3. failures: a model that fails on the last rank makes every rank return an error naming that
 //!    rank (chains over ranks, and sharded), with no hang (the script's time limit);
 //! 4. mismatched shards (another dimension, an empty shard) are errors on every rank at start;
+//!    With feature `zarr` too, `write_zarr_mpi` writes that run's trace from all ranks and every
+//!    rank reads back the serial draws.
 //! 5. distributed matrix factorisation (HAMCMC §4.3, B = R blocks): DSGLD, pSGLD and HAMCMC
 //!    (M = 2 and 3) by `run_mf_mpi` give the same chain, bit for bit (final W and H, every test
 //!    RMSE, the diagonal counts), as `mf::simulate` of the same B workers in this process; a rank
@@ -20,7 +23,9 @@
 //!    rank naming it.
 #![cfg(feature = "mpi")]
 
-use sgmcmc::distributed::{Cluster, Sharded, run_chains_mpi, run_mf_mpi, run_rr_mpi, run_sharded};
+use sgmcmc::distributed::{
+    Cluster, Sharded, run_chains_mpi, run_mf_mpi, run_mlsgld_adaptive_mpi, run_mlsgld_mpi, run_rr_mpi, run_sharded,
+};
 use sgmcmc::mf::{BlockPartition, MfModel, MfOutput, MfRunSettings, MfUpdate, RowShard, simulate};
 use sgmcmc::ndarray::{Array1, s};
 use sgmcmc::*;
@@ -141,6 +146,27 @@ fn main() {
             && a.cost == b.cost
             && a.chains.len() == 5;
         rep.check("chains over ranks, SGLD", same, format!("{} draws compared bit for bit", bits(&a.estimate).len()));
+        #[cfg(feature = "zarr")]
+        {
+            // The ranks write the trace together (chain c by rank c mod R), every rank reads it.
+            let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("mpi_trace_{size}.zarr"));
+            let written = sgmcmc::distributed::write_zarr_mpi(&cluster, &path, &a.estimate);
+            cluster.barrier();
+            let same = written.is_ok()
+                && sgmcmc::export::ZarrTrace::open(&path).is_ok_and(|t| {
+                    (0..5).all(|c| {
+                        t.read_chain(c).is_ok_and(|d| {
+                            let want = b.estimate.samples(c).expect("samples").draws();
+                            d.iter().zip(want.iter()).all(|(x, y)| x.to_bits() == y.to_bits())
+                        })
+                    })
+                });
+            rep.check(
+                "a Zarr trace written by all ranks (one chunk per chain) reads back as the serial draws",
+                same,
+                format!("{written:?} at {}", path.display()),
+            );
+        }
         let a = run_chains_mpi(&cluster, &lg, &sghmc, &inits, &settings, &[]).expect("distributed run");
         let b = run_chains(&lg, &sghmc, &inits, &settings).expect("serial run");
         rep.check(
@@ -166,6 +192,41 @@ fn main() {
             "Richardson-Romberg pairs over ranks (SGRRLD)",
             same,
             format!("{} coarse and {} fine values bit for bit", bits(&a.coarse).len(), bits(&a.fine).len()),
+        );
+
+        // Multilevel (ML-SGLD) samples over ranks: fixed levels and Giles' adaptive run.
+        let start = [0.5, -0.5, 0.2];
+        let mls = MlSgldSettings { keep_points: true, seed: 77, ..Default::default() };
+        let ml = MlSgld::sgld(mls, 1.0 / 2_000.0, Minibatch::new(10), &start).expect("ml-sgld");
+        let g = |t: &[f64]| t[0] + t[1] * t[2];
+        let a = run_mlsgld_mpi(&cluster, &ml, &lg, &g, &[23, 11, 7, 5]).expect("distributed ML-SGLD");
+        let b = ml.run_fixed(&lg, &g, &[23, 11, 7, 5]).expect("serial ML-SGLD");
+        // Debug prints every f64 in its shortest round-trip form: equal text is equal bits.
+        let (ta, tb) = (format!("{a:?}"), format!("{b:?}"));
+        rep.check(
+            "ML-SGLD samples over ranks (fixed levels, kept end points)",
+            ta == tb && a.measure.is_some(),
+            format!("estimate {:e} vs {:e}, {} characters of result equal", a.estimate, b.estimate, ta.len()),
+        );
+        let target = AdaptiveSettings { rmse: 0.02, n_initial: 13, max_level: 5, max_cost: None };
+        let ml =
+            MlSgld::sgld(MlSgldSettings { seed: 78, ..Default::default() }, 1.0 / 2_000.0, Minibatch::new(10), &start)
+                .expect("ml-sgld");
+        let a = run_mlsgld_adaptive_mpi(&cluster, &ml, &lg, &g, &target);
+        let b = ml.run_adaptive(&lg, &g, &target);
+        let (ta, tb) = (format!("{a:?}"), format!("{b:?}"));
+        rep.check(
+            "ML-SGLD adaptive run over ranks",
+            ta == tb,
+            match &b {
+                Ok(r) => format!(
+                    "estimate {:e}, {} levels, {} samples, same on every rank",
+                    r.estimate,
+                    r.levels.len(),
+                    r.levels.iter().map(|l| l.n_samples).sum::<usize>()
+                ),
+                Err(e) => format!("both: {e}"),
+            },
         );
     }
 
@@ -253,6 +314,18 @@ fn main() {
                 || matches!(e, Error::Chain { source, .. } if names_rank(source, bad_rank))
         });
         rep.check("a failing rank (sharded) is an error on every rank", ok, detail);
+        let model = FailsOnRank { inner: lg.clone(), fail: me == bad_rank, calls: AtomicU64::new(0), fail_at: 30 };
+        let ml = MlSgld::sgld(MlSgldSettings::default(), 1.0 / 2_000.0, Minibatch::new(10), &[0.0; 3]).expect("ml");
+        let r = run_mlsgld_mpi(&cluster, &ml, &model, &|t: &[f64]| t[0], &[8, 8, 8]);
+        let detail = match &r {
+            Err(e) => e.to_string(),
+            Ok(_) => "no error".into(),
+        };
+        rep.check(
+            "a failing rank (ML-SGLD samples) is an error on every rank",
+            r.as_ref().err().is_some_and(|e| names_rank(e, bad_rank)),
+            detail,
+        );
     }
 
     // 4. Mismatched shards.

@@ -173,7 +173,7 @@ pub struct MlSgld<S> {
 }
 
 /// One sample of one level.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LevelSample {
     /// `Δ_l` (for level 0, `g_0`).
     pub delta: f64,
@@ -470,6 +470,21 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         count: usize,
         budget: &mut Budget,
     ) -> Result<()> {
+        self.extend_level_on(&Here, model, g, acc, count, budget)
+    }
+
+    /// As `extend_level`, the samples computed by `exec` (here, or spread over MPI ranks): the
+    /// samples come back in index order and are folded in that order, so the statistics do not
+    /// depend on where they were computed.
+    fn extend_level_on<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
+        &self,
+        exec: &dyn SampleExec,
+        model: &M,
+        g: &G,
+        acc: &mut LevelAcc,
+        count: usize,
+        budget: &mut Budget,
+    ) -> Result<()> {
         const CHUNK: usize = 4096;
         let d = model.dim();
         let mut left = count;
@@ -478,13 +493,15 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             budget.check(acc.cost_per_sample() * c as f64)?;
             let first = acc.n as u64;
             let level = acc.level;
-            let out = crate::run::fan_out(
-                (first..first + c as u64).collect(),
-                self.settings.parallel,
-                || Work::new(&self.base, d),
-                |w, i| self.sample_with(w, model, g, level, i),
-            );
-            for r in out {
+            let compute = |indices: Vec<u64>| {
+                crate::run::fan_out(
+                    indices,
+                    self.settings.parallel,
+                    || Work::new(&self.base, d),
+                    |w, i| self.sample_with(w, model, g, level, i),
+                )
+            };
+            for r in exec.samples(first..first + c as u64, &compute) {
                 let x = r?;
                 budget.spent += (x.cost.datum_gradients + x.cost.datum_hvps) as f64;
                 acc.push(x);
@@ -531,8 +548,18 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         g: &G,
         samples: &[usize],
     ) -> Result<MlmcResult> {
+        self.run_fixed_on(&Here, model, g, samples)
+    }
+
+    pub(crate) fn run_fixed_on<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
+        &self,
+        exec: &dyn SampleExec,
+        model: &M,
+        g: &G,
+        samples: &[usize],
+    ) -> Result<MlmcResult> {
         let mut ck = self.start_fixed(samples)?;
-        self.advance_fixed(model, g, &mut ck, usize::MAX)?;
+        self.advance_fixed_on(exec, model, g, &mut ck, usize::MAX)?;
         self.result(model, &ck)
     }
 
@@ -570,6 +597,17 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         ck: &mut MlmcCheckpoint,
         max_samples: usize,
     ) -> Result<bool> {
+        self.advance_fixed_on(&Here, model, g, ck, max_samples)
+    }
+
+    fn advance_fixed_on<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
+        &self,
+        exec: &dyn SampleExec,
+        model: &M,
+        g: &G,
+        ck: &mut MlmcCheckpoint,
+        max_samples: usize,
+    ) -> Result<bool> {
         self.check(model)?;
         self.check_checkpoint(ck)?;
         let mut left = max_samples;
@@ -577,7 +615,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         for (acc, &target) in ck.levels.iter_mut().zip(&ck.targets) {
             let want = target.saturating_sub(acc.n).min(left);
             if want > 0 {
-                self.extend_level(model, g, acc, want, &mut budget)?;
+                self.extend_level_on(exec, model, g, acc, want, &mut budget)?;
                 left -= want;
             }
         }
@@ -631,6 +669,16 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         g: &G,
         target: &AdaptiveSettings,
     ) -> Result<MlmcResult> {
+        self.run_adaptive_on(&Here, model, g, target)
+    }
+
+    pub(crate) fn run_adaptive_on<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
+        &self,
+        exec: &dyn SampleExec,
+        model: &M,
+        g: &G,
+        target: &AdaptiveSettings,
+    ) -> Result<MlmcResult> {
         self.check(model)?;
         check_positive("rmse", target.rmse)?;
         if target.n_initial < 2 {
@@ -656,7 +704,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         let over = "max_cost would be exceeded before the target RMSE is reached";
         for l in 0..=2 {
             let mut acc = LevelAcc::new(l, keep);
-            if let Err(e) = self.extend_level(model, g, &mut acc, target.n_initial, &mut budget) {
+            if let Err(e) = self.extend_level_on(exec, model, g, &mut acc, target.n_initial, &mut budget) {
                 data.push(acc);
                 return Err(if matches!(e, Error::BudgetExhausted { .. }) {
                     exhausted(self, &data, over, 0.0)
@@ -678,7 +726,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
                     if budget.max.is_some_and(|m| budget.spent + extra * c > m as f64) {
                         return Err(exhausted(self, &data, over, 0.0));
                     }
-                    if let Err(e) = self.extend_level(model, g, &mut data[l], extra as usize, &mut budget) {
+                    if let Err(e) = self.extend_level_on(exec, model, g, &mut data[l], extra as usize, &mut budget) {
                         return Err(if matches!(e, Error::BudgetExhausted { .. }) {
                             exhausted(self, &data, over, 0.0)
                         } else {
@@ -701,7 +749,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
                 return Err(exhausted(self, &data, "max_level reached before the bias test passed", bias));
             }
             let mut acc = LevelAcc::new(big_l + 1, keep);
-            let r = self.extend_level(model, g, &mut acc, target.n_initial, &mut budget);
+            let r = self.extend_level_on(exec, model, g, &mut acc, target.n_initial, &mut budget);
             data.push(acc);
             if let Err(e) = r {
                 return Err(if matches!(e, Error::BudgetExhausted { .. }) {
@@ -947,4 +995,29 @@ fn decay_rate(y: &[f64]) -> f64 {
     let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
     let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
     if sxx > 0.0 { sxy / sxx } else { 0.5 }
+}
+
+/// Where the samples of a level are computed: `samples(range, compute)` returns the samples of
+/// the indices in `range` in index order (at least up to the first failing one, whose error is
+/// then in its place); `compute` takes a list of indices and returns their samples (or errors)
+/// in that order.
+pub(crate) trait SampleExec {
+    fn samples(
+        &self,
+        range: std::ops::Range<u64>,
+        compute: &dyn Fn(Vec<u64>) -> Vec<Result<LevelSample>>,
+    ) -> Vec<Result<LevelSample>>;
+}
+
+/// Every sample in this process.
+struct Here;
+
+impl SampleExec for Here {
+    fn samples(
+        &self,
+        range: std::ops::Range<u64>,
+        compute: &dyn Fn(Vec<u64>) -> Vec<Result<LevelSample>>,
+    ) -> Vec<Result<LevelSample>> {
+        compute(range.collect())
+    }
 }

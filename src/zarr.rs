@@ -1,0 +1,273 @@
+//! Traces in the Zarr v3 format, laid out as ArviZ InferenceData (feature `zarr`).
+
+use crate::error::{Error, Result};
+use crate::estimate::{Estimate, Samples};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use zarrs::array::codec::GzipCodec;
+use zarrs::array::{Array, ArrayBuilder, data_type};
+use zarrs::filesystem::FilesystemStore;
+use zarrs::group::GroupBuilder;
+use zarrs::metadata_ext::group::consolidated_metadata::{ConsolidatedMetadata, ConsolidatedMetadataKind};
+
+fn io(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Io { path: path.display().to_string(), message: e.to_string() }
+}
+
+/// Rewrites the root's consolidated metadata with its keys in sorted order: zarr-python (3.1)
+/// rebuilds the hierarchy from them with `itertools.groupby`, which needs the children of each
+/// group to be contiguous (zarrs writes them in hash order).
+fn sort_consolidated(path: &Path) -> Result<()> {
+    let file = path.join("zarr.json");
+    let text = std::fs::read_to_string(&file).map_err(|e| io(&file, e))?;
+    let mut root: serde_json::Value = serde_json::from_str(&text).map_err(|e| io(&file, e))?;
+    if let Some(serde_json::Value::Object(map)) =
+        root.get_mut("consolidated_metadata").and_then(|c| c.get_mut("metadata"))
+    {
+        let mut entries: Vec<(String, serde_json::Value)> = std::mem::take(map).into_iter().collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        map.extend(entries);
+    }
+    let text = serde_json::to_string_pretty(&root).map_err(|e| io(&file, e))?;
+    std::fs::write(&file, text).map_err(|e| io(&file, e))
+}
+
+/// A Zarr store with the ArviZ InferenceData layout for the draws of `n_chains` chains of
+/// `n_draws` draws in dimension d:
+///
+/// - group `posterior`: `theta` of dims `(chain, draw, theta_dim_0)`, float64;
+/// - group `sample_stats`: `weight` (the sampler's weight of each draw, e.g. its step size) and
+///   `cost` (the cumulative datum-gradient count at each draw, 0 if not recorded), dims
+///   `(chain, draw)`; `gradient` `(chain, draw, theta_dim_0)` if the run stored gradients;
+/// - coordinates `chain` and `draw` (0, 1, …) in both groups.
+///
+/// Every array is chunked **one chunk per chain** (gzip-compressed), so chains are written
+/// independently — by different threads or MPI ranks — without conflicts: one process
+/// [`create`](Self::create)s the layout, the others [`open`](Self::open) it, and each writes its
+/// chains with [`write_chain`](Self::write_chain). In Python:
+///
+/// ```text
+/// import xarray as xr, arviz as az
+/// idata = az.from_datatree(xr.open_datatree("trace.zarr", engine="zarr"))
+/// az.summary(idata)
+/// ```
+#[derive(Debug)]
+pub struct ZarrTrace {
+    path: PathBuf,
+    n_chains: usize,
+    n_draws: usize,
+    dim: usize,
+    theta: Array<FilesystemStore>,
+    weight: Array<FilesystemStore>,
+    cost: Array<FilesystemStore>,
+    gradient: Option<Array<FilesystemStore>>,
+}
+
+impl ZarrTrace {
+    /// Creates the store at `path` (a directory, created if missing; an existing trace there is
+    /// replaced) and writes the metadata and the coordinates; the chains' data are written by
+    /// [`write_chain`](Self::write_chain).
+    ///
+    /// Errors: [`Error::EmptyData`] for no chain, no draw or d = 0; [`Error::Io`] if the store
+    /// cannot be written.
+    pub fn create(
+        path: impl AsRef<Path>,
+        n_chains: usize,
+        n_draws: usize,
+        dim: usize,
+        with_gradients: bool,
+    ) -> Result<Self> {
+        let path = path.as_ref();
+        if n_chains == 0 || n_draws == 0 || dim == 0 {
+            return Err(Error::EmptyData { what: "a Zarr trace needs at least one chain, one draw and one dimension" });
+        }
+        if path.join("zarr.json").exists() {
+            std::fs::remove_dir_all(path).map_err(|e| io(path, e))?;
+        }
+        std::fs::create_dir_all(path).map_err(|e| io(path, e))?;
+        let store = Arc::new(FilesystemStore::new(path).map_err(|e| io(path, e))?);
+        let mut root = GroupBuilder::new().build(store.clone(), "/").map_err(|e| io(path, e))?;
+        let attrs = root.attributes_mut();
+        attrs.insert("inference_library".into(), "sgmcmc".into());
+        attrs.insert("inference_library_version".into(), env!("CARGO_PKG_VERSION").into());
+        root.store_metadata().map_err(|e| io(path, e))?;
+        let (c, n, d) = (n_chains as u64, n_draws as u64, dim as u64);
+        for group in ["posterior", "sample_stats"] {
+            let mut g = GroupBuilder::new().build(store.clone(), &format!("/{group}")).map_err(|e| io(path, e))?;
+            g.attributes_mut().insert("inference_library".into(), "sgmcmc".into());
+            g.store_metadata().map_err(|e| io(path, e))?;
+            for (name, len) in [("chain", c), ("draw", n)] {
+                let a = ArrayBuilder::new(vec![len], vec![len], data_type::int64(), 0i64)
+                    .dimension_names(Some([name]))
+                    .build(store.clone(), &format!("/{group}/{name}"))
+                    .map_err(|e| io(path, e))?;
+                a.store_metadata().map_err(|e| io(path, e))?;
+                let values: Vec<i64> = (0..len as i64).collect();
+                a.store_chunk(&[0], &values).map_err(|e| io(path, e))?;
+            }
+        }
+        let gzip = || -> Result<Arc<GzipCodec>> { Ok(Arc::new(GzipCodec::new(1).map_err(|e| io(path, e))?)) };
+        let f64_3 = |name: &str| -> Result<Array<FilesystemStore>> {
+            let a = ArrayBuilder::new(vec![c, n, d], vec![1, n, d], data_type::float64(), f64::NAN)
+                .dimension_names(Some(["chain", "draw", "theta_dim_0"]))
+                .bytes_to_bytes_codecs(vec![gzip()?])
+                .build(store.clone(), name)
+                .map_err(|e| io(path, e))?;
+            a.store_metadata().map_err(|e| io(path, e))?;
+            Ok(a)
+        };
+        let theta = f64_3("/posterior/theta")?;
+        let gradient = if with_gradients { Some(f64_3("/sample_stats/gradient")?) } else { None };
+        let weight = ArrayBuilder::new(vec![c, n], vec![1, n], data_type::float64(), f64::NAN)
+            .dimension_names(Some(["chain", "draw"]))
+            .bytes_to_bytes_codecs(vec![gzip()?])
+            .build(store.clone(), "/sample_stats/weight")
+            .map_err(|e| io(path, e))?;
+        weight.store_metadata().map_err(|e| io(path, e))?;
+        let cost = ArrayBuilder::new(vec![c, n], vec![1, n], data_type::uint64(), 0u64)
+            .dimension_names(Some(["chain", "draw"]))
+            .bytes_to_bytes_codecs(vec![gzip()?])
+            .build(store.clone(), "/sample_stats/cost")
+            .map_err(|e| io(path, e))?;
+        cost.store_metadata().map_err(|e| io(path, e))?;
+        // Consolidated metadata (what xarray looks for first; every array exists now, and writing
+        // chunks later does not change metadata), laid out as zarr-python writes it: every node
+        // under its full path in the root's, each subgroup there with an empty inline one.
+        for group in ["/posterior", "/sample_stats", "/"] {
+            let mut g = zarrs::group::Group::open(store.clone(), group).map_err(|e| io(path, e))?;
+            let metadata = if group == "/" {
+                let node = zarrs::node::Node::open(&store, group).map_err(|e| io(path, e))?;
+                node.consolidate_metadata().unwrap_or_default()
+            } else {
+                Default::default()
+            };
+            g.set_consolidated_metadata(Some(ConsolidatedMetadata {
+                metadata,
+                kind: ConsolidatedMetadataKind::Inline,
+            }));
+            g.store_metadata().map_err(|e| io(path, e))?;
+        }
+        sort_consolidated(path)?;
+        // The subgroups' own files keep none (else a reader opening one directly sees no child).
+        for group in ["/posterior", "/sample_stats"] {
+            let mut g = zarrs::group::Group::open(store.clone(), group).map_err(|e| io(path, e))?;
+            g.set_consolidated_metadata(None);
+            g.store_metadata().map_err(|e| io(path, e))?;
+        }
+        Ok(ZarrTrace { path: path.to_path_buf(), n_chains, n_draws, dim, theta, weight, cost, gradient })
+    }
+
+    /// Opens a trace made by [`create`](Self::create) (e.g. on another MPI rank) to write chains.
+    ///
+    /// Errors: [`Error::Io`] if the store or its arrays cannot be read.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let store = Arc::new(FilesystemStore::new(path).map_err(|e| io(path, e))?);
+        let open =
+            |name: &str| Array::open(store.clone(), name).map_err(|e| io(&path.join(name.trim_start_matches('/')), e));
+        let theta = open("/posterior/theta")?;
+        let shape = theta.shape().to_vec();
+        let gradient = if path.join("sample_stats/gradient/zarr.json").exists() {
+            Some(open("/sample_stats/gradient")?)
+        } else {
+            None
+        };
+        Ok(ZarrTrace {
+            path: path.to_path_buf(),
+            n_chains: shape[0] as usize,
+            n_draws: shape[1] as usize,
+            dim: shape[2] as usize,
+            weight: open("/sample_stats/weight")?,
+            cost: open("/sample_stats/cost")?,
+            theta,
+            gradient,
+        })
+    }
+
+    /// The store's directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `(chains, draws, dim)`.
+    pub fn shape(&self) -> (usize, usize, usize) {
+        (self.n_chains, self.n_draws, self.dim)
+    }
+
+    /// Writes chain `chain`'s draws, weights, costs (and gradients, if the trace has them): one
+    /// chunk of each array, touched by no other chain.
+    ///
+    /// Errors: [`Error::InvalidParameter`] for a chain out of range; [`Error::DimensionMismatch`]
+    /// for samples of another length or dimension; [`Error::NotStored`] if the trace expects
+    /// gradients and the samples have none; [`Error::Io`] if a chunk cannot be written.
+    pub fn write_chain(&self, chain: usize, samples: &Samples) -> Result<()> {
+        if chain >= self.n_chains {
+            return Err(Error::invalid("chain", chain, "must be below the trace's number of chains"));
+        }
+        crate::error::check_len("draws of the chain", self.n_draws, samples.len())?;
+        crate::error::check_len("dimension of the draws", self.dim, samples.draws().ncols())?;
+        let p = &self.path;
+        let c = chain as u64;
+        let draws = samples.draws().as_standard_layout().into_owned();
+        let flat = draws.as_slice().ok_or(Error::NotStored { what: "contiguous draws" })?;
+        self.theta.store_chunk(&[c, 0, 0], flat).map_err(|e| io(p, e))?;
+        let w: Vec<f64> = samples.weights().to_vec();
+        self.weight.store_chunk(&[c, 0], &w).map_err(|e| io(p, e))?;
+        let costs: Vec<u64> = samples.costs().map_or_else(|| vec![0; self.n_draws], |x| x.to_vec());
+        self.cost.store_chunk(&[c, 0], &costs).map_err(|e| io(p, e))?;
+        if let Some(g) = &self.gradient {
+            let grads = samples
+                .gradients()
+                .ok_or(Error::NotStored { what: "gradients (the trace was created with gradients)" })?
+                .as_standard_layout()
+                .into_owned();
+            let flat = grads.as_slice().ok_or(Error::NotStored { what: "contiguous gradients" })?;
+            g.store_chunk(&[c, 0, 0], flat).map_err(|e| io(p, e))?;
+        }
+        Ok(())
+    }
+
+    /// Reads chain `chain`'s draws back (`draws × dim`), e.g. to check a trace.
+    ///
+    /// Errors: [`Error::InvalidParameter`] for a chain out of range; [`Error::Io`].
+    pub fn read_chain(&self, chain: usize) -> Result<ndarray::Array2<f64>> {
+        if chain >= self.n_chains {
+            return Err(Error::invalid("chain", chain, "must be below the trace's number of chains"));
+        }
+        let v: Vec<f64> =
+            self.theta.retrieve_chunk::<Vec<f64>>(&[chain as u64, 0, 0]).map_err(|e| io(&self.path, e))?;
+        ndarray::Array2::from_shape_vec((self.n_draws, self.dim), v)
+            .map_err(|e| Error::CorruptCheckpoint { reason: format!("chunk of chain {chain}: {e}") })
+    }
+}
+
+/// Writes every chain of `est` to a Zarr store at `path` in the ArviZ InferenceData layout (see
+/// [`ZarrTrace`]); gradients too if every chain stored them. Returns the path.
+///
+/// Errors: as [`draws_array`](crate::export::draws_array) (streaming-mode parts, chains of
+/// different lengths, no chain); [`Error::Io`].
+///
+/// ```
+/// use sgmcmc::prelude::*;
+///
+/// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 3)?;
+/// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50))?;
+/// let settings = RunSettings { n_iter: 2_000, burn_in: 500, n_chains: 2, ..Default::default() };
+/// let out = run(&model, &sgld, &[0.0, 0.0], &settings)?;
+/// let path = std::env::temp_dir().join("sgmcmc_write_zarr_doc.zarr");
+/// // In Python: az.from_datatree(xarray.open_datatree(path, engine="zarr"))
+/// let trace = export::write_zarr(&path, &out.estimate)?;
+/// assert_eq!(trace.shape(), (2, 1_500, 2));
+/// assert_eq!(trace.read_chain(1)?, out.estimate.samples(1).unwrap().draws());
+/// # std::fs::remove_dir_all(&path).ok();
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
+pub fn write_zarr(path: impl AsRef<Path>, est: &Estimate) -> Result<ZarrTrace> {
+    let parts = crate::export::parts(est)?;
+    let with_gradients = parts.iter().all(|s| s.gradients().is_some());
+    let trace = ZarrTrace::create(path, parts.len(), parts[0].len(), est.dim(), with_gradients)?;
+    for (k, s) in parts.iter().enumerate() {
+        trace.write_chain(k, s)?;
+    }
+    Ok(trace)
+}

@@ -1,0 +1,78 @@
+//! Zarr traces (feature `zarr`): what is written reads back bit for bit, in the ArviZ
+//! InferenceData layout, and bad input is a typed error. (That ArviZ opens the store is checked
+//! by `scripts/check-arviz-zarr`, which needs Python.)
+#![cfg(feature = "zarr")]
+
+use sgmcmc::export::{ZarrTrace, write_zarr};
+use sgmcmc::prelude::*;
+use sgmcmc::{Error, Samples};
+
+fn out(storage: Storage) -> RunOutput<Sgld> {
+    let model = LinearGaussian::synthetic(300, 3, 1.0, 10.0, 2).unwrap();
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(30)).unwrap();
+    let s = RunSettings { n_iter: 700, burn_in: 200, n_chains: 3, storage, seed: 4, ..Default::default() };
+    run(&model, &sgld, &[0.0; 3], &s).unwrap()
+}
+
+fn json(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[test]
+fn a_trace_reads_back_in_the_arviz_layout() {
+    let o = out(Storage::SamplesAndGradients);
+    let dir = std::env::temp_dir().join(format!("sgmcmc_zarr_test_{}", std::process::id()));
+    let path = dir.join("trace.zarr");
+    let trace = write_zarr(&path, &o.estimate).unwrap();
+    assert_eq!(trace.shape(), (3, 500, 3));
+    for c in 0..3 {
+        let back = trace.read_chain(c).unwrap();
+        let want = o.estimate.samples(c).unwrap().draws();
+        assert!(back.iter().zip(want.iter()).all(|(a, b)| a.to_bits() == b.to_bits()), "chain {c}");
+    }
+    // Layout: groups posterior and sample_stats, named dimensions, one chunk per chain.
+    let theta = json(&path.join("posterior/theta/zarr.json"));
+    assert!(theta.contains("\"dimension_names\"") && theta.contains("\"chain\"") && theta.contains("\"theta_dim_0\""));
+    assert!(theta.contains("\"chunk_shape\"") && theta.contains("500"));
+    let root = json(&path.join("zarr.json"));
+    assert!(root.contains("\"group\"") && root.contains("\"consolidated_metadata\""));
+    // Consolidated keys in sorted order (zarr-python needs each group's children contiguous).
+    let keys: Vec<usize> = ["\"posterior\"", "\"posterior/theta\"", "\"sample_stats\"", "\"sample_stats/weight\""]
+        .iter()
+        .map(|k| root.find(k).expect("consolidated key"))
+        .collect();
+    assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+    for a in ["sample_stats/weight", "sample_stats/cost", "sample_stats/gradient", "posterior/chain", "posterior/draw"]
+    {
+        assert!(path.join(a).join("zarr.json").exists(), "{a}");
+    }
+    for c in 0..3 {
+        assert!(path.join(format!("posterior/theta/c/{c}/0/0")).exists(), "chunk of chain {c}");
+    }
+    // Another process (rank) opens the layout and rewrites a chain in place.
+    let again = ZarrTrace::open(&path).unwrap();
+    assert_eq!(again.shape(), (3, 500, 3));
+    again.write_chain(2, o.estimate.samples(0).unwrap()).unwrap();
+    assert_eq!(again.read_chain(2).unwrap(), o.estimate.samples(0).unwrap().draws());
+    // Writing again replaces the trace.
+    let t2 = write_zarr(&path, &out(Storage::Samples).estimate).unwrap();
+    assert!(!path.join("sample_stats/gradient").exists());
+    assert_eq!(t2.shape(), (3, 500, 3));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_input_is_a_typed_error() {
+    let dir = std::env::temp_dir().join(format!("sgmcmc_zarr_bad_{}", std::process::id()));
+    assert!(matches!(ZarrTrace::create(dir.join("a"), 0, 5, 2, false), Err(Error::EmptyData { .. })));
+    let t = ZarrTrace::create(dir.join("b"), 2, 5, 2, true).unwrap();
+    let s = Samples::new(ndarray::Array2::zeros((5, 2)), ndarray::Array1::ones(5), None).unwrap();
+    assert!(matches!(t.write_chain(2, &s), Err(Error::InvalidParameter { name: "chain", .. })));
+    assert!(matches!(t.write_chain(0, &s), Err(Error::NotStored { .. })));
+    let short = Samples::new(ndarray::Array2::zeros((4, 2)), ndarray::Array1::ones(4), None).unwrap();
+    assert!(matches!(t.write_chain(0, &short), Err(Error::DimensionMismatch { .. })));
+    assert!(matches!(ZarrTrace::open(dir.join("missing")), Err(Error::Io { .. })));
+    let streaming = out(Storage::Moments);
+    assert!(matches!(write_zarr(dir.join("c"), &streaming.estimate), Err(Error::NotStored { .. })));
+    std::fs::remove_dir_all(&dir).ok();
+}
