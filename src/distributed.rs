@@ -1,5 +1,5 @@
-//! Beyond one machine, through MPI (feature `mpi`): chains spread over ranks, and data sharded
-//! over ranks.
+//! Beyond one machine, through MPI (feature `mpi`): chains, coupled pieces and data spread over
+//! ranks.
 //!
 //! Start the program with `mpirun -np R` (or `srun`); a program started without them runs as
 //! one rank. Create one [`Cluster`] at the start of `main` (it initialises MPI and finalises it
@@ -17,6 +17,14 @@
 //!
 //! - [`run_rr_mpi`]: Richardson–Romberg replicates (coupled pairs) over ranks, bit-identical to
 //!   [`run_rr`](crate::run_rr).
+//! - [`run_mlsgld_mpi`] / [`run_mlsgld_adaptive_mpi`]: multilevel (ML-SGLD) samples over ranks,
+//!   bit-identical to [`MlSgld::run_fixed`](crate::MlSgld::run_fixed) /
+//!   [`run_adaptive`](crate::MlSgld::run_adaptive).
+//! - [`run_mf_mpi`]: the distributed matrix factorisation of the HAMCMC paper (§4.3; DSGLD's
+//!   block schedule with SGLD, pSGLD or HAMCMC), rank b holding row block b, bit-identical to
+//!   [`mf::simulate`](crate::mf::simulate).
+//! - `write_zarr_mpi` (with feature `zarr`): a run's trace written by all ranks, one chunk per
+//!   chain, in the ArviZ layout of [`export::write_zarr`](crate::export).
 //!
 //! Errors never hang: a rank that fails makes every rank return an error naming it
 //! ([`Error::Rank`] on the failing rank, with its typed error; [`Error::RankFailure`] on the
