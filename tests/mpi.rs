@@ -41,6 +41,12 @@ fn bits(e: &Estimate) -> Vec<u64> {
     v
 }
 
+/// Whether two pooled means are equal bit for bit.
+fn same_mean(a: &Estimate, b: &Estimate) -> bool {
+    let (ma, mb) = (a.mean().expect("mean"), b.mean().expect("mean"));
+    ma.iter().zip(mb.iter()).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
 struct Report {
     rank: usize,
     failures: Vec<String>,
@@ -137,12 +143,7 @@ fn main() {
         let a = run_chains_mpi(&cluster, &lg, &sgld, &inits, &settings, &[]).expect("distributed run");
         let b = run_chains(&lg, &sgld, &inits, &settings).expect("serial run");
         let same = bits(&a.estimate) == bits(&b.estimate)
-            && a.estimate
-                .mean()
-                .expect("mean")
-                .iter()
-                .zip(b.estimate.mean().expect("mean").iter())
-                .all(|(x, y)| x.to_bits() == y.to_bits())
+            && same_mean(&a.estimate, &b.estimate)
             && a.cost == b.cost
             && a.chains.len() == 5;
         rep.check("chains over ranks, SGLD", same, format!("{} draws compared bit for bit", bits(&a.estimate).len()));
@@ -180,12 +181,7 @@ fn main() {
         let b = run_rr(&lg, &rr, &inits[1], &settings).expect("serial RR");
         let same = bits(&a.coarse) == bits(&b.coarse)
             && bits(&a.fine) == bits(&b.fine)
-            && a.estimate
-                .mean()
-                .expect("mean")
-                .iter()
-                .zip(b.estimate.mean().expect("mean").iter())
-                .all(|(x, y)| x.to_bits() == y.to_bits())
+            && same_mean(&a.estimate, &b.estimate)
             && a.cost == b.cost
             && a.iterations == b.iterations;
         rep.check(
