@@ -133,35 +133,56 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
         let nv = norm(&v);
         dirs.push(v.iter().map(|x| x / nv).collect());
     }
-    let h = 1e-4 * norm(theta).max(1.0);
     let shifted = |v: &[f64], s: f64| -> Vec<f64> { theta.iter().zip(v).map(|(t, v)| t + s * v).collect() };
-
     let has_potentials = model.potential_prior(theta).is_some() && model.potential_data_sum(theta, &idx).is_some();
     let (mut prior_err, mut data_err) = (0.0f64, 0.0f64);
     let sqrt_d = (d as f64).sqrt();
-    if has_potentials {
-        for v in &dirs {
-            let (xp, xm) = (shifted(v, h), shifted(v, -h));
-            let fd = |f: &dyn Fn(&[f64]) -> Option<f64>| -> Option<f64> { Some((f(&xp)? - f(&xm)?) / (2.0 * h)) };
-            let fd_prior = fd(&|x| model.potential_prior(x));
-            let fd_data = fd(&|x| model.potential_data_sum(x, &idx));
-            cost.datum_potentials += 2 * b as u64;
-            let (Some(fp), Some(fdd)) = (fd_prior, fd_data) else { continue };
-            let (ap, ad) = (dot(&gp, v), dot(&gd, v));
-            prior_err = prior_err.max(compare("grad_prior", ap, fp, settings.rel_tol, norm(&gp) / sqrt_d)?);
-            data_err = data_err.max(compare("grad_data_sum", ad, fdd, settings.rel_tol, norm(&gd) / sqrt_d)?);
-        }
-    }
-
-    // Curvature along each direction (central differences of the full-scale gradient).
+    let base_h = 1e-4 * norm(theta).max(1.0);
     let mut curvatures = Vec::with_capacity(dirs.len());
     let (mut gp2, mut gd2) = (vec![0.0; d], vec![0.0; d]);
     for v in &dirs {
-        eval(&shifted(v, h), &mut gp, &mut gd, &mut cost)?;
-        eval(&shifted(v, -h), &mut gp2, &mut gd2, &mut cost)?;
-        let c: f64 =
-            v.iter().enumerate().map(|(j, vj)| vj * ((gp[j] - gp2[j]) + scale * (gd[j] - gd2[j])) / (2.0 * h)).sum();
-        curvatures.push(c);
+        // The curvature along v of the checked potential (prior + checked items, unscaled) and of
+        // the full-scale one, by central differences of gradients at step h.
+        let mut curv_at = |h: f64, gp: &mut [f64], gd: &mut [f64], cost: &mut Cost| -> Result<(f64, f64)> {
+            eval(&shifted(v, h), gp, gd, cost)?;
+            eval(&shifted(v, -h), &mut gp2, &mut gd2, cost)?;
+            let (mut sub, mut full) = (0.0, 0.0);
+            for (j, vj) in v.iter().enumerate() {
+                sub += vj * ((gp[j] - gp2[j]) + (gd[j] - gd2[j])) / (2.0 * h);
+                full += vj * ((gp[j] - gp2[j]) + scale * (gd[j] - gd2[j])) / (2.0 * h);
+            }
+            Ok((sub, full))
+        };
+        // The step: a thousandth of the checked potential's own length scale along v,
+        // 1/√|curvature| (so a coefficient that multiplies values near 2 000, or a posterior
+        // a million times narrower than ‖θ‖, gets a step to match), refined once; the fixed
+        // 1e-4·max(1, ‖θ‖) where the potential is flat.
+        let (mut gpa, mut gda) = (vec![0.0; d], vec![0.0; d]);
+        let (sub0, _) = curv_at(1e-3 * base_h, &mut gpa, &mut gda, &mut cost)?;
+        let step_of = |c: f64| if c.abs() > 0.0 && c.is_finite() { (1e-3 / c.abs().sqrt()).min(base_h) } else { base_h };
+        let h = step_of(sub0);
+        let (sub1, full) = curv_at(h, &mut gpa, &mut gda, &mut cost)?;
+        let h = step_of(sub1);
+        curvatures.push(full);
+        if !has_potentials {
+            continue;
+        }
+        // Central differences of the potentials at h and 2h: their difference estimates the
+        // truncation error, and |U|·ε/h the rounding error; both widen the tolerance.
+        let fd = |f: &dyn Fn(&[f64]) -> Option<f64>, h: f64| -> Option<(f64, f64)> {
+            let (up, um) = (f(&shifted(v, h))?, f(&shifted(v, -h))?);
+            Some(((up - um) / (2.0 * h), f64::EPSILON * (up.abs() + um.abs()) / h))
+        };
+        let prior = |x: &[f64]| model.potential_prior(x);
+        let data = |x: &[f64]| model.potential_data_sum(x, &idx);
+        cost.datum_potentials += 4 * b as u64;
+        let (Some((fp, rp)), Some((fp2, _))) = (fd(&prior, h), fd(&prior, 2.0 * h)) else { continue };
+        let (Some((fdd, rd)), Some((fdd2, _))) = (fd(&data, h), fd(&data, 2.0 * h)) else { continue };
+        let (ap, ad) = (dot(&gp, v), dot(&gd, v));
+        let noise_p = 10.0 * rp + 2.0 * (fp - fp2).abs();
+        let noise_d = 10.0 * rd + 2.0 * (fdd - fdd2).abs();
+        prior_err = prior_err.max(compare("grad_prior", ap, fp, settings.rel_tol, norm(&gp) / sqrt_d, noise_p)?);
+        data_err = data_err.max(compare("grad_data_sum", ad, fdd, settings.rel_tol, norm(&gd) / sqrt_d, noise_d)?);
     }
     if !has_potentials && curvatures.iter().all(|&c| c < 0.0) {
         return Err(Error::GradientSign {
@@ -185,18 +206,20 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
 /// Relative error of an analytic directional derivative `a` against a finite difference `fd`;
 /// a sign error or a mismatch is an error. `typical` is the size a directional derivative of
 /// this gradient has along a random direction (‖g‖/√d): errors are relative to at least it, so
-/// a direction nearly orthogonal to the gradient does not blow rounding up.
-fn compare(part: &'static str, a: f64, fd: f64, tol: f64, typical: f64) -> Result<f64> {
+/// a direction nearly orthogonal to the gradient does not blow rounding up. `noise` is the
+/// finite difference's own estimated error (rounding and truncation), which is allowed on top
+/// of `tol`.
+fn compare(part: &'static str, a: f64, fd: f64, tol: f64, typical: f64, noise: f64) -> Result<f64> {
     let big = a.abs().max(fd.abs()).max(typical);
     // Both zero to rounding (e.g. a flat prior): nothing to compare.
     if big <= 1e-12 {
         return Ok(0.0);
     }
-    let rel = (a - fd).abs() / big;
+    let rel = ((a - fd).abs() - noise).max(0.0) / big;
     if rel <= tol {
         return Ok(rel);
     }
-    if (a + fd).abs() / big <= tol {
+    if (((a + fd).abs() - noise).max(0.0)) / big <= tol {
         return Err(Error::GradientSign {
             part,
             evidence: format!(

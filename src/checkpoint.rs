@@ -1,11 +1,11 @@
 //! Checkpoints: a run saved to a file and resumed later, bit-identically.
 //!
-//! # File format (version 1)
+//! # File format (version 2)
 //!
 //! | bytes | content |
 //! |---|---|
 //! | 0–7 | the magic `SGMCMCCK` |
-//! | 8–11 | the format version, a little-endian `u32` (1) |
+//! | 8–11 | the format version, a little-endian `u32` (2; version 1, before Langevin samplers could carry a [`Whitening`](crate::Whitening), is refused with [`Error::CheckpointMismatch`]) |
 //! | 12–(end − 4) | a [postcard](https://docs.rs/postcard) encoding (wire format v1) of the header, then of the body |
 //! | last 4 | the CRC-32 (iSCSI/Castagnoli polynomial) of bytes 12–(end − 4), little-endian |
 //!
@@ -34,7 +34,7 @@ use std::path::Path;
 const MAGIC: &[u8; 8] = b"SGMCMCCK";
 
 /// The checkpoint format version this build writes and reads.
-pub const CHECKPOINT_VERSION: u32 = 1;
+pub const CHECKPOINT_VERSION: u32 = 2;
 
 const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
 

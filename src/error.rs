@@ -128,7 +128,8 @@ pub enum Error {
     /// ([`RunSettings::runaway_factor`](crate::RunSettings::runaway_factor)) over the largest
     /// norm of the first half of the chain so far.
     #[error(
-        "the chain ran away at iteration {iteration}: ‖θ‖ = {norm:.3e}, up from at most {reference:.3e} in the first half of the run; check the gradient's sign (it must be ∇U = −∇log p, see check_model) or lower the step size"
+        "the chain ran away at iteration {iteration}: ‖θ‖ = {norm:.3e}, up from at most {reference:.3e} in the first half of the run; {}",
+        runaway_causes(*gradient_outward)
     )]
     Runaway {
         /// The iteration at which it was detected.
@@ -138,6 +139,10 @@ pub enum Error {
         /// The largest ‖θ‖ over the first half of the chain (up to the last power of two below
         /// half the iteration).
         reference: f64,
+        /// Whether the sampler's gradient at the runaway point pointed outwards (`θ·∇Ũ > 0`, as
+        /// a correct `∇U` does far from the mode: the step is too large) or inwards (as `∇log p`
+        /// does: a wrong sign); `None` if the sampler keeps no gradient.
+        gradient_outward: Option<bool>,
     },
     /// The state contained NaN or ±∞ (the sampler diverged: usually the step size is too large).
     #[error("non-finite state at iteration {iteration} (step size too large?)")]
@@ -371,6 +376,20 @@ impl Error {
 
     pub(crate) fn invalid(name: &'static str, value: impl std::fmt::Display, reason: &'static str) -> Self {
         Error::InvalidParameter { name, value: value.to_string(), reason }
+    }
+}
+
+fn runaway_causes(gradient_outward: Option<bool>) -> &'static str {
+    match gradient_outward {
+        Some(true) => {
+            "the gradient there points outwards, as a correct ∇U does far from the mode: most likely the step size is too \
+             large (lower it); less likely a wrong gradient sign (it must be ∇U = −∇log p, see check_model)"
+        }
+        Some(false) => {
+            "the gradient there points back inwards, as ∇log p does: most likely the gradient has the wrong sign (it must \
+             be ∇U = −∇log p, see check_model); less likely the step size is too large (lower it)"
+        }
+        None => "either the step size is too large (lower it) or the gradient has the wrong sign (it must be ∇U = −∇log p, see check_model)",
     }
 }
 

@@ -16,6 +16,7 @@ mod error;
 mod estimate;
 pub mod export;
 mod gradient;
+mod hessian;
 mod lbfgs;
 pub mod linalg;
 pub mod mf;
@@ -60,7 +61,7 @@ pub use samplers::{
     CyclicalKernel, CyclicalSettings, CyclicalSgld, Discretisation, Hamcmc, HamcmcSettings, Langevin, LangevinKernel,
     Lmc, Mala, MalaSettings, Metric, PreconditionedKernel, PreconditionedSgld, Psgld, PsgldKernel, PsgldSettings,
     Sampler, Sghmc, SghmcKernel, SghmcSettings, Sgld, SgldKernel, SgldSettings, Sgnht, SgnhtKernel, SgnhtSettings,
-    SubsampledDiscretisation,
+    SubsampledDiscretisation, Whitening,
 };
 pub use schedule::StepSize;
 pub use taylor::Taylor;
@@ -69,12 +70,12 @@ pub use zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
 
 /// The common imports: `use sgmcmc::prelude::*;`.
 pub mod prelude {
-    pub use crate::tune::{TuneSettings, dispersed_starts, tune};
+    pub use crate::tune::{PlannedRun, Precondition, TuneSettings, dispersed_starts, tune};
     pub use crate::{
         ControlVariate, Cost, CvSettings, Error, Estimate, FullGradient, GradientEstimator, LinearGaussian,
         LogisticRegression, Mala, MalaSettings, Minibatch, ModeSettings, Model, Observer, RunOutput, RunSettings,
         Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, StepSize, Storage, ZvOrder, check_model, diagnostics,
-        export, find_mode, resume, run, run_chains, run_chains_observed, run_observed,
+        export, find_mode, resume, run, run_chains, run_chains_observed, run_observed, Whitening,
     };
 }
 

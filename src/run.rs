@@ -562,7 +562,7 @@ impl RunawayDetector {
 
     /// Records ‖θ‖ at iteration `k` and errors if it ran away.
     #[inline]
-    pub(crate) fn check(&mut self, k: u64, theta: &[f64], factor: Option<f64>) -> Result<()> {
+    pub(crate) fn check(&mut self, k: u64, theta: &[f64], gradient: Option<&[f64]>, factor: Option<f64>) -> Result<()> {
         let Some(factor) = factor else { return Ok(()) };
         let n = norm2(theta);
         if k.is_power_of_two() {
@@ -571,7 +571,13 @@ impl RunawayDetector {
         }
         self.max_so_far = self.max_so_far.max(n);
         if k >= 64 && self.reference > 0.0 && n > factor * self.reference {
-            return Err(Error::Runaway { iteration: k, norm: n, reference: self.reference });
+            // Evidence for the cause: far out, a correct ∇U points outwards (θ·∇U > 0) and the
+            // chain overshoots (step too large); ∇log p in its place points back inwards.
+            let gradient_outward = gradient.and_then(|g| {
+                let c = crate::linalg::dot(theta, g);
+                c.is_finite().then_some(c > 0.0)
+            });
+            return Err(Error::Runaway { iteration: k, norm: n, reference: self.reference, gradient_outward });
         }
         Ok(())
     }
@@ -618,7 +624,7 @@ impl<S: Sampler> Unit for ChainUnit<S> {
         let s = &mut self.sampler;
         for k in self.iteration + 1..=to {
             s.step(model, &mut self.rng)?;
-            self.runaway.check(k, s.position(), settings.runaway_factor)?;
+            self.runaway.check(k, s.position(), s.gradient(), settings.runaway_factor)?;
             self.iteration = k;
             // A weight of exactly 0 marks a draw the sampler does not keep (cSGLD's exploration).
             if settings.keeps(k) && s.weight() != 0.0 {

@@ -38,6 +38,7 @@ use crate::coupled::richardson::{RichardsonRomberg, run_rr};
 use crate::diagnostics::{KsdSettings, ksd_imq};
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::GradientEstimator;
+use crate::hessian::{Hessian, dense_hessian, hessian_columns};
 use crate::linalg::{dot, norm};
 use crate::model::{Model, check_shape};
 use crate::optim::{ModeSettings, find_mode};
@@ -45,8 +46,9 @@ use crate::rng::{fill_standard_normal, stream};
 use crate::run::{RunSettings, Storage, run};
 use crate::samplers::{
     Discretisation, Hamcmc, HamcmcSettings, Langevin, PsgldKernel, PsgldSettings, Sampler, SghmcKernel, SghmcSettings,
-    SgldKernel, SgldSettings,
+    SgldKernel, SgldSettings, SgnhtKernel, SgnhtSettings, Whitening,
 };
+use std::sync::Arc;
 use crate::schedule::StepSize;
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -54,13 +56,15 @@ use rayon::prelude::*;
 /// Settings of [`curvature`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CurvatureSettings {
-    /// Most power iterations for each extreme eigenvalue. Default 1000.
+    /// Most Lanczos iterations (Hessian-vector products) when the spectrum is not computed
+    /// densely (d above [`DENSE_CURVATURE_MAX_DIM`]). Default 1000.
     pub max_iter: usize,
-    /// Stop when the Rayleigh quotient changes by at most `tol` relative. Default 1e-12.
+    /// Lanczos stops when both extreme Ritz values changed by at most `tol` relative over the
+    /// last 5 iterations (at most 1e-10 is used). Default 1e-12.
     pub tol: f64,
-    /// Seed of the starting vector. Default 0.
+    /// Seed of the Lanczos starting vector. Default 0.
     pub seed: u64,
-    /// Also estimate `λ_min` (a second power iteration on `λ_max I − ∇²U`). Default true.
+    /// Also report `λ_min`. Default true.
     pub lambda_min: bool,
 }
 
@@ -70,82 +74,26 @@ impl Default for CurvatureSettings {
     }
 }
 
+/// Up to this dimension [`curvature`] computes the whole Hessian (d Hessian-vector products)
+/// and its exact eigenvalues; above it, Lanczos.
+pub const DENSE_CURVATURE_MAX_DIM: usize = 200;
+
 /// The extreme curvatures of the potential at a point.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Curvature {
     /// The largest eigenvalue of `∇²U(θ)` (full data, prior included).
     pub lambda_max: f64,
-    /// The smallest eigenvalue (`None` if not asked for). It converges more slowly than
-    /// `lambda_max` (at the rate of the gap between the two smallest eigenvalues relative to the
-    /// spectrum's width): treat it as an estimate, good to a few per cent on well-separated
-    /// spectra.
+    /// The smallest eigenvalue (`None` if not asked for). Exact (to rounding) up to
+    /// [`DENSE_CURVATURE_MAX_DIM`]; above it a Lanczos estimate, which can only be too large,
+    /// exact once the iterations reach d.
     pub lambda_min: Option<f64>,
-    /// Power iterations done (both phases).
+    /// Hessian-vector products made (d for the dense spectrum, the Lanczos iterations else).
     pub iterations: usize,
     /// Whether the model's own Hessian-vector products were used (else central differences of
     /// gradients).
     pub exact_hvp: bool,
     /// The evaluations spent.
     pub cost: Cost,
-}
-
-/// `∇²U(θ) v` for the full data set: the model's HVPs when it has them, else central
-/// differences of full gradients with step `1e-5 · max(1, ‖θ‖)` (exact for quadratic U).
-struct Hessian<'a, M: ?Sized> {
-    model: &'a M,
-    theta: &'a [f64],
-    all: Vec<usize>,
-    exact: bool,
-    h: f64,
-    buf: (Vec<f64>, Vec<f64>, Vec<f64>),
-    cost: Cost,
-}
-
-impl<'a, M: Model + ?Sized> Hessian<'a, M> {
-    fn new(model: &'a M, theta: &'a [f64]) -> Self {
-        let d = model.dim();
-        let all: Vec<usize> = (0..model.n_data()).collect();
-        let mut probe = vec![0.0; d];
-        let v = vec![0.0; d];
-        let exact = model.hvp_prior(theta, &v, &mut probe).is_ok()
-            && model.hvp_data_sum(theta, &v, &all[..1.min(all.len())], &mut probe).is_ok();
-        let h = 1e-5 * norm(theta).max(1.0);
-        Hessian { model, theta, all, exact, h, buf: (vec![0.0; d], vec![0.0; d], vec![0.0; d]), cost: Cost::default() }
-    }
-
-    fn grad(&mut self, x: &[f64], out: &mut [f64]) -> Result<()> {
-        let (_, _, tmp) = &mut self.buf;
-        self.model.try_grad_data_sum(x, &self.all, out)?;
-        self.model.try_grad_prior(x, tmp)?;
-        out.iter_mut().zip(tmp.iter()).for_each(|(o, t)| *o += t);
-        self.cost.datum_gradients += self.all.len() as u64;
-        if all_finite(out) { Ok(()) } else { Err(Error::NonFiniteGradient { iteration: 0 }) }
-    }
-
-    fn apply(&mut self, v: &[f64], out: &mut [f64]) -> Result<()> {
-        let n = self.all.len() as u64;
-        if self.exact {
-            let (a, _, _) = &mut self.buf;
-            self.model.hvp_data_sum(self.theta, v, &self.all, out)?;
-            self.model.hvp_prior(self.theta, v, a)?;
-            out.iter_mut().zip(a.iter()).for_each(|(o, t)| *o += t);
-            self.cost.datum_hvps += n;
-        } else {
-            let h = self.h;
-            let xp: Vec<f64> = self.theta.iter().zip(v).map(|(t, v)| t + h * v).collect();
-            let xm: Vec<f64> = self.theta.iter().zip(v).map(|(t, v)| t - h * v).collect();
-            let mut gp = std::mem::take(&mut self.buf.0);
-            let mut gm = std::mem::take(&mut self.buf.1);
-            let r = self.grad(&xp, &mut gp).and_then(|_| self.grad(&xm, &mut gm));
-            for ((o, a), b) in out.iter_mut().zip(&gp).zip(&gm) {
-                *o = (a - b) / (2.0 * h);
-            }
-            self.buf.0 = gp;
-            self.buf.1 = gm;
-            r?;
-        }
-        if all_finite(out) { Ok(()) } else { Err(Error::NonFiniteGradient { iteration: 0 }) }
-    }
 }
 
 /// The largest eigenvalue of a symmetric positive semi-definite operator by power iteration,
@@ -179,9 +127,82 @@ fn power_iteration(
     Ok((lambda, settings.max_iter))
 }
 
-/// The extreme eigenvalues of `∇²U(θ)` (full data, prior included) by power iteration on
-/// Hessian-vector products (see [`Curvature`]). Each iteration costs one full HVP (N datum HVPs)
-/// or, without the model's HVPs, two full gradients (2N datum gradients).
+/// The extreme eigenvalues `(λ_min, λ_max, iterations)` of a symmetric operator by Lanczos with
+/// full reorthogonalisation, from a seeded random start. At most `max_iter`, d, and as many
+/// iterations as keep the Krylov basis under 400 MB; stops early when both extreme Ritz values
+/// have settled (see [`CurvatureSettings::tol`]) or the Krylov space is invariant (then exact).
+fn lanczos(
+    d: usize,
+    settings: &CurvatureSettings,
+    stream_index: u64,
+    mut op: impl FnMut(&[f64], &mut [f64]) -> Result<()>,
+) -> Result<(f64, f64, usize)> {
+    let budget = (50_000_000 / d).max(50);
+    let m_max = settings.max_iter.min(d).min(budget).max(1);
+    let tol = settings.tol.min(1e-10);
+    let mut rng = stream(settings.seed, &[0x6c61_6e63, stream_index]);
+    let mut q = vec![0.0; d];
+    fill_standard_normal(&mut rng, &mut q);
+    let nq = norm(&q);
+    q.iter_mut().for_each(|x| *x /= nq);
+    let mut basis: Vec<Vec<f64>> = Vec::with_capacity(m_max);
+    let (mut alpha, mut beta): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    let mut w = vec![0.0; d];
+    let mut history: Vec<(f64, f64)> = Vec::new();
+    let ritz = |alpha: &[f64], beta: &[f64]| -> Result<(f64, f64)> {
+        let k = alpha.len();
+        let t = Array2::from_shape_fn((k, k), |(i, j)| {
+            if i == j {
+                alpha[i]
+            } else if i + 1 == j {
+                beta[i]
+            } else if j + 1 == i {
+                beta[j]
+            } else {
+                0.0
+            }
+        });
+        let ev = crate::linalg::symmetric_eigenvalues("Lanczos tridiagonal matrix", &t)?;
+        Ok((ev[0], ev[k - 1]))
+    };
+    for it in 1..=m_max {
+        op(&q, &mut w)?;
+        let a = dot(&q, &w);
+        basis.push(std::mem::take(&mut q));
+        alpha.push(a);
+        // Full reorthogonalisation, twice (classical Gram–Schmidt is stable that way).
+        for _ in 0..2 {
+            for b in &basis {
+                let c = dot(b, &w);
+                w.iter_mut().zip(b).for_each(|(w, b)| *w -= c * b);
+            }
+        }
+        let b = norm(&w);
+        let invariant = b <= 1e-13 * alpha.iter().fold(0.0f64, |m, a| m.max(a.abs())).max(f64::MIN_POSITIVE);
+        let check = it % 5 == 0 || it == m_max || invariant;
+        if check {
+            let (lo, hi) = ritz(&alpha, &beta)?;
+            let settled = history.last().is_some_and(|&(plo, phi)| {
+                (lo - plo).abs() <= tol * lo.abs().max(f64::MIN_POSITIVE)
+                    && (hi - phi).abs() <= tol * hi.abs().max(f64::MIN_POSITIVE)
+            });
+            history.push((lo, hi));
+            if invariant || settled || it == m_max {
+                return Ok((lo, hi, it));
+            }
+        }
+        beta.push(b);
+        q = w.iter().map(|x| x / b).collect();
+    }
+    let (lo, hi) = ritz(&alpha, &beta)?;
+    Ok((lo, hi, m_max))
+}
+
+/// The extreme eigenvalues of `∇²U(θ)` (full data, prior included) from Hessian-vector products
+/// (see [`Curvature`]): up to [`DENSE_CURVATURE_MAX_DIM`] the whole Hessian (d products) and its
+/// exact eigenvalues; above it Lanczos with full reorthogonalisation (one product per iteration;
+/// exact in at most d iterations, and λ_max in far fewer). Each product costs one full HVP (N
+/// datum HVPs) or, without the model's HVPs, two full gradients (2N datum gradients).
 ///
 /// Errors: [`Error::DimensionMismatch`] / [`Error::NonFiniteStart`] for a bad θ;
 /// [`Error::NonFiniteGradient`] for a non-finite product; [`Error::InvalidParameter`] for bad
@@ -200,8 +221,25 @@ pub fn curvature<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Curvatu
     if settings.tol.is_nan() || settings.tol <= 0.0 {
         return Err(Error::invalid("tol", settings.tol, "must be > 0"));
     }
+    if d <= DENSE_CURVATURE_MAX_DIM {
+        let mut cost = Cost::default();
+        let exact = Hessian::new(model, theta).exact;
+        let h = dense_hessian(model, theta, &mut cost)?;
+        return curvature_of_dense(&h, settings.lambda_min, exact, cost);
+    }
     let mut hess = Hessian::new(model, theta);
-    let (lmax, it1) = power_iteration(d, settings, 0, |v, out| hess.apply(v, out))?;
+    let (lmin, lmax, it) = lanczos(d, settings, 0, |v, out| hess.apply(v, out))?;
+    check_lambda_max(lmax)?;
+    Ok(Curvature {
+        lambda_max: lmax,
+        lambda_min: settings.lambda_min.then_some(lmin),
+        iterations: it,
+        exact_hvp: hess.exact,
+        cost: hess.cost,
+    })
+}
+
+fn check_lambda_max(lmax: f64) -> Result<()> {
     if lmax.is_nan() || lmax <= 0.0 {
         return Err(Error::invalid(
             "hessian",
@@ -209,17 +247,15 @@ pub fn curvature<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Curvatu
             "the potential does not curve upwards at θ: start from (near) a mode",
         ));
     }
-    let (lambda_min, it2) = if settings.lambda_min {
-        let (mu, it) = power_iteration(d, settings, 1, |v, out| {
-            hess.apply(v, out)?;
-            out.iter_mut().zip(v).for_each(|(o, x)| *o = lmax * x - *o);
-            Ok(())
-        })?;
-        (Some(lmax - mu), it)
-    } else {
-        (None, 0)
-    };
-    Ok(Curvature { lambda_max: lmax, lambda_min, iterations: it1 + it2, exact_hvp: hess.exact, cost: hess.cost })
+    Ok(())
+}
+
+/// The [`Curvature`] of a dense symmetric Hessian (its exact extreme eigenvalues).
+fn curvature_of_dense(h: &Array2<f64>, lambda_min: bool, exact_hvp: bool, cost: Cost) -> Result<Curvature> {
+    let ev = crate::linalg::symmetric_eigenvalues("Hessian", h)?;
+    let (lmin, lmax) = (ev[0], ev[ev.len() - 1]);
+    check_lambda_max(lmax)?;
+    Ok(Curvature { lambda_max: lmax, lambda_min: lambda_min.then_some(lmin), iterations: h.nrows(), exact_hvp, cost })
 }
 
 /// A sampler whose constant step size [`tune`] can choose.
@@ -230,15 +266,45 @@ pub trait Tunable: Sampler {
     fn with_step_size(&self, step: f64) -> Result<Self>;
 
     /// The sampler's curvature-derived step at the mode (see the [module docs](self)), adding
-    /// what it spends to `cost`.
+    /// what it spends to `cost`. For a whitened sampler, `curv` is the curvature seen in the
+    /// whitened coordinates (of `Tᵀ ∇²U T`).
     fn centre_step<M: Model + ?Sized>(&self, model: &M, mode: &[f64], curv: &Curvature, cost: &mut Cost)
     -> Result<f64>;
+
+    /// The same sampler running in the whitened coordinates of `whitening` (see [`Whitening`]),
+    /// or `None` if this sampler cannot be whitened (it has a preconditioner of its own).
+    /// Default: `None`.
+    fn whitened(&self, whitening: Option<Arc<Whitening>>) -> Option<Self> {
+        let _ = whitening;
+        None
+    }
+
+    /// The whitening the sampler runs in, if any. Default: `None`.
+    fn current_whitening(&self) -> Option<&Arc<Whitening>> {
+        None
+    }
+}
+
+/// The [`Tunable`] whitening methods of a [`Langevin`] sampler.
+macro_rules! langevin_whitening {
+    () => {
+        fn whitened(&self, whitening: Option<Arc<Whitening>>) -> Option<Self> {
+            Some(self.clone().with_whitening(whitening))
+        }
+
+        fn current_whitening(&self) -> Option<&Arc<Whitening>> {
+            self.whitening()
+        }
+    };
 }
 
 impl<E: GradientEstimator> Tunable for Langevin<SgldKernel, E> {
     fn with_step_size(&self, step: f64) -> Result<Self> {
-        Self::new(SgldSettings { step_size: StepSize::Constant(step) }, self.estimator().clone())
+        Ok(Self::new(SgldSettings { step_size: StepSize::Constant(step) }, self.estimator().clone())?
+            .with_whitening(self.whitening().cloned()))
     }
+
+    langevin_whitening!();
 
     /// `1/λ_max`: half the Euler scheme's stability limit.
     fn centre_step<M: Model + ?Sized>(&self, _: &M, _: &[f64], curv: &Curvature, _: &mut Cost) -> Result<f64> {
@@ -248,8 +314,11 @@ impl<E: GradientEstimator> Tunable for Langevin<SgldKernel, E> {
 
 impl<E: GradientEstimator> Tunable for Langevin<SghmcKernel, E> {
     fn with_step_size(&self, step: f64) -> Result<Self> {
-        Self::new(SghmcSettings { step_size: StepSize::Constant(step), ..*self.settings() }, self.estimator().clone())
+        Ok(Self::new(SghmcSettings { step_size: StepSize::Constant(step), ..*self.settings() }, self.estimator().clone())?
+            .with_whitening(self.whitening().cloned()))
     }
+
+    langevin_whitening!();
 
     /// `η = 1/λ_max` (the leapfrog limit is `η λ_max < 4`).
     fn centre_step<M: Model + ?Sized>(&self, _: &M, _: &[f64], curv: &Curvature, _: &mut Cost) -> Result<f64> {
@@ -294,10 +363,28 @@ fn preconditioned_lambda_max<M: Model + ?Sized>(
     Ok(l)
 }
 
+impl<E: GradientEstimator> Tunable for Langevin<SgnhtKernel, E> {
+    fn with_step_size(&self, step: f64) -> Result<Self> {
+        Ok(Self::new(SgnhtSettings { step_size: StepSize::Constant(step), ..*self.settings() }, self.estimator().clone())?
+            .with_whitening(self.whitening().cloned()))
+    }
+
+    langevin_whitening!();
+
+    /// `h = 1/√λ_max`: the position moves by `h p` with `p` updated by `−h ∇Ũ`, so the
+    /// gradient's effective step is `h²`, as SGHMC's `η` (leapfrog limit `h √λ_max < 2`).
+    fn centre_step<M: Model + ?Sized>(&self, _: &M, _: &[f64], curv: &Curvature, _: &mut Cost) -> Result<f64> {
+        Ok(1.0 / curv.lambda_max.sqrt())
+    }
+}
+
 impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
     fn with_step_size(&self, step: f64) -> Result<Self> {
-        Self::new(PsgldSettings { step_size: StepSize::Constant(step), ..*self.settings() }, self.estimator().clone())
+        Ok(Self::new(PsgldSettings { step_size: StepSize::Constant(step), ..*self.settings() }, self.estimator().clone())?
+            .with_whitening(self.whitening().cloned()))
     }
+
+    langevin_whitening!();
 
     /// `1/λ_max(G^{1/2} ∇²U G^{1/2})`, G the RMSprop preconditioner after 300 steps at the mode
     /// with a step `1e-12/λ_max` (so the chain stays put while V averages the squared gradient
@@ -313,10 +400,35 @@ impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
         settle(&mut s, model, mode, 0x0070_7367_6c64, cost)?;
         let g: Vec<f64> = s.preconditioner().map(f64::sqrt).collect();
         let scale = |x: &[f64], out: &mut [f64]| out.iter_mut().zip(x).zip(&g).for_each(|((o, x), g)| *o = g * x);
-        let l = preconditioned_lambda_max(model, mode, 2, cost, scale, |x, out| {
-            scale(x, out);
-            Ok(())
-        })?;
+        // Whitened: the operator G^{1/2} Tᵀ ∇²U T G^{1/2} (pSGLD's G lives on φ).
+        let w = self.whitening().cloned();
+        let d = mode.len();
+        let mut tmp = vec![0.0; d];
+        let l = preconditioned_lambda_max(
+            model,
+            mode,
+            2,
+            cost,
+            |x, out| match &w {
+                None => scale(x, out),
+                Some(w) => {
+                    scale(x, &mut tmp);
+                    w.to_theta(&tmp, out);
+                    out.iter_mut().zip(w.centre()).for_each(|(o, c)| *o -= c);
+                }
+            },
+            |x, out| {
+                match &w {
+                    None => scale(x, out),
+                    Some(w) => {
+                        w.gradient_to_phi(x, out);
+                        let t = out.to_vec();
+                        scale(&t, out);
+                    }
+                }
+                Ok(())
+            },
+        )?;
         Ok(1.0 / l)
     }
 }
@@ -403,6 +515,64 @@ pub struct TuneSettings {
     /// extended by halving its smallest (doubling its largest) step, at most this many times.
     /// Default 6.
     pub max_extensions: usize,
+    /// How the returned sampler is preconditioned (samplers that support a [`Whitening`]: SGLD,
+    /// SGHMC, SGNHT, pSGLD, with any gradient estimator). Default [`Precondition::Auto`].
+    pub precondition: Precondition,
+    /// The run the step is chosen for. Default: the kept draws of [`RunSettings::default()`]
+    /// (9 000 iterations after burn-in, one chain). Set it to your run: a longer run can afford
+    /// a smaller, less biased step (see the [module docs](self)).
+    pub planned_run: PlannedRun,
+}
+
+/// The run a step is tuned for: kept iterations (after burn-in) per chain, and chains. Only
+/// their product, the number of kept draws, matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlannedRun {
+    /// Kept iterations per chain (burn-in excluded).
+    pub iterations: u64,
+    /// Chains.
+    pub chains: usize,
+}
+
+impl PlannedRun {
+    /// `iterations` kept per chain, `chains` chains.
+    pub fn new(iterations: u64, chains: usize) -> Self {
+        PlannedRun { iterations, chains }
+    }
+
+    /// The kept draws, `iterations × chains`.
+    pub fn draws(&self) -> f64 {
+        self.iterations as f64 * self.chains as f64
+    }
+}
+
+impl Default for PlannedRun {
+    fn default() -> Self {
+        let r = RunSettings::default();
+        PlannedRun { iterations: r.n_iter - r.burn_in, chains: r.n_chains }
+    }
+}
+
+/// How [`tune`] and [`tune_rr`] precondition the sampler: the whitening (see [`Whitening`]) is
+/// built from the Hessian at the mode, `∇²U(θ̂)`, computed from d Hessian-vector products (the
+/// model's, or central differences of full gradients), whose cost is in [`Tuned::cost`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Precondition {
+    /// Dense (`T Tᵀ = ∇²U(θ̂)⁻¹`) when `d ≤` [`DENSE_WHITENING_MAX_DIM`] and the Hessian is
+    /// positive definite; else diagonal (`Tⱼⱼ = 1/√∇²U(θ̂)ⱼⱼ`) when every diagonal entry is
+    /// positive; else none. The dense whitening costs `d²` multiply-adds per step, the gradient
+    /// on a minibatch of n costs about `n d` for a GLM: at d ≤ 1000 and n ≥ 100 it is at most a
+    /// few times the gradient's work, and it removes any correlation between parameters; a
+    /// diagonal one removes only differences of scale.
+    #[default]
+    Auto,
+    /// Dense; an error if the Hessian at the mode is not positive definite.
+    Dense,
+    /// Diagonal; an error if a diagonal entry of the Hessian is not positive.
+    Diagonal,
+    /// No preconditioning: the sampler as given.
+    None,
 }
 
 impl Default for TuneSettings {
@@ -420,6 +590,8 @@ impl Default for TuneSettings {
             mode: ModeSettings::default(),
             curvature: CurvatureSettings::default(),
             max_extensions: 6,
+            precondition: Precondition::Auto,
+            planned_run: PlannedRun::default(),
         }
     }
 }
@@ -441,6 +613,13 @@ impl TuneSettings {
         }
         if !(self.moment_weight.is_finite() && self.moment_weight >= 0.0) {
             return Err(Error::invalid("moment_weight", self.moment_weight, "must be finite and >= 0"));
+        }
+        if self.planned_run.iterations == 0 || self.planned_run.chains == 0 {
+            return Err(Error::invalid(
+                "planned_run",
+                format!("{} iterations x {} chains", self.planned_run.iterations, self.planned_run.chains),
+                "must plan at least one kept iteration and one chain",
+            ));
         }
         RunSettings { n_iter: self.pilot_iterations, burn_in: self.pilot_burn_in, ..Default::default() }.validate()
     }
@@ -481,6 +660,11 @@ pub struct Tuned<S> {
     pub cost: Cost,
     /// Why the winner won, in words.
     pub reason: String,
+    /// The whitening the returned sampler runs in (see [`TuneSettings::precondition`]), if any.
+    pub whitening: Option<Arc<Whitening>>,
+    /// Which preconditioning was chosen and why, its cost per step, and the condition number
+    /// before and after, in words.
+    pub preconditioning: String,
 }
 
 /// Chooses `sampler`'s constant step size for `model` from `theta0` without the user's help (see
@@ -508,7 +692,9 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     theta0: &[f64],
     settings: &TuneSettings,
 ) -> Result<Tuned<S>> {
-    let Setup { mode, curv, centre, scale, laplace, mut cost } = setup(model, sampler, theta0, settings)?;
+    let Setup { mode, curv, centre, scale, laplace, base, whitening, preconditioning, mut cost } =
+        setup(model, sampler, theta0, settings)?;
+    let sampler = &base;
     let mut trials: Vec<Trial> = settings
         .factors
         .par_iter()
@@ -562,13 +748,29 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     let edge = argmin.0 == 0 || argmin.0 == trials.len() - 1;
     let failed = trials.iter().filter(|t| t.failure.is_some()).count();
     let scored: Vec<(f64, f64)> = trials.iter().filter_map(|t| t.ksd.map(|k| (t.step_size, k))).collect();
-    let (step, how) = match discrepancy_fit_minimiser(&scored, trials[argmin.0].step_size) {
-        Some(h) => (h, "the minimiser of D²(h) ≈ a/h + b·h² + c fitted to all candidates"),
-        None => (trials[argmin.0].step_size, "the candidate with the smallest KSD (no convex fit)"),
+    // The pilots' Monte Carlo term scaled to the planned run: D²(h) ≈ r·a/h + b·h² + c with r the
+    // ratio of the pilots' kept draws to the run's.
+    let pilot_draws = ((settings.pilot_iterations - settings.pilot_burn_in) * settings.pilot_chains as u64) as f64;
+    let ratio = pilot_draws / settings.planned_run.draws();
+    let (step, how) = match discrepancy_fit_minimiser_scaled(&scored, trials[argmin.0].step_size, 2, ratio) {
+        Some((h, clamped)) => (
+            h,
+            format!(
+                "the minimiser of D²(h) ≈ r·a/h + b·h² + c fitted to all candidates, with the pilots' Monte Carlo term scaled by \
+                 r = {ratio:.3e} to the planned run of {} x {} kept draws{}",
+                settings.planned_run.iterations,
+                settings.planned_run.chains,
+                if clamped { " (clamped to the grid's range)" } else { "" }
+            ),
+        ),
+        None => (
+            trials[argmin.0].step_size,
+            "the candidate with the smallest KSD (no convex fit: not scaled to the planned run)".to_string(),
+        ),
     };
     let reason = format!(
         "step {step:.4e}: {how}; smallest KSD {:.4e} at {:.3e}, of {} candidate steps {:.3e} … {:.3e} around the curvature step {centre:.3e} \
-         (λ_max = {:.4e}); {failed} failed; grid extended {extensions} time(s){}",
+         (λ_max = {:.4e}); {failed} failed; grid extended {extensions} time(s){}; preconditioning: {preconditioning}",
         argmin.1,
         trials[argmin.0].step_size,
         trials.len(),
@@ -586,6 +788,8 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         trials,
         cost,
         reason,
+        whitening,
+        preconditioning,
     })
 }
 
@@ -599,13 +803,18 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
 /// minibatch bias that grows like `h²`, and a floor `c` from the finite number of scored draws.
 /// Using every candidate smooths the pilots' noise, which on flat stretches of the curve
 /// otherwise decides the winner.
+#[cfg(test)]
 fn discrepancy_fit_minimiser(points: &[(f64, f64)], h_ref: f64) -> Option<f64> {
-    discrepancy_fit_minimiser_p(points, h_ref, 2)
+    discrepancy_fit_minimiser_scaled(points, h_ref, 2, 1.0).map(|(h, _)| h)
 }
 
-/// As [`discrepancy_fit_minimiser`] with the bias term `b·h^p` (`p = 4` for an extrapolation
-/// that removes the first-order bias): minimiser `(a/(p b))^{1/(p+1)}`.
-fn discrepancy_fit_minimiser_p(points: &[(f64, f64)], h_ref: f64, p: i32) -> Option<f64> {
+/// The fit of [`discrepancy_fit_minimiser`] with the bias term `b·h^p` (`p = 4` for an
+/// extrapolation that removes the first-order bias) and the Monte Carlo term scaled by `ratio`
+/// (the pilots' draws over a planned run's): minimiser `(ratio·a/(p b))^{1/(p+1)}`, clamped to
+/// `[smallest/8, largest]` of the candidates (with whether it was clamped). A run `1/ratio`
+/// times as long as the pilots has `1/ratio` times their squared Monte Carlo error at the same
+/// step, and the same bias.
+fn discrepancy_fit_minimiser_scaled(points: &[(f64, f64)], h_ref: f64, p: i32, ratio: f64) -> Option<(f64, bool)> {
     if points.len() < 4 {
         return None;
     }
@@ -632,27 +841,38 @@ fn discrepancy_fit_minimiser_p(points: &[(f64, f64)], h_ref: f64, p: i32) -> Opt
     }
     let lo = points.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
     let hi = points.iter().map(|p| p.0).fold(0.0, f64::max);
-    Some((h_ref * (a / (p as f64 * b)).powf(1.0 / (p as f64 + 1.0))).clamp(lo, hi))
+    let lo = if ratio < 1.0 { lo / 8.0 } else { lo };
+    let h = h_ref * (ratio * a / (p as f64 * b)).powf(1.0 / (p as f64 + 1.0));
+    let c = h.clamp(lo, hi);
+    Some((c, c != h))
 }
 
 /// What [`tune`] and [`tune_rr`] derive before their pilots.
-struct Setup {
+struct Setup<S> {
     mode: Vec<f64>,
     curv: Curvature,
     centre: f64,
     scale: Vec<f64>,
     laplace: Laplace,
+    /// The sampler the pilots run: the user's, whitened when chosen.
+    base: S,
+    whitening: Option<Arc<Whitening>>,
+    preconditioning: String,
     cost: Cost,
 }
 
-/// Checks the inputs, then the mode, its curvature, the sampler's centre step and the KSD's
-/// whitening, with their cost.
+/// Above this dimension [`Precondition::Auto`] whitens with a diagonal instead of a dense `T`.
+pub const DENSE_WHITENING_MAX_DIM: usize = 1_000;
+
+/// Checks the inputs, then the mode, the Hessian there (dense up to
+/// [`DENSE_LAPLACE_MAX_DIM`], else its diagonal), its curvature, the whitening, the sampler's
+/// centre step (in the whitened coordinates) and the KSD's scaling, with their cost.
 fn setup<M: Model + ?Sized, S: Tunable>(
     model: &M,
     sampler: &S,
     theta0: &[f64],
     settings: &TuneSettings,
-) -> Result<Setup> {
+) -> Result<Setup<S>> {
     settings.validate()?;
     check_shape(model)?;
     check_len("theta0", model.dim(), theta0.len())?;
@@ -667,11 +887,161 @@ fn setup<M: Model + ?Sized, S: Tunable>(
     } else {
         theta0.to_vec()
     };
-    let curv = curvature(model, &mode, &settings.curvature)?;
-    cost += curv.cost;
-    let centre = sampler.centre_step(model, &mode, &curv, &mut cost)?;
-    let (scale, laplace) = whitening(model, &mode, &mut cost)?;
-    Ok(Setup { mode, curv, centre, scale, laplace, cost })
+    let d = mode.len();
+    let exact_hvp = Hessian::new(model, &mode).exact;
+    let mut hess_cost = Cost::default();
+    let (dense, diag) = hessian_at_mode(model, &mode, &mut hess_cost)?;
+    cost += hess_cost;
+    let curv = match &dense {
+        Some(h) => spectrum_of(h, settings, exact_hvp, hess_cost)?,
+        None => {
+            let c = curvature(model, &mode, &settings.curvature)?;
+            cost += c.cost;
+            c
+        }
+    };
+    let (base, whitening, mut preconditioning) = choose_whitening(sampler, &mode, dense.as_ref(), &diag, settings)?;
+    // The curvature the (whitened) sampler sees: that of Tᵀ ∇²U T.
+    let seen = match (&whitening, &dense) {
+        (None, _) => curv.clone(),
+        (Some(w), Some(h)) => spectrum_of(&w.congruence(h), settings, exact_hvp, Cost::default())?,
+        (Some(w), None) => {
+            let mut hess = Hessian::new(model, &mode);
+            let (mut a, mut b) = (vec![0.0; d], vec![0.0; d]);
+            let (lmin, lmax, it) = lanczos(d, &settings.curvature, 4, |v, out| {
+                w.to_theta(v, &mut a);
+                a.iter_mut().zip(w.centre()).for_each(|(a, c)| *a -= c);
+                hess.apply(&a, &mut b)?;
+                w.gradient_to_phi(&b, out);
+                Ok(())
+            })?;
+            check_lambda_max(lmax)?;
+            cost += hess.cost;
+            Curvature { lambda_max: lmax, lambda_min: Some(lmin), iterations: it, exact_hvp, cost: hess.cost }
+        }
+    };
+    if whitening.is_some() {
+        preconditioning.push_str(&format!(
+            "; whitened curvature [{:.3e}, {:.3e}] (condition {:.2e}, from {:.2e})",
+            seen.lambda_min.unwrap_or(f64::NAN),
+            seen.lambda_max,
+            seen.lambda_max / seen.lambda_min.unwrap_or(f64::NAN),
+            curv.lambda_max / curv.lambda_min.unwrap_or(f64::NAN),
+        ));
+    }
+    let centre = base.centre_step(model, &mode, &seen, &mut cost)?;
+    let (scale, laplace) = ksd_scaling(dense.as_ref(), &diag);
+    Ok(Setup { mode, curv, centre, scale, laplace, base, whitening, preconditioning, cost })
+}
+
+/// The [`Curvature`] of a dense symmetric matrix: exact eigenvalues up to
+/// [`DENSE_WHITENING_MAX_DIM`], Lanczos on the matrix above it.
+fn spectrum_of(h: &Array2<f64>, settings: &TuneSettings, exact_hvp: bool, cost: Cost) -> Result<Curvature> {
+    if h.nrows() <= DENSE_WHITENING_MAX_DIM {
+        return curvature_of_dense(h, true, exact_hvp, cost);
+    }
+    let (lmin, lmax, it) = lanczos(h.nrows(), &settings.curvature, 5, |v, out| {
+        out.iter_mut().zip(h.outer_iter()).for_each(|(o, row)| *o = row.iter().zip(v).map(|(a, b)| a * b).sum());
+        Ok(())
+    })?;
+    check_lambda_max(lmax)?;
+    Ok(Curvature { lambda_max: lmax, lambda_min: Some(lmin), iterations: it, exact_hvp, cost })
+}
+
+/// The whitening [`TuneSettings::precondition`] asks for, the sampler running in it, and the
+/// rule applied in words.
+fn choose_whitening<S: Tunable>(
+    sampler: &S,
+    mode: &[f64],
+    dense: Option<&Array2<f64>>,
+    diag: &[f64],
+    settings: &TuneSettings,
+) -> Result<(S, Option<Arc<Whitening>>, String)> {
+    let d = mode.len();
+    if let Some(w) = sampler.current_whitening() {
+        return Ok((sampler.clone(), Some(w.clone()), "the sampler's own whitening (kept)".into()));
+    }
+    if settings.precondition == Precondition::None {
+        return Ok((sampler.clone(), None, "none (TuneSettings::precondition = None)".into()));
+    }
+    if sampler.whitened(None).is_none() {
+        return Ok((sampler.clone(), None, "none (this sampler has its own preconditioner)".into()));
+    }
+    let diagonal = || -> Option<Whitening> {
+        let scales: Vec<f64> = diag.iter().map(|h| 1.0 / h.sqrt()).collect();
+        Whitening::diagonal(mode, &scales).ok()
+    };
+    let dense_w = || dense.and_then(|h| Whitening::from_hessian(mode, h).ok());
+    let (w, note) = match settings.precondition {
+        Precondition::Dense => match dense_w() {
+            Some(w) => (Some(w), format!("dense (asked for): T Tᵀ = ∇²U(θ̂)⁻¹, {} multiply-adds per step", d * d)),
+            None => {
+                return Err(Error::invalid(
+                    "precondition",
+                    "Dense",
+                    "the Hessian at the mode is not positive definite (or d is above DENSE_LAPLACE_MAX_DIM): use Auto or Diagonal",
+                ));
+            }
+        },
+        Precondition::Diagonal => match diagonal() {
+            Some(w) => (Some(w), format!("diagonal (asked for): 1/√∇²U(θ̂)ⱼⱼ, {} multiply-adds per step", 2 * d)),
+            None => {
+                return Err(Error::invalid(
+                    "precondition",
+                    "Diagonal",
+                    "a diagonal entry of the Hessian at the mode is not positive: use Auto or None",
+                ));
+            }
+        },
+        _ => {
+            if let Some(w) = (d <= DENSE_WHITENING_MAX_DIM).then(dense_w).flatten() {
+                (
+                    Some(w),
+                    format!(
+                        "dense (auto: d = {d} ≤ {DENSE_WHITENING_MAX_DIM} and ∇²U(θ̂) positive definite): T Tᵀ = ∇²U(θ̂)⁻¹, \
+                         {} multiply-adds per step",
+                        d * d
+                    ),
+                )
+            } else if let Some(w) = diagonal() {
+                (
+                    Some(w),
+                    format!(
+                        "diagonal (auto: {}): 1/√∇²U(θ̂)ⱼⱼ, {} multiply-adds per step",
+                        if d > DENSE_WHITENING_MAX_DIM {
+                            format!("d = {d} > {DENSE_WHITENING_MAX_DIM}")
+                        } else {
+                            "∇²U(θ̂) not positive definite".to_string()
+                        },
+                        2 * d
+                    ),
+                )
+            } else {
+                (None, "none (auto: a diagonal entry of ∇²U(θ̂) is not positive)".to_string())
+            }
+        }
+    };
+    let w = w.map(Arc::new);
+    let base = sampler.whitened(w.clone()).expect("checked above");
+    Ok((base, w, note))
+}
+
+/// The Hessian at the mode: dense (d Hessian-vector products) up to
+/// [`DENSE_LAPLACE_MAX_DIM`], and its diagonal (columns one at a time above it).
+fn hessian_at_mode<M: Model + ?Sized>(
+    model: &M,
+    mode: &[f64],
+    cost: &mut Cost,
+) -> Result<(Option<Array2<f64>>, Vec<f64>)> {
+    let d = mode.len();
+    if d <= DENSE_LAPLACE_MAX_DIM {
+        let h = dense_hessian(model, mode, cost)?;
+        let diag = (0..d).map(|j| h[[j, j]]).collect();
+        return Ok((Some(h), diag));
+    }
+    let mut diag = vec![0.0; d];
+    hessian_columns(model, mode, cost, |j, col| diag[j] = col[j])?;
+    Ok((None, diag))
 }
 
 /// One pilot: a run from the mode at `step`, its draws thinned and scored by KSD with exact
@@ -886,55 +1256,21 @@ impl Laplace {
     }
 }
 
-/// `∇²U(θ)` for the full data set, column by column from d Hessian-vector products, symmetrised.
-fn dense_hessian<M: Model + ?Sized>(model: &M, theta: &[f64], cost: &mut Cost) -> Result<Array2<f64>> {
-    let d = theta.len();
-    let mut h = Array2::zeros((d, d));
-    hessian_columns(model, theta, cost, |j, col| h.column_mut(j).iter_mut().zip(col).for_each(|(h, c)| *h = *c))?;
-    Ok((&h + &h.t()) * 0.5)
-}
-
-/// Calls `f(j, ∇²U(θ) eⱼ)` for each column j, from d Hessian-vector products (cost added).
-fn hessian_columns<M: Model + ?Sized>(
-    model: &M,
-    theta: &[f64],
-    cost: &mut Cost,
-    mut f: impl FnMut(usize, &[f64]),
-) -> Result<()> {
-    let d = theta.len();
-    let mut hess = Hessian::new(model, theta);
-    let mut e = vec![0.0; d];
-    let mut col = vec![0.0; d];
-    for j in 0..d {
-        e[j] = 1.0;
-        hess.apply(&e, &mut col)?;
-        e[j] = 0.0;
-        f(j, &col);
-    }
-    *cost += hess.cost;
-    Ok(())
-}
-
-/// `√(∇²U(θ̂))ⱼⱼ` for each coordinate (from d Hessian-vector products): the IMQ KSD is computed
-/// on coordinates scaled to unit posterior curvature, so that the kernel's width (c = 1) is on
-/// the posterior's own scale in every direction. Also the Laplace covariance for the moment terms
-/// (dense up to [`DENSE_LAPLACE_MAX_DIM`] when the Hessian is positive definite, else diagonal).
-fn whitening<M: Model + ?Sized>(model: &M, mode: &[f64], cost: &mut Cost) -> Result<(Vec<f64>, Laplace)> {
-    let d = mode.len();
+/// `√(∇²U(θ̂))ⱼⱼ` for each coordinate: the IMQ KSD is computed on coordinates scaled to unit
+/// posterior curvature, so that the kernel's width (c = 1) is on the posterior's own scale in
+/// every direction. Also the Laplace covariance for the moment terms (dense when the Hessian is
+/// dense and positive definite, else diagonal).
+fn ksd_scaling(dense: Option<&Array2<f64>>, diag: &[f64]) -> (Vec<f64>, Laplace) {
     let diag_of = |hjj: f64| if hjj > 0.0 && hjj.is_finite() { hjj } else { 1.0 };
-    if d <= DENSE_LAPLACE_MAX_DIM {
-        let h = dense_hessian(model, mode, cost)?;
-        let scale: Vec<f64> = (0..d).map(|j| diag_of(h[[j, j]]).sqrt()).collect();
-        let laplace = match crate::linalg::spd_inverse("Hessian at the mode", &h) {
-            Ok(cov) => Laplace { sd: (0..d).map(|j| cov[[j, j]].sqrt()).collect(), cov: Some(cov) },
-            Err(_) => Laplace { sd: scale.iter().map(|s| 1.0 / s).collect(), cov: None },
-        };
-        return Ok((scale, laplace));
+    let scale: Vec<f64> = diag.iter().map(|&h| diag_of(h).sqrt()).collect();
+    if let Some(h) = dense {
+        if let Ok(cov) = crate::linalg::spd_inverse("Hessian at the mode", h) {
+            let d = diag.len();
+            return (scale, Laplace { sd: (0..d).map(|j| cov[[j, j]].sqrt()).collect(), cov: Some(cov) });
+        }
     }
-    let mut scale = vec![0.0; d];
-    hessian_columns(model, mode, cost, |j, col| scale[j] = diag_of(col[j]).sqrt())?;
     let laplace = Laplace { sd: scale.iter().map(|s| 1.0 / s).collect(), cov: None };
-    Ok((scale, laplace))
+    (scale, laplace)
 }
 
 /// One candidate of [`tune_rr`].
@@ -979,6 +1315,8 @@ pub struct TunedRr<S> {
     pub cost: Cost,
     /// Why the winner won.
     pub reason: String,
+    /// The whitening the base sampler runs in, if any (see [`TuneSettings::precondition`]).
+    pub whitening: Option<Arc<Whitening>>,
 }
 
 /// Replicates of each Richardson–Romberg pilot (their spread gives the Monte Carlo error).
@@ -1006,15 +1344,21 @@ const RR_REPLICATES: usize = 4;
 /// ill-conditioned posterior of the `tune_logistic` example: a pilot whose chains have not
 /// relaxed has small differences and a small spread.
 ///
+/// **Safety**: the step returned is never above the largest candidate whose estimated remaining
+/// bias is below the planned run's Monte Carlo error ([`TuneSettings::planned_run`]; the
+/// pilot's Monte Carlo error scaled by the square root of the ratio of draws); if the fit's
+/// minimiser is above it, the step is lowered to it and the reason says so.
+///
 /// Errors: as [`tune`]; [`Error::NotConverged`] (`"tune_rr"`) when fewer than two candidates ran
-/// (no fit is possible).
+/// (no fit is possible), or when no candidate is safe.
 pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     model: &M,
     rr: &RichardsonRomberg<S>,
     theta0: &[f64],
     settings: &TuneSettings,
 ) -> Result<TunedRr<S>> {
-    let Setup { mode, curv, centre, scale, laplace, mut cost } = setup(model, rr.base(), theta0, settings)?;
+    let Setup { mode, curv, centre, scale, laplace, base, whitening, preconditioning, mut cost } =
+        setup(model, rr.base(), theta0, settings)?;
     let d = mode.len();
     let starts = laplace.draws(&mode, RR_REPLICATES, settings.seed)?;
     // Per candidate: (step, (D_q, RR estimate per replicate per q, RR Stein moment discrepancy²))
@@ -1028,7 +1372,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         .enumerate()
         .map(|(i, f)| -> Result<Pilot> {
             let h = centre * f;
-            let r = RichardsonRomberg::with_coupling(rr.base().with_step_size(h)?, rr.coupling());
+            let r = RichardsonRomberg::with_coupling(base.with_step_size(h)?, rr.coupling());
             // One replicate pair per dispersed start (the same starts for every candidate).
             let mut outs = Vec::with_capacity(RR_REPLICATES);
             for (k, start) in starts.iter().enumerate() {
@@ -1146,15 +1490,46 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         });
     }
     let (bi, score) = best.expect("at least two candidates ran");
+    // The planned run's Monte Carlo error at each step, scaled from the pilot's replicates: a
+    // step is safe when its estimated remaining bias is below it.
+    let pilot_draws = (RR_REPLICATES as u64 * kept) as f64;
+    let ratio = pilot_draws / settings.planned_run.draws();
+    let safe = |t: &RrTrial| match (t.bias, t.mc_error) {
+        (Some(b), Some(e)) => b <= e * ratio.sqrt(),
+        _ => false,
+    };
+    let Some(largest_safe) = trials.iter().filter(|t| safe(t)).map(|t| t.step_size).reduce(f64::max) else {
+        return Err(Error::NotConverged {
+            what: "tune_rr: no candidate step has an estimated remaining bias below the planned run's Monte Carlo \
+                   error (add smaller TuneSettings::factors, or plan a shorter run)",
+            iterations: trials.len() as u64,
+            residual: trials.iter().filter_map(|t| t.bias).fold(f64::INFINITY, f64::min),
+        });
+    };
     let scored: Vec<(f64, f64)> = trials.iter().filter_map(|t| t.discrepancy.map(|k| (t.step_size, k))).collect();
-    let (step, how) = match discrepancy_fit_minimiser_p(&scored, trials[bi].step_size, 4) {
-        Some(h) => (h, "the minimiser of D²(h) ≈ a/h + b·h⁴ + c fitted to all candidates"),
+    let (fitted, how) = match discrepancy_fit_minimiser_scaled(&scored, trials[bi].step_size, 4, ratio) {
+        Some((h, _)) => (h, "the minimiser of D²(h) ≈ r·a/h + b·h⁴ + c fitted to all candidates"),
         None => (trials[bi].step_size, "the candidate with the smallest discrepancy (no convex fit)"),
     };
+    let (step, limit) = if fitted > largest_safe {
+        (
+            largest_safe,
+            format!(
+                "; lowered from {fitted:.4e} to the largest candidate whose estimated remaining bias is below the planned \
+                 run's Monte Carlo error"
+            ),
+        )
+    } else {
+        (fitted, String::new())
+    };
     let reason = format!(
-        "step {step:.4e}: {how}; smallest Stein moment discrepancy of the extrapolation {:.3e} (sd units) at {:.3e} \
-         (estimated remaining bias there {:.3e}, Monte Carlo error {:.3e}), of {} candidate steps around the curvature \
-         step {centre:.3e} (λ_max = {:.4e}); {} failed",
+        "step {step:.4e}: {how}, Monte Carlo term scaled by r = {ratio:.3e} to the planned run of {} x {} kept draws{limit}; \
+         safe candidates (estimated remaining bias ≤ the planned run's Monte Carlo error) up to {largest_safe:.3e}; smallest \
+         Stein moment discrepancy of the extrapolation {:.3e} (sd units) at {:.3e} (estimated remaining bias there {:.3e}, \
+         pilot Monte Carlo error {:.3e}), of {} candidate steps around the curvature step {centre:.3e} (λ_max = {:.4e}); {} \
+         failed; preconditioning: {preconditioning}",
+        settings.planned_run.iterations,
+        settings.planned_run.chains,
         score.sqrt(),
         trials[bi].step_size,
         trials[bi].bias.unwrap_or(f64::NAN),
@@ -1164,7 +1539,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         trials.iter().filter(|t| t.failure.is_some()).count()
     );
     Ok(TunedRr {
-        rr: RichardsonRomberg::with_coupling(rr.base().with_step_size(step)?, rr.coupling()),
+        rr: RichardsonRomberg::with_coupling(base.with_step_size(step)?, rr.coupling()),
         step_size: step,
         centre,
         curvature: curv,
@@ -1172,6 +1547,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         trials,
         cost,
         reason,
+        whitening,
     })
 }
 

@@ -211,10 +211,12 @@ fn control_variate_errors() {
         sgd(&m, &[0.0, 0.0], &SgdSettings { n_passes: 0.0, ..Default::default() }),
         Err(Error::InvalidParameter { name: "n_passes", .. })
     ));
-    assert!(matches!(
-        find_mode(&m, &[0.0, 0.0], &ModeSettings { max_iter: 1, ..Default::default() }),
-        Err(Error::NotConverged { .. })
-    ));
+    // One L-BFGS iteration and no Newton finish: not converged, and the message names the setting.
+    let e = find_mode(&m, &[0.0, 0.0], &ModeSettings { max_iter: 1, newton_max_dim: 0, ..Default::default() });
+    assert!(matches!(e, Err(Error::NotConverged { .. })), "{e:?}");
+    assert!(e.unwrap_err().to_string().contains("ModeSettings::max_iter"));
+    // With the Newton finish (d = 2), one L-BFGS iteration is enough.
+    assert!(find_mode(&m, &[0.0, 0.0], &ModeSettings { max_iter: 1, ..Default::default() }).is_ok());
 }
 
 /// ZV with exact gradients on a Gaussian target: first order is exact for linear functions

@@ -98,9 +98,23 @@ fn runs_refuse_a_wrong_sign_model() {
     let sgld1 = Sgld::new(SgldSettings::constant(1e-3), Minibatch::new(50)).unwrap();
     let unchecked = RunSettings { check_model: false, n_iter: 50_000, ..settings };
     let e = run(&m1, &sgld1, &[0.0; 5], &unchecked).unwrap_err();
-    let Error::Runaway { iteration, norm, reference } = e.root() else { panic!("expected Runaway, got {e:?}") };
+    let Error::Runaway { iteration, norm, reference, gradient_outward } = e.root() else {
+        panic!("expected Runaway, got {e:?}")
+    };
     assert!(*iteration < 50_000 && norm > &(1e3 * reference), "{e}");
-    assert!(e.to_string().contains("sign"), "{e}");
+    // The evidence (∇log p points back inwards) puts the wrong sign first.
+    assert_eq!(*gradient_outward, Some(false), "{e}");
+    assert!(e.to_string().contains("most likely the gradient has the wrong sign"), "{e}");
+    // A correct model (Gaussian: U quadratic) with a full-gradient step 10 % above the Euler
+    // stability limit 2/λ_max runs away too (by |1 − γλ_max| = 1.2 per step), and the message
+    // puts the step first.
+    let lg = LinearGaussian::synthetic(500, 3, 1.0, 10.0, 4).unwrap();
+    let lmax = linalg::symmetric_eigenvalues("precision", lg.posterior_precision()).unwrap()[2];
+    let big = Lmc::new(SgldSettings::constant(2.2 / lmax), FullGradient::new()).unwrap();
+    let e = run(&lg, &big, &[0.0; 3], &RunSettings { n_chains: 1, ..unchecked }).unwrap_err();
+    let Error::Runaway { gradient_outward, .. } = e.root() else { panic!("expected Runaway, got {e:?}") };
+    assert_eq!(*gradient_outward, Some(true), "{e}");
+    assert!(e.to_string().contains("most likely the step size is too large"), "{e}");
     // And the same correct model runs to the end without either (no false alarm).
     let ok = Altered { inner: &lr1, factor: 1.0, potentials: false };
     let out = run(&ok, &sgld1, &[0.0; 5], &unchecked).unwrap();

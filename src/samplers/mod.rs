@@ -56,6 +56,7 @@ mod psgld;
 mod sghmc;
 mod sgld;
 mod sgnht;
+mod whitening;
 
 pub use cyclical::{CyclicalKernel, CyclicalSettings, CyclicalSgld};
 pub use hamcmc::{Hamcmc, HamcmcSettings};
@@ -66,6 +67,7 @@ pub use psgld::{Psgld, PsgldKernel, PsgldSettings};
 pub use sghmc::{Sghmc, SghmcKernel, SghmcSettings};
 pub use sgld::{Lmc, Sgld, SgldKernel, SgldSettings};
 pub use sgnht::{Sgnht, SgnhtKernel, SgnhtSettings};
+pub use whitening::Whitening;
 
 use crate::cost::Cost;
 use crate::error::Result;
