@@ -159,7 +159,8 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
         // 1e-4·max(1, ‖θ‖) where the potential is flat.
         let (mut gpa, mut gda) = (vec![0.0; d], vec![0.0; d]);
         let (sub0, _) = curv_at(1e-3 * base_h, &mut gpa, &mut gda, &mut cost)?;
-        let step_of = |c: f64| if c.abs() > 0.0 && c.is_finite() { (1e-3 / c.abs().sqrt()).min(base_h) } else { base_h };
+        let step_of =
+            |c: f64| if c.abs() > 0.0 && c.is_finite() { (1e-3 / c.abs().sqrt()).min(base_h) } else { base_h };
         let h = step_of(sub0);
         let (sub1, full) = curv_at(h, &mut gpa, &mut gda, &mut cost)?;
         let h = step_of(sub1);

@@ -389,7 +389,9 @@ fn runaway_causes(gradient_outward: Option<bool>) -> &'static str {
             "the gradient there points back inwards, as ∇log p does: most likely the gradient has the wrong sign (it must \
              be ∇U = −∇log p, see check_model); less likely the step size is too large (lower it)"
         }
-        None => "either the step size is too large (lower it) or the gradient has the wrong sign (it must be ∇U = −∇log p, see check_model)",
+        None => {
+            "either the step size is too large (lower it) or the gradient has the wrong sign (it must be ∇U = −∇log p, see check_model)"
+        }
     }
 }
 

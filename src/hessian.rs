@@ -101,4 +101,3 @@ pub(crate) fn hessian_columns<M: Model + ?Sized>(
     *cost += hess.cost;
     Ok(())
 }
-

@@ -74,8 +74,8 @@ pub mod prelude {
     pub use crate::{
         ControlVariate, Cost, CvSettings, Error, Estimate, FullGradient, GradientEstimator, LinearGaussian,
         LogisticRegression, Mala, MalaSettings, Minibatch, ModeSettings, Model, Observer, RunOutput, RunSettings,
-        Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, StepSize, Storage, ZvOrder, check_model, diagnostics,
-        export, find_mode, resume, run, run_chains, run_chains_observed, run_observed, Whitening,
+        Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, StepSize, Storage, Whitening, ZvOrder, check_model,
+        diagnostics, export, find_mode, resume, run, run_chains, run_chains_observed, run_observed,
     };
 }
 

@@ -48,10 +48,10 @@ use crate::samplers::{
     Discretisation, Hamcmc, HamcmcSettings, Langevin, PsgldKernel, PsgldSettings, Sampler, SghmcKernel, SghmcSettings,
     SgldKernel, SgldSettings, SgnhtKernel, SgnhtSettings, Whitening,
 };
-use std::sync::Arc;
 use crate::schedule::StepSize;
 use ndarray::Array2;
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// Settings of [`curvature`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -314,8 +314,11 @@ impl<E: GradientEstimator> Tunable for Langevin<SgldKernel, E> {
 
 impl<E: GradientEstimator> Tunable for Langevin<SghmcKernel, E> {
     fn with_step_size(&self, step: f64) -> Result<Self> {
-        Ok(Self::new(SghmcSettings { step_size: StepSize::Constant(step), ..*self.settings() }, self.estimator().clone())?
-            .with_whitening(self.whitening().cloned()))
+        Ok(Self::new(
+            SghmcSettings { step_size: StepSize::Constant(step), ..*self.settings() },
+            self.estimator().clone(),
+        )?
+        .with_whitening(self.whitening().cloned()))
     }
 
     langevin_whitening!();
@@ -365,8 +368,11 @@ fn preconditioned_lambda_max<M: Model + ?Sized>(
 
 impl<E: GradientEstimator> Tunable for Langevin<SgnhtKernel, E> {
     fn with_step_size(&self, step: f64) -> Result<Self> {
-        Ok(Self::new(SgnhtSettings { step_size: StepSize::Constant(step), ..*self.settings() }, self.estimator().clone())?
-            .with_whitening(self.whitening().cloned()))
+        Ok(Self::new(
+            SgnhtSettings { step_size: StepSize::Constant(step), ..*self.settings() },
+            self.estimator().clone(),
+        )?
+        .with_whitening(self.whitening().cloned()))
     }
 
     langevin_whitening!();
@@ -380,8 +386,11 @@ impl<E: GradientEstimator> Tunable for Langevin<SgnhtKernel, E> {
 
 impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
     fn with_step_size(&self, step: f64) -> Result<Self> {
-        Ok(Self::new(PsgldSettings { step_size: StepSize::Constant(step), ..*self.settings() }, self.estimator().clone())?
-            .with_whitening(self.whitening().cloned()))
+        Ok(Self::new(
+            PsgldSettings { step_size: StepSize::Constant(step), ..*self.settings() },
+            self.estimator().clone(),
+        )?
+        .with_whitening(self.whitening().cloned()))
     }
 
     langevin_whitening!();
@@ -1283,6 +1292,10 @@ pub struct RrTrial {
     pub first_order: Option<f64>,
     /// The estimated remaining (second-order) bias of the extrapolation (RMS, sd units).
     pub bias: Option<f64>,
+    /// The noise level of [`bias`](Self::bias): the RMS of the standard errors of its terms
+    /// (from the replicates' spread). A bias estimate below about twice it is not
+    /// distinguishable from zero.
+    pub bias_se: Option<f64>,
     /// The Monte Carlo error of the extrapolation at the pilot's budget (RMS, sd units), from
     /// the spread of the pilot's replicates.
     pub mc_error: Option<f64>,
@@ -1344,10 +1357,14 @@ const RR_REPLICATES: usize = 4;
 /// ill-conditioned posterior of the `tune_logistic` example: a pilot whose chains have not
 /// relaxed has small differences and a small spread.
 ///
-/// **Safety**: the step returned is never above the largest candidate whose estimated remaining
-/// bias is below the planned run's Monte Carlo error ([`TuneSettings::planned_run`]; the
-/// pilot's Monte Carlo error scaled by the square root of the ratio of draws); if the fit's
-/// minimiser is above it, the step is lowered to it and the reason says so.
+/// **Safety**: the step returned is never above the largest candidate that its bias estimate
+/// does not call biased. A candidate is called biased when, for some standardised mean or
+/// variance, the estimated remaining bias is above both the planned run's Monte Carlo error of
+/// that quantity ([`TuneSettings::planned_run`]; the pilot's replicate error scaled by the
+/// square root of the ratio of draws) and four standard errors of the estimates (RMS over the
+/// quantities, [`RrTrial::bias_se`]: a pilot cannot call a step biased by less than it can
+/// measure). If the fit's minimiser is above the
+/// largest safe candidate, the step is lowered to it and the reason says so.
 ///
 /// Errors: as [`tune`]; [`Error::NotConverged`] (`"tune_rr"`) when fewer than two candidates ran
 /// (no fit is possible), or when no candidate is safe.
@@ -1357,13 +1374,16 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     theta0: &[f64],
     settings: &TuneSettings,
 ) -> Result<TunedRr<S>> {
-    let Setup { mode, curv, centre, scale, laplace, base, whitening, preconditioning, mut cost } =
+    let Setup { mode, curv, centre, scale: _, laplace, base, whitening, preconditioning, mut cost } =
         setup(model, rr.base(), theta0, settings)?;
+    // Means and variances are measured in the Laplace approximation's marginal sds (not the
+    // conditional ones 1/√Hⱼⱼ, far smaller on a correlated posterior).
+    let unit: Vec<f64> = laplace.sd.iter().map(|s| 1.0 / s).collect();
     let d = mode.len();
     let starts = laplace.draws(&mode, RR_REPLICATES, settings.seed)?;
     // Per candidate: (step, (D_q, RR estimate per replicate per q, RR Stein moment discrepancy²))
     // or a failure.
-    type Pilot = (f64, Option<(Vec<f64>, Vec<Vec<f64>>, f64)>, Option<String>, Cost);
+    type Pilot = (f64, Option<(Vec<f64>, Vec<f64>, Vec<Vec<f64>>, f64)>, Option<String>, Cost);
     let kept = settings.pilot_iterations - settings.pilot_burn_in;
     let thin = (kept / settings.scored_draws as u64).max(1);
     let mut pilots: Vec<Pilot> = settings
@@ -1406,11 +1426,21 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
             // Standardised means and variances q.
             let q = |e: &crate::Estimate| -> Result<Vec<f64>> {
                 let (m, v) = (e.mean()?, e.variance()?);
-                Ok((0..d).map(|j| m[j] * scale[j]).chain((0..d).map(|j| v[j] * scale[j] * scale[j])).collect())
+                Ok((0..d).map(|j| m[j] * unit[j]).chain((0..d).map(|j| v[j] * unit[j] * unit[j])).collect())
             };
             let fine = q(&crate::Estimate::combine(outs.iter().map(|o| o.fine.clone()))?)?;
             let coarse = q(&crate::Estimate::combine(outs.iter().map(|o| o.coarse.clone()))?)?;
             let diff: Vec<f64> = fine.iter().zip(&coarse).map(|(a, b)| a - b).collect();
+            // The standard error of each difference, from the replicates' own differences.
+            let per = outs.iter().map(|o| Ok(q(&o.fine)?.iter().zip(q(&o.coarse)?).map(|(a, b)| a - b).collect()));
+            let per: Vec<Vec<f64>> = per.collect::<Result<_>>()?;
+            let r = per.len() as f64;
+            let diff_se: Vec<f64> = (0..2 * d)
+                .map(|k| {
+                    let m = per.iter().map(|p| p[k]).sum::<f64>() / r;
+                    (per.iter().map(|p| (p[k] - m).powi(2)).sum::<f64>() / (r - 1.0) / r).sqrt()
+                })
+                .collect();
             let reps = outs.iter().map(|o| q(&o.estimate)).collect::<Result<Vec<_>>>()?;
             let mut spent = outs.iter().fold(Cost::default(), |c, o| c + (o.cost - o.setup_cost));
             // The Stein moment vectors of the extrapolated measure 2·π̂_{h/2} − π̂_h (linear in the
@@ -1429,7 +1459,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
                     mm.iter_mut().zip(&b).for_each(|(m, b)| *m += w * b / r);
                 }
             }
-            Ok((h, Some((diff, reps, moments_norm2(&(m, mm)))), None, spent))
+            Ok((h, Some((diff, diff_se, reps, moments_norm2(&(m, mm)))), None, spent))
         })
         .collect::<Result<_>>()?;
     pilots.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -1440,22 +1470,36 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     // Per candidate and q, the slope s of D/h between it and its next larger successful
     // neighbour (the next smaller for the largest): RR bias ≈ −(2/3) s h².
     let nq = 2 * d;
-    let slope_at = |i: usize| -> Vec<f64> {
+    // With each slope, its standard error from those of the two differences.
+    let slope_at = |i: usize| -> Vec<(f64, f64)> {
         let j = if i + 1 < ok.len() { i + 1 } else { i - 1 };
-        let (hi, di) = (ok[i].0, &ok[i].1.as_ref().expect("filtered").0);
-        let (hj, dj) = (ok[j].0, &ok[j].1.as_ref().expect("filtered").0);
-        (0..nq).map(|k| (dj[k] / hj - di[k] / hi) / (hj - hi)).collect()
+        let (hi, (di, si)) = (ok[i].0, ok[i].1.as_ref().map(|p| (&p.0, &p.1)).expect("filtered"));
+        let (hj, (dj, sj)) = (ok[j].0, ok[j].1.as_ref().map(|p| (&p.0, &p.1)).expect("filtered"));
+        (0..nq)
+            .map(|k| {
+                let slope = (dj[k] / hj - di[k] / hi) / (hj - hi);
+                let se = ((sj[k] / hj).powi(2) + (si[k] / hi).powi(2)).sqrt() / (hj - hi).abs();
+                (slope, se)
+            })
+            .collect()
     };
     let mut trials = Vec::with_capacity(pilots.len());
+    // The planned run's Monte Carlo error, scaled from the pilot's replicates (variance ratio of
+    // draws); whether each trial's estimate calls it biased.
+    let pilot_draws = (RR_REPLICATES as u64 * kept) as f64;
+    let ratio = pilot_draws / settings.planned_run.draws();
+    let mut safe: Vec<bool> = Vec::with_capacity(pilots.len());
     let mut best: Option<(usize, f64)> = None;
     let mut ok_index = 0;
     for (i, (h, data, failure, c)) in pilots.iter().enumerate() {
         cost += *c;
-        let Some((diff, reps, moments)) = data else {
+        let Some((diff, _, reps, moments)) = data else {
+            safe.push(false);
             trials.push(RrTrial {
                 step_size: *h,
                 first_order: None,
                 bias: None,
+                bias_se: None,
                 mc_error: None,
                 discrepancy: None,
                 failure: failure.clone(),
@@ -1466,23 +1510,33 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         let r = reps.len() as f64;
         let slopes = slope_at(ok_index);
         ok_index += 1;
-        let (mut b2, mut v, mut f2) = (0.0, 0.0, 0.0);
+        let (mut b2, mut v, mut f2, mut s2) = (0.0, 0.0, 0.0, 0.0);
+        let mut biases = Vec::with_capacity(nq);
         for k in 0..nq {
-            let bias = 2.0 / 3.0 * slopes[k] * h * h;
+            let bias = 2.0 / 3.0 * slopes[k].0 * h * h;
+            let se = 2.0 / 3.0 * slopes[k].1 * h * h;
+            s2 += se * se;
             let mean = reps.iter().map(|x| x[k]).sum::<f64>() / r;
             let var = reps.iter().map(|x| (x[k] - mean).powi(2)).sum::<f64>() / (r - 1.0) / r;
+            biases.push((bias, (var * ratio).sqrt()));
             b2 += bias * bias;
             v += var;
             f2 += diff[k] * diff[k];
         }
-        let (b, e) = ((b2 / nq as f64).sqrt(), (v / nq as f64).sqrt());
+        // RMS over q; the bias's noise floor: E[RMS²] of pure noise is the mean of se².
+        let (b, e, bse) = ((b2 / nq as f64).sqrt(), (v / nq as f64).sqrt(), (s2 / nq as f64).sqrt());
         if best.is_none_or(|(_, s)| *moments < s) {
             best = Some((i, *moments));
         }
+        // A mean or variance is called biased when its bias estimate is above both the planned
+        // run's Monte Carlo error for it and four standard errors of the estimates (pooled over
+        // the 2d quantities: four replicates give each its own only three degrees of freedom).
+        safe.push(biases.iter().all(|(b, e)| b.abs() <= e.max(4.0 * bse)));
         trials.push(RrTrial {
             step_size: *h,
             first_order: Some((f2 / nq as f64).sqrt()),
             bias: Some(b),
+            bias_se: Some(bse),
             mc_error: Some(e),
             discrepancy: Some(moments.sqrt()),
             failure: None,
@@ -1490,15 +1544,8 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         });
     }
     let (bi, score) = best.expect("at least two candidates ran");
-    // The planned run's Monte Carlo error at each step, scaled from the pilot's replicates: a
-    // step is safe when its estimated remaining bias is below it.
-    let pilot_draws = (RR_REPLICATES as u64 * kept) as f64;
-    let ratio = pilot_draws / settings.planned_run.draws();
-    let safe = |t: &RrTrial| match (t.bias, t.mc_error) {
-        (Some(b), Some(e)) => b <= e * ratio.sqrt(),
-        _ => false,
-    };
-    let Some(largest_safe) = trials.iter().filter(|t| safe(t)).map(|t| t.step_size).reduce(f64::max) else {
+    let largest_safe = trials.iter().zip(&safe).filter(|(_, s)| **s).map(|(t, _)| t.step_size).reduce(f64::max);
+    let Some(largest_safe) = largest_safe else {
         return Err(Error::NotConverged {
             what: "tune_rr: no candidate step has an estimated remaining bias below the planned run's Monte Carlo \
                    error (add smaller TuneSettings::factors, or plan a shorter run)",
@@ -1524,7 +1571,8 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     };
     let reason = format!(
         "step {step:.4e}: {how}, Monte Carlo term scaled by r = {ratio:.3e} to the planned run of {} x {} kept draws{limit}; \
-         safe candidates (estimated remaining bias ≤ the planned run's Monte Carlo error) up to {largest_safe:.3e}; smallest \
+         safe candidates (no mean or variance with an estimated remaining bias above both the planned run's Monte \
+         Carlo error and 4 standard errors of the estimates) up to {largest_safe:.3e}; smallest \
          Stein moment discrepancy of the extrapolation {:.3e} (sd units) at {:.3e} (estimated remaining bias there {:.3e}, \
          pilot Monte Carlo error {:.3e}), of {} candidate steps around the curvature step {centre:.3e} (λ_max = {:.4e}); {} \
          failed; preconditioning: {preconditioning}",
