@@ -306,6 +306,86 @@ pub struct Summary {
 /// The probability mass of [`Summary::hdi`]: ArviZ's default 0.94.
 pub const HDI_PROB: f64 = 0.94;
 
+/// The largest split-R̂ of a converged quantity (Vehtari, Gelman, Simpson, Carpenter & Bürkner,
+/// *Rank-normalization, folding, and localization: an improved R̂ for assessing convergence of
+/// MCMC*, Bayesian Analysis 2021: "R̂ < 1.01").
+pub const RHAT_MAX: f64 = 1.01;
+
+/// The smallest bulk and tail ESS of a converged quantity: 400, the same paper's "ESS > 400"
+/// (100 per chain with 4 chains), below which R̂ and the MCSEs themselves are unreliable.
+pub const ESS_MIN: f64 = 400.0;
+
+impl Summary {
+    /// Whether this quantity passes the convergence thresholds: split-R̂ ≤ [`RHAT_MAX`] and
+    /// bulk and tail ESS ≥ [`ESS_MIN`] (a NaN fails).
+    pub fn converged(&self) -> bool {
+        self.rhat <= RHAT_MAX && self.ess_bulk >= ESS_MIN && self.ess_tail >= ESS_MIN
+    }
+}
+
+/// Whether a run's chains mixed, by the thresholds [`RHAT_MAX`] and [`ESS_MIN`] on every
+/// coordinate: what [`convergence`] returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Convergence {
+    /// Every coordinate passed.
+    pub converged: bool,
+    /// The largest split-R̂ over the coordinates.
+    pub max_rhat: f64,
+    /// The smallest bulk ESS.
+    pub min_ess_bulk: f64,
+    /// The smallest tail ESS.
+    pub min_ess_tail: f64,
+    /// The coordinates that failed, in order.
+    pub failed: Vec<usize>,
+    /// The number of chains (split-R̂ compares halves of chains too, but only chains started
+    /// apart can show that they did not find the same distribution).
+    pub chains: usize,
+}
+
+impl std::fmt::Display for Convergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.converged {
+            write!(f, "converged: ")?;
+        } else {
+            write!(f, "NOT CONVERGED ({} of the coordinates fail): ", self.failed.len())?;
+        }
+        write!(
+            f,
+            "max split-R̂ {:.3} (≤ {RHAT_MAX}), min ESS bulk {:.0} / tail {:.0} (≥ {ESS_MIN:.0}) over {} chain(s)",
+            self.max_rhat, self.min_ess_bulk, self.min_ess_tail, self.chains
+        )?;
+        if self.chains < 2 {
+            write!(f, "; one chain: run several from dispersed starts for R̂ to mean much")?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether the chains of `est` mixed: split-R̂ and bulk and tail ESS of every coordinate against
+/// [`RHAT_MAX`] and [`ESS_MIN`]. Start the chains dispersed around the mode
+/// ([`dispersed_starts`](crate::tune::dispersed_starts)): chains started at one point can agree
+/// with each other and all be wrong.
+///
+/// Errors: as [`summary`].
+pub fn convergence(est: &Estimate) -> Result<Convergence> {
+    let rows = summary(est)?;
+    Ok(convergence_of(&rows, est.n_parts()))
+}
+
+fn convergence_of(rows: &[Summary], chains: usize) -> Convergence {
+    let failed: Vec<usize> = rows.iter().enumerate().filter(|(_, r)| !r.converged()).map(|(j, _)| j).collect();
+    let nan_max = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
+    let nan_min = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) };
+    Convergence {
+        converged: failed.is_empty(),
+        max_rhat: rows.iter().map(|r| r.rhat).fold(0.0, nan_max),
+        min_ess_bulk: rows.iter().map(|r| r.ess_bulk).fold(f64::INFINITY, nan_min),
+        min_ess_tail: rows.iter().map(|r| r.ess_tail).fold(f64::INFINITY, nan_min),
+        failed,
+        chains,
+    }
+}
+
 /// The Monte Carlo standard error of the sd of a (chains × draws) array, as ArviZ (0.23) and the
 /// R package posterior compute it: with `z = (x − x̄)²`, `E = mean(z)`,
 /// `MCSE(sd) = √((mean(z²) − E²) / ESS_mean(z) / E / 4)` (the variance of the variance estimate
@@ -665,6 +745,8 @@ impl std::fmt::Display for SummaryTable {
                 c
             })
             .collect();
+        // Rows that fail the convergence thresholds are marked with a `*` after R̂.
+        let flagged = self.rows.iter().any(|r| !r.converged());
         let name_w = self.names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
         let widths: Vec<usize> = (0..header.len())
             .map(|k| cells.iter().map(|c| c[k].chars().count()).max().unwrap_or(0).max(header[k].len()))
@@ -673,12 +755,25 @@ impl std::fmt::Display for SummaryTable {
         for (h, w) in header.iter().zip(&widths) {
             write!(f, "  {h:>w$}")?;
         }
-        for (name, row) in self.names.iter().zip(&cells) {
+        if flagged {
+            write!(f, "  ")?;
+        }
+        for ((name, row), r) in self.names.iter().zip(&cells).zip(&self.rows) {
             writeln!(f)?;
             write!(f, "{name:<name_w$}")?;
             for (c, w) in row.iter().zip(&widths) {
                 write!(f, "  {c:>w$}")?;
             }
+            if flagged {
+                write!(f, "{}", if r.converged() { "  " } else { " *" })?;
+            }
+        }
+        if flagged {
+            write!(
+                f,
+                "\n* not converged: split-R̂ > {RHAT_MAX} or bulk/tail ESS < {ESS_MIN:.0} (Vehtari et al. 2021); \
+                 do not trust these rows"
+            )?;
         }
         if self.rows.iter().any(|r| r.weighted) {
             write!(f, "\n(weighted draws: every column uses the draws' weights)")?;

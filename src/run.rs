@@ -239,6 +239,16 @@ impl<S> RunOutput<S> {
         self.cost.datum_gradients as f64 / self.wall_time.as_secs_f64()
     }
 
+    /// Whether the chains mixed: [`diagnostics::convergence`](crate::diagnostics::convergence)
+    /// of the pooled estimate (split-R̂ ≤ 1.01 and bulk and tail ESS ≥ 400 for every
+    /// coordinate). Print it: a run does not fail for not converging, it says so.
+    ///
+    /// Errors: as [`diagnostics::summary`](crate::diagnostics::summary) (e.g. streaming
+    /// storage keeps no draws).
+    pub fn convergence(&self) -> Result<crate::diagnostics::Convergence> {
+        crate::diagnostics::convergence(&self.estimate)
+    }
+
     /// Whether some chain ended before `settings.n_iter` iterations (stopped or diverged): the
     /// run can then be [`resume`]d.
     pub fn is_complete(&self) -> bool {

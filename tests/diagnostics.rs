@@ -83,7 +83,10 @@ fn summary_table_matches_arviz() {
     let text = table.to_string();
     eprintln!("{text}");
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 5);
+    // Four rows and a footnote: rows failing R̂ ≤ 1.01 or ESS ≥ 400 are marked `*`.
+    assert_eq!(lines.len(), 6);
+    assert!(lines[5].starts_with("* not converged"), "{}", lines[5]);
+    assert!(lines[3].ends_with(" *"), "x2 (ESS 6, R̂ 1.87) is flagged: {}", lines[3]);
     assert!(lines[0].split_whitespace().eq([
         "mean",
         "sd",
@@ -105,7 +108,7 @@ fn summary_table_matches_arviz() {
         assert!(lines[3].split_whitespace().any(|c| c == cell), "{cell} missing from {}", lines[3]);
     }
     // Columns line up, names checked, precision honoured.
-    assert!(lines.iter().all(|l| l.chars().count() == lines[0].chars().count()));
+    assert!(lines[..5].iter().all(|l| l.chars().count() == lines[0].chars().count()));
     assert!(matches!(table.clone().with_names(&["a"]), Err(Error::DimensionMismatch { .. })));
     assert!(format!("{table:.6}").contains("2.267465"));
     assert!(matches!(diagnostics::hdi(Array2::zeros((2, 10)).view(), 1.5), Err(Error::InvalidParameter { .. })));
