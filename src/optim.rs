@@ -281,7 +281,8 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
         }
         dir.iter_mut().zip(step.iter()).for_each(|(d, s)| *d = -s);
         let dphi0 = dot(&g, &dir);
-        if !(dphi0 < 0.0) || !line_search(model, &mut est, &mut rng, &x, &dir, dphi0, &mut xt, &mut gt)? {
+        if dphi0.is_nan() || dphi0 >= 0.0 || !line_search(model, &mut est, &mut rng, &x, &dir, dphi0, &mut xt, &mut gt)?
+        {
             break;
         }
         std::mem::swap(&mut x, &mut xt);

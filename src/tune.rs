@@ -1272,11 +1272,9 @@ impl Laplace {
 fn ksd_scaling(dense: Option<&Array2<f64>>, diag: &[f64]) -> (Vec<f64>, Laplace) {
     let diag_of = |hjj: f64| if hjj > 0.0 && hjj.is_finite() { hjj } else { 1.0 };
     let scale: Vec<f64> = diag.iter().map(|&h| diag_of(h).sqrt()).collect();
-    if let Some(h) = dense {
-        if let Ok(cov) = crate::linalg::spd_inverse("Hessian at the mode", h) {
-            let d = diag.len();
-            return (scale, Laplace { sd: (0..d).map(|j| cov[[j, j]].sqrt()).collect(), cov: Some(cov) });
-        }
+    if let Some(Ok(cov)) = dense.map(|h| crate::linalg::spd_inverse("Hessian at the mode", h)) {
+        let d = diag.len();
+        return (scale, Laplace { sd: (0..d).map(|j| cov[[j, j]].sqrt()).collect(), cov: Some(cov) });
     }
     let laplace = Laplace { sd: scale.iter().map(|s| 1.0 / s).collect(), cov: None };
     (scale, laplace)

@@ -37,6 +37,19 @@ pub enum Metric {
     /// its Robbins–Monro gain restarts; the last 50 iterations adapt the step to the final D.
     /// With `adapt_steps < 150` there is no room for a window and D stays I.
     Diagonal,
+    /// Dense D, for correlated and ill-conditioned posteriors: at `init` D is the inverse Hessian
+    /// of the potential at θ₀ (d Hessian-vector products, the model's or central differences of
+    /// full gradients, counted in the cost; I if that Hessian is not positive definite), and the
+    /// step starts at 0.1 (D makes the posterior about `N(0, I)` in D's coordinates, where 0.1
+    /// is a moderate step; the adaptation moves it). Start near a mode (e.g. from
+    /// [`dispersed_starts`](crate::tune::dispersed_starts)). Then, as
+    /// [`Diagonal`](Metric::Diagonal), Stan's windows each estimate the draws' covariance and D
+    /// becomes it, regularised towards its own diagonal (`n/(n + 5) cov + 10⁻³ · 5/(n + 5)
+    /// diag(cov)`: scale-free, unlike Stan's `10⁻³ I`, so a parameter whose sd is 10⁻⁵ is not
+    /// swamped) — but only windows of at least 10 d draws replace D (a covariance from fewer is
+    /// too poor, from fewer than d singular); shorter ones adapt the step alone. Each step costs
+    /// `d²` multiply-adds more than with a diagonal D.
+    Dense,
 }
 
 impl Default for MalaSettings {
@@ -83,6 +96,8 @@ pub struct Mala {
     grad_prop: Vec<f64>,
     scratch: Vec<f64>,
     noise: Vec<f64>,
+    /// A second scratch vector (the dense metric's back-substitution).
+    noise_back: Vec<f64>,
     k: u64,
     n_accepted: u64,
     n_accepted_adapting: u64,
@@ -91,6 +106,11 @@ pub struct Mala {
     /// The metric D (diagonal) and its square root.
     inv_mass: Vec<f64>,
     sqrt_inv_mass: Vec<f64>,
+    /// The dense metric D (row-major) and its lower Cholesky factor, with [`Metric::Dense`].
+    dense: Vec<f64>,
+    dense_l: Vec<f64>,
+    /// The window's Welford co-moment matrix (dense metric).
+    win_m2_dense: Vec<f64>,
     /// Welford sums of the current adaptation window, its end and length, and the Robbins–Monro
     /// counter since the last metric update.
     win_mean: Vec<f64>,
@@ -134,6 +154,7 @@ impl Mala {
             grad_prop: Vec::new(),
             scratch: Vec::new(),
             noise: Vec::new(),
+            noise_back: Vec::new(),
             k: 0,
             n_accepted: 0,
             n_accepted_adapting: 0,
@@ -141,6 +162,9 @@ impl Mala {
             cost: Cost::default(),
             inv_mass: Vec::new(),
             sqrt_inv_mass: Vec::new(),
+            dense: Vec::new(),
+            dense_l: Vec::new(),
+            win_m2_dense: Vec::new(),
             win_mean: Vec::new(),
             win_m2: Vec::new(),
             win_n: 0,
@@ -155,9 +179,49 @@ impl Mala {
         &self.inv_mass
     }
 
-    /// Whether the diagonal metric adapts in this run.
+    /// The dense metric D (row-major d × d), with [`Metric::Dense`]; empty otherwise.
+    pub fn dense_metric(&self) -> &[f64] {
+        &self.dense
+    }
+
+    /// Whether the metric adapts in this run.
     fn adapts_metric(&self) -> bool {
-        self.settings.metric == Metric::Diagonal && self.settings.adapt_steps >= INIT_BUFFER + TERM_BUFFER + BASE_WINDOW
+        self.settings.metric != Metric::Identity && self.settings.adapt_steps >= INIT_BUFFER + TERM_BUFFER + BASE_WINDOW
+    }
+
+    fn is_dense(&self) -> bool {
+        self.settings.metric == Metric::Dense
+    }
+
+    /// Sets the dense metric to `cov` (row-major) if it has a Cholesky factor; `false` if not.
+    fn set_dense(&mut self, cov: &[f64]) -> bool {
+        let d = self.theta.len();
+        let a = ndarray::Array2::from_shape_fn((d, d), |(i, j)| cov[i * d + j]);
+        match crate::linalg::cholesky_lower("MALA dense metric", &a) {
+            Ok(l) => {
+                self.dense.copy_from_slice(cov);
+                for i in 0..d {
+                    for j in 0..d {
+                        self.dense_l[i * d + j] = l[[i, j]];
+                    }
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// `‖L⁻¹ r‖²` for the dense metric's factor L (forward substitution into `out`).
+    fn dense_norm2(&self, r: &[f64], out: &mut [f64]) -> f64 {
+        let d = r.len();
+        let mut s2 = 0.0;
+        for i in 0..d {
+            let row = &self.dense_l[i * d..i * d + i];
+            let acc: f64 = row.iter().zip(&out[..i]).map(|(a, b)| a * b).sum();
+            out[i] = (r[i] - acc) / self.dense_l[i * d + i];
+            s2 += out[i] * out[i];
+        }
+        s2
     }
 
     /// Stan's windowed metric adaptation, after iteration `self.k` has produced `self.theta`.
@@ -169,21 +233,55 @@ impl Mala {
         }
         self.win_n += 1;
         let n = self.win_n as f64;
-        for ((m, m2), t) in self.win_mean.iter_mut().zip(self.win_m2.iter_mut()).zip(&self.theta) {
-            let d = t - *m;
-            *m += d / n;
-            *m2 += d * (t - *m);
+        let dim = self.theta.len();
+        if self.is_dense() {
+            // Welford on the full co-moment: C += (x − m_old)(x − m_new)ᵀ.
+            for i in 0..dim {
+                self.scratch[i] = self.theta[i] - self.win_mean[i];
+            }
+            for (m, dlt) in self.win_mean.iter_mut().zip(&self.scratch) {
+                *m += dlt / n;
+            }
+            for i in 0..dim {
+                let di = self.scratch[i];
+                for j in 0..dim {
+                    self.win_m2_dense[i * dim + j] += di * (self.theta[j] - self.win_mean[j]);
+                }
+            }
+        } else {
+            for ((m, m2), t) in self.win_mean.iter_mut().zip(self.win_m2.iter_mut()).zip(&self.theta) {
+                let d = t - *m;
+                *m += d / n;
+                *m2 += d * (t - *m);
+            }
         }
         if k < self.win_end {
             return;
         }
-        let old_trace: f64 = self.inv_mass.iter().sum();
-        for ((d, s), m2) in self.inv_mass.iter_mut().zip(self.sqrt_inv_mass.iter_mut()).zip(&self.win_m2) {
-            let var = if n > 1.0 { m2 / (n - 1.0) } else { *d };
-            *d = (n / (n + 5.0)) * var + 1e-3 * (5.0 / (n + 5.0));
-            *s = d.sqrt();
+        let old_trace: f64 = self.metric_trace();
+        if self.is_dense() {
+            // A covariance from fewer than 10 d draws is too poor to replace the metric (with
+            // fewer than d it is singular): keep the current one, adapt only the step.
+            if n >= (10 * dim) as f64 {
+                let (w, r) = (n / (n + 5.0), 1e-3 * 5.0 / (n + 5.0));
+                let cov: Vec<f64> = (0..dim * dim)
+                    .map(|ij| {
+                        let (i, j) = (ij / dim, ij % dim);
+                        let c = 0.5 * (self.win_m2_dense[i * dim + j] + self.win_m2_dense[j * dim + i]) / (n - 1.0);
+                        w * c + if i == j { r * self.win_m2_dense[i * dim + i] / (n - 1.0) } else { 0.0 }
+                    })
+                    .collect();
+                self.set_dense(&cov);
+            }
+            self.win_m2_dense.fill(0.0);
+        } else {
+            for ((d, s), m2) in self.inv_mass.iter_mut().zip(self.sqrt_inv_mass.iter_mut()).zip(&self.win_m2) {
+                let var = if n > 1.0 { m2 / (n - 1.0) } else { *d };
+                *d = (n / (n + 5.0)) * var + 1e-3 * (5.0 / (n + 5.0));
+                *s = d.sqrt();
+            }
         }
-        let new_trace: f64 = self.inv_mass.iter().sum();
+        let new_trace: f64 = self.metric_trace();
         if new_trace > 0.0 && new_trace.is_finite() {
             self.gamma *= old_trace / new_trace;
         }
@@ -195,6 +293,16 @@ impl Mala {
         self.win_len *= 2;
         let next_end = k + self.win_len;
         self.win_end = if next_end + 2 * self.win_len > slow_end { slow_end } else { next_end };
+    }
+
+    /// The trace of the metric D in use.
+    fn metric_trace(&self) -> f64 {
+        if self.is_dense() {
+            let d = self.theta.len();
+            (0..d).map(|i| self.dense[i * d + i]).sum()
+        } else {
+            self.inv_mass.iter().sum()
+        }
     }
 
     /// The settings.
@@ -264,7 +372,14 @@ impl Sampler for Mala {
         }
         self.theta.clear();
         self.theta.extend_from_slice(theta0);
-        for buf in [&mut self.grad, &mut self.prop, &mut self.grad_prop, &mut self.scratch, &mut self.noise] {
+        for buf in [
+            &mut self.grad,
+            &mut self.prop,
+            &mut self.grad_prop,
+            &mut self.scratch,
+            &mut self.noise,
+            &mut self.noise_back,
+        ] {
             buf.resize(d, 0.0);
         }
         for buf in [&mut self.inv_mass, &mut self.sqrt_inv_mass] {
@@ -287,6 +402,22 @@ impl Sampler for Mala {
         self.n_accepted_adapting = 0;
         self.gamma = self.settings.step_size;
         self.ready = false;
+        if self.is_dense() {
+            for buf in [&mut self.dense, &mut self.dense_l, &mut self.win_m2_dense] {
+                buf.clear();
+                buf.resize(d * d, 0.0);
+            }
+            let identity: Vec<f64> = (0..d * d).map(|ij| if ij / d == ij % d { 1.0 } else { 0.0 }).collect();
+            self.set_dense(&identity);
+            // The inverse Hessian at θ₀, if positive definite.
+            let h = crate::hessian::dense_hessian(model, theta0, &mut self.cost)?;
+            if let Ok(cov) = crate::linalg::spd_inverse("Hessian at the MALA start", &h) {
+                let flat: Vec<f64> = cov.iter().copied().collect();
+                if self.set_dense(&flat) {
+                    self.gamma = 0.1;
+                }
+            }
+        }
         let u = self.evaluate(model, false)?;
         if !u.is_finite() {
             return Err(Error::NonFinitePotential { iteration: 0 });
@@ -305,15 +436,24 @@ impl Sampler for Mala {
         let g = self.gamma;
         let s = (2.0 * g).sqrt();
         fill_standard_normal(rng, &mut self.noise);
-        for ((((p, t), gr), z), (dm, sd)) in self
-            .prop
-            .iter_mut()
-            .zip(&self.theta)
-            .zip(&self.grad)
-            .zip(&self.noise)
-            .zip(self.inv_mass.iter().zip(&self.sqrt_inv_mass))
-        {
-            *p = t - g * dm * gr + s * sd * z;
+        let dim = self.theta.len();
+        if self.is_dense() {
+            for i in 0..dim {
+                let dg: f64 = self.dense[i * dim..(i + 1) * dim].iter().zip(&self.grad).map(|(a, b)| a * b).sum();
+                let lz: f64 = self.dense_l[i * dim..=i * dim + i].iter().zip(&self.noise).map(|(a, b)| a * b).sum();
+                self.prop[i] = self.theta[i] - g * dg + s * lz;
+            }
+        } else {
+            for ((((p, t), gr), z), (dm, sd)) in self
+                .prop
+                .iter_mut()
+                .zip(&self.theta)
+                .zip(&self.grad)
+                .zip(&self.noise)
+                .zip(self.inv_mass.iter().zip(&self.sqrt_inv_mass))
+            {
+                *p = t - g * dm * gr + s * sd * z;
+            }
         }
         let u_prop = self.evaluate(model, true)?;
         let log_u: f64 = rng.random::<f64>().ln();
@@ -322,17 +462,31 @@ impl Sampler for Mala {
             // In the metric D⁻¹: ‖θ' − θ + γD∇U(θ)‖² = 2γ‖z‖²; reverse move:
             // ‖θ − θ' + γD∇U(θ')‖²_{D⁻¹}. (With D = I these are the plain norms.)
             let fwd: f64 = self.noise.iter().map(|z| z * z).sum::<f64>() * 2.0 * g;
-            let rev: f64 = self
-                .theta
-                .iter()
-                .zip(&self.prop)
-                .zip(&self.grad_prop)
-                .zip(&self.inv_mass)
-                .map(|(((t, p), gp), dm)| {
-                    let r = t - p + g * dm * gp;
-                    r * r / dm
-                })
-                .sum();
+            let rev: f64 = if self.is_dense() {
+                // r = θ − θ' + γ D ∇U(θ'), measured in D⁻¹: ‖L⁻¹ r‖².
+                let mut r = std::mem::take(&mut self.scratch);
+                for (i, ri) in r.iter_mut().enumerate() {
+                    let dg: f64 =
+                        self.dense[i * dim..(i + 1) * dim].iter().zip(&self.grad_prop).map(|(a, b)| a * b).sum();
+                    *ri = self.theta[i] - self.prop[i] + g * dg;
+                }
+                let mut out = std::mem::take(&mut self.noise_back);
+                let v = self.dense_norm2(&r, &mut out);
+                self.scratch = r;
+                self.noise_back = out;
+                v
+            } else {
+                self.theta
+                    .iter()
+                    .zip(&self.prop)
+                    .zip(&self.grad_prop)
+                    .zip(&self.inv_mass)
+                    .map(|(((t, p), gp), dm)| {
+                        let r = t - p + g * dm * gp;
+                        r * r / dm
+                    })
+                    .sum()
+            };
             let log_alpha = self.u - u_prop + (fwd - rev) / (4.0 * g);
             accept_prob = log_alpha.exp().min(1.0);
             if log_u < log_alpha {

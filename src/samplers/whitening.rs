@@ -1,5 +1,7 @@
 //! A constant change of coordinates in which a posterior looks like `N(0, I)`: what the
 //! [`Langevin`](super::Langevin) driver preconditions with.
+// Index loops over triangular rows read more plainly than iterator chains here.
+#![allow(clippy::needless_range_loop)]
 
 use crate::error::{Error, Result, all_finite, check_len};
 use ndarray::Array2;

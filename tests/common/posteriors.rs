@@ -4,7 +4,7 @@
 //! correlated covariates, logistic and Poisson regressions, an AR(K) time series, and a quadratic
 //! with a prescribed spectrum. All data are simulated with fixed seeds (no data set is
 //! downloaded); their shapes follow the published examples they stand for.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::needless_range_loop)]
 
 use sgmcmc::ndarray::{Array1, Array2};
 use sgmcmc::rng::{fill_standard_normal, stream};

@@ -1,0 +1,444 @@
+//! Validation on six posteriors of real-world shape, with no hand-set value: every sampler on the
+//! default path (`tune` / `tune_rr` with `TuneSettings::default()` and the planned run, MALA with
+//! its adaptation), at two planned run lengths 10× apart, against a long reference run.
+//!
+//! Posteriors (simulated with fixed seeds; `tests/common/posteriors.rs`):
+//! 1. `year`: linear regression on a calendar-year covariate (values 1950–2020, not centred) with
+//!    unknown noise scale sampled as log σ; N = 2 000, d = 3, condition ≈ 4e10.
+//! 2. `collinear`: linear regression on 5 covariates with pairwise correlation 0.999, log σ;
+//!    N = 5 000, d = 7.
+//! 3. `logistic`: logistic regression of diagnosis shape (30 features on scales 0.01–1000,
+//!    three latent factors, intercept); N = 10 000, d = 31.
+//! 4. `poisson`: Poisson regression, intercept and 4 correlated covariates; N = 10 000, d = 5.
+//! 5. `ar3`: AR(3) time series as a regression on lags, log σ; T = 2 000, d = 5.
+//! 6. `diagnosis`: the logistic regression of 3 at N = 569 (the Wisconsin data's size), where
+//!    the posterior is far from Gaussian in its flat directions.
+//!
+//! Reference: MALA (step adapted) on the posterior whitened by its Laplace approximation,
+//! 4 chains; its MCSE (from the smallest bulk ESS) is printed and must be ≤ 0.02 sd.
+//!
+//! For each sampler and run length: the tuned step, max mean error (reference sds), worst sd
+//! ratio, split-R̂ and convergence verdict, cost (run and tuning, datum gradients), and the best
+//! step of a grid (tuned × 2^(k/2), k = −4…4) scored at the same run length on other seeds, with
+//! the error ratio tuned/best. Error of a run: the worst over coordinates of |mean error| and
+//! |sd ratio − 1|, in reference sds.
+//!
+//! Run with `cargo run --release --example validation` (all six, two lengths) or with the
+//! argument `quick` (posteriors 1 and 4, short length, no grid: what CI runs). Ends with
+//! `RESULT {json}`.
+
+#[path = "../tests/common/posteriors.rs"]
+mod posteriors;
+
+use posteriors::{LinReg, PoissonReg, WhitenedModel, diagnosis_logistic};
+use sgmcmc::ndarray::{Array1, Array2};
+use sgmcmc::prelude::*;
+use sgmcmc::tune::{PlannedRun, Tunable, tune_rr};
+use sgmcmc::{
+    Discretisation, Psgld, PsgldSettings, RichardsonRomberg, Sghmc, SghmcSettings, Sgnht, SgnhtSettings, run_rr,
+};
+use std::time::Instant;
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Reference means and sds, and the MCSE of the reference means in sds.
+struct Reference {
+    mean: Vec<f64>,
+    sd: Vec<f64>,
+    mcse: f64,
+}
+
+fn dense_hessian<M: Model>(model: &M, at: &[f64]) -> Array2<f64> {
+    let d = model.dim();
+    let all: Vec<usize> = (0..model.n_data()).collect();
+    let mut h = Array2::zeros((d, d));
+    let (mut a, mut b) = (vec![0.0; d], vec![0.0; d]);
+    for j in 0..d {
+        let mut e = vec![0.0; d];
+        e[j] = 1.0;
+        model.hvp_data_sum(at, &e, &all, &mut a).expect("exact HVPs");
+        model.hvp_prior(at, &e, &mut b).expect("exact HVPs");
+        for i in 0..d {
+            h[[i, j]] = a[i] + b[i];
+        }
+    }
+    (&h + &h.t()) * 0.5
+}
+
+fn reference<M: Model>(model: &M, mode: &[f64], n_iter: u64) -> Res<Reference> {
+    let d = model.dim();
+    let w = Whitening::from_hessian(mode, &dense_hessian(model, mode))?;
+    let wm = WhitenedModel { inner: model, w: w.clone() };
+    let mala = Mala::new(MalaSettings { step_size: 0.5, adapt_steps: 2_000, ..Default::default() })?;
+    let starts: Vec<Vec<f64>> = (0..4).map(|c| vec![0.5 * c as f64 - 0.75; d]).collect();
+    let out = run_chains(
+        &wm,
+        &mala,
+        &starts,
+        &RunSettings { n_iter, burn_in: 2_000, n_chains: 4, seed: 9_001, ..Default::default() },
+    )?;
+    let draws = out.estimate.stacked_draws()?;
+    let mut theta = Array2::zeros(draws.dim());
+    let mut t = vec![0.0; d];
+    for (i, row) in draws.outer_iter().enumerate() {
+        w.to_theta(row.as_slice().expect("contiguous"), &mut t);
+        theta.row_mut(i).assign(&Array1::from(t.clone()));
+    }
+    let ess = diagnostics::summary_table(&out.estimate)?.rows.iter().map(|s| s.ess_bulk).fold(f64::INFINITY, f64::min);
+    Ok(Reference {
+        mean: (0..d).map(|j| theta.column(j).mean().unwrap_or(f64::NAN)).collect(),
+        sd: (0..d).map(|j| theta.column(j).std(1.0)).collect(),
+        mcse: 1.0 / ess.sqrt(),
+    })
+}
+
+/// Accuracy of an estimate against the reference.
+#[derive(Clone, Copy)]
+struct Score {
+    max_mean_err: f64,
+    worst_sd_ratio: f64,
+    error: f64,
+}
+
+fn score(est: &Estimate, r: &Reference) -> Res<Score> {
+    let (m, v) = (est.mean()?, est.variance()?);
+    let d = m.len();
+    let mean_err = (0..d).map(|j| ((m[j] - r.mean[j]) / r.sd[j]).abs()).fold(0.0, f64::max);
+    let ratios: Vec<f64> = (0..d).map(|j| v[j].max(0.0).sqrt() / r.sd[j]).collect();
+    let worst =
+        ratios.iter().copied().fold(1.0f64, |a: f64, b: f64| if (b - 1.0).abs() > (a - 1.0).abs() { b } else { a });
+    Ok(Score { max_mean_err: mean_err, worst_sd_ratio: worst, error: mean_err.max((worst - 1.0).abs()) })
+}
+
+/// One row of the report.
+struct Row {
+    posterior: &'static str,
+    sampler: &'static str,
+    kept: u64,
+    step: f64,
+    score: Option<Score>,
+    rhat: f64,
+    converged: bool,
+    run_cost: u64,
+    tune_cost: u64,
+    best_step: Option<f64>,
+    best_error: Option<f64>,
+    failure: Option<String>,
+}
+
+const CHAINS: usize = 4;
+const BURN_IN: u64 = 1_000;
+
+/// Tunes `sampler` for `kept` iterations x 4 chains, runs it from dispersed starts, scores it and
+/// (with `grid`) the grid around the tuned step on other seeds.
+fn tuned_row<M: Model, S: Tunable>(
+    model: &M,
+    (posterior, name): (&'static str, &'static str),
+    sampler: &S,
+    reference: &Reference,
+    kept: u64,
+    grid: bool,
+) -> Row {
+    let mut row = Row {
+        posterior,
+        sampler: name,
+        kept,
+        step: f64::NAN,
+        score: None,
+        rhat: f64::NAN,
+        converged: false,
+        run_cost: 0,
+        tune_cost: 0,
+        best_step: None,
+        best_error: None,
+        failure: None,
+    };
+    let d = model.dim();
+    let settings = TuneSettings { planned_run: PlannedRun::new(kept, CHAINS), seed: 11, ..Default::default() };
+    let rs = RunSettings { n_iter: kept + BURN_IN, burn_in: BURN_IN, n_chains: CHAINS, seed: 21, ..Default::default() };
+    let result = (|| -> Res<()> {
+        let tuned = tune(model, sampler, &vec![0.0; d], &settings)?;
+        row.step = tuned.step_size;
+        row.tune_cost = tuned.cost.datum_gradients + tuned.cost.datum_hvps;
+        let starts = dispersed_starts(model, &tuned.mode, CHAINS, 2.0, 5)?;
+        let out = run_chains(model, &tuned.sampler, &starts, &rs)?;
+        let conv = out.convergence()?;
+        row.rhat = conv.max_rhat;
+        row.converged = conv.converged;
+        row.run_cost = out.cost.datum_gradients;
+        row.score = Some(score(&out.estimate, reference)?);
+        if grid {
+            let mut best = (f64::INFINITY, f64::NAN);
+            for k in -4..=4 {
+                let h = tuned.step_size * 2f64.powf(k as f64 / 2.0);
+                let s = tuned.sampler.with_step_size(h)?;
+                let rs2 = RunSettings { seed: 777, ..rs };
+                if let Ok(out) = run_chains(model, &s, &starts, &rs2) {
+                    let e = score(&out.estimate, reference)?.error;
+                    if e < best.0 {
+                        best = (e, h);
+                    }
+                }
+            }
+            row.best_error = Some(best.0);
+            row.best_step = Some(best.1);
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        row.failure = Some(e.to_string());
+    }
+    row
+}
+
+/// SGRRLD: `tune_rr` for the planned run, then 4 replicate pairs from the mode.
+fn rr_row<M: Model, S: Tunable + Discretisation>(
+    model: &M,
+    posterior: &'static str,
+    base: S,
+    reference: &Reference,
+    kept: u64,
+    grid: bool,
+) -> Row {
+    let mut row = Row {
+        posterior,
+        sampler: "SGRRLD",
+        kept,
+        step: f64::NAN,
+        score: None,
+        rhat: f64::NAN,
+        converged: false,
+        run_cost: 0,
+        tune_cost: 0,
+        best_step: None,
+        best_error: None,
+        failure: None,
+    };
+    let d = model.dim();
+    let settings = TuneSettings { planned_run: PlannedRun::new(kept, CHAINS), seed: 11, ..Default::default() };
+    let rs = RunSettings { n_iter: kept + BURN_IN, burn_in: BURN_IN, n_chains: CHAINS, seed: 21, ..Default::default() };
+    let result = (|| -> Res<()> {
+        let tuned = tune_rr(model, &RichardsonRomberg::new(base), &vec![0.0; d], &settings)?;
+        row.step = tuned.step_size;
+        row.tune_cost = tuned.cost.datum_gradients + tuned.cost.datum_hvps;
+        let out = run_rr(model, &tuned.rr, &tuned.mode, &rs)?;
+        // R̂ of the fine chains (the signed measure has no R̂ of its own).
+        let conv = diagnostics::convergence(&out.fine)?;
+        row.rhat = conv.max_rhat;
+        row.converged = conv.converged;
+        row.run_cost = out.cost.datum_gradients;
+        row.score = Some(score(&out.estimate, reference)?);
+        if grid {
+            let mut best = (f64::INFINITY, f64::NAN);
+            for k in -4..=4 {
+                let h = tuned.step_size * 2f64.powf(k as f64 / 2.0);
+                let rr = RichardsonRomberg::new(tuned.rr.base().with_step_size(h)?);
+                if let Ok(out) = run_rr(model, &rr, &tuned.mode, &RunSettings { seed: 777, ..rs }) {
+                    let e = score(&out.estimate, reference)?.error;
+                    if e < best.0 {
+                        best = (e, h);
+                    }
+                }
+            }
+            row.best_error = Some(best.0);
+            row.best_step = Some(best.1);
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        row.failure = Some(e.to_string());
+    }
+    row
+}
+
+/// MALA with its default-path adaptation (step and diagonal metric in the burn-in).
+fn mala_row<M: Model>(model: &M, posterior: &'static str, reference: &Reference, kept: u64) -> Row {
+    let mut row = Row {
+        posterior,
+        sampler: "MALA",
+        kept,
+        step: f64::NAN,
+        score: None,
+        rhat: f64::NAN,
+        converged: false,
+        run_cost: 0,
+        tune_cost: 0,
+        best_step: None,
+        best_error: None,
+        failure: None,
+    };
+    let d = model.dim();
+    let result = (|| -> Res<()> {
+        let mode = find_mode(model, &vec![0.0; d], &ModeSettings::default())?;
+        row.tune_cost = mode.cost.datum_gradients + mode.cost.datum_hvps;
+        let starts = dispersed_starts(model, &mode.theta, CHAINS, 2.0, 5)?;
+        let burn = BURN_IN.max(kept / 4);
+        let mala = Mala::new(MalaSettings { adapt_steps: burn, metric: sgmcmc::Metric::Dense, ..Default::default() })?;
+        let rs = RunSettings { n_iter: kept + burn, burn_in: burn, n_chains: CHAINS, seed: 21, ..Default::default() };
+        let out = run_chains(model, &mala, &starts, &rs)?;
+        row.step = out.chains[0].sampler.step_size();
+        let conv = out.convergence()?;
+        row.rhat = conv.max_rhat;
+        row.converged = conv.converged;
+        row.run_cost = out.cost.datum_gradients;
+        row.score = Some(score(&out.estimate, reference)?);
+        Ok(())
+    })();
+    if let Err(e) = result {
+        row.failure = Some(e.to_string());
+    }
+    row
+}
+
+fn rows_for<M: Model>(model: &M, name: &'static str, lengths: &[u64], grid: bool, out: &mut Vec<Row>) -> Res<f64> {
+    let d = model.dim();
+    let t = Instant::now();
+    let mode = find_mode(model, &vec![0.0; d], &ModeSettings::default())?.theta;
+    let reference = reference(model, &mode, 20_000)?;
+    let n = (model.n_data() / 20).clamp(10, 100);
+    println!(
+        "\n== {name}: N = {}, d = {d}, minibatch {n}; reference MCSE {:.3} sd ({:.1} s)",
+        model.n_data(),
+        reference.mcse,
+        t.elapsed().as_secs_f64()
+    );
+    let cv = ControlVariate::at_mode(
+        model,
+        &vec![0.0; d],
+        &ModeSettings::default(),
+        CvSettings { batch_size: n, ..Default::default() },
+    )?;
+    for &kept in lengths {
+        let mb = Minibatch::new(n);
+        out.push(tuned_row(
+            model,
+            (name, "SGLD"),
+            &Sgld::new(SgldSettings::default(), mb.clone())?,
+            &reference,
+            kept,
+            grid,
+        ));
+        out.push(tuned_row(
+            model,
+            (name, "SGLD-CV"),
+            &Sgld::new(SgldSettings::default(), cv.clone())?,
+            &reference,
+            kept,
+            grid,
+        ));
+        out.push(tuned_row(
+            model,
+            (name, "SGHMC"),
+            &Sghmc::new(SghmcSettings::default(), mb.clone())?,
+            &reference,
+            kept,
+            grid,
+        ));
+        out.push(tuned_row(
+            model,
+            (name, "pSGLD"),
+            &Psgld::new(PsgldSettings::default(), mb.clone())?,
+            &reference,
+            kept,
+            grid,
+        ));
+        out.push(tuned_row(
+            model,
+            (name, "SGNHT"),
+            &Sgnht::new(SgnhtSettings::default(), mb.clone())?,
+            &reference,
+            kept,
+            grid,
+        ));
+        out.push(rr_row(model, name, Sgld::new(SgldSettings::default(), mb)?, &reference, kept, grid));
+        out.push(mala_row(model, name, &reference, kept));
+        for r in out.iter().rev().take(7).collect::<Vec<_>>().into_iter().rev() {
+            print_row(r);
+        }
+    }
+    Ok(reference.mcse)
+}
+
+fn print_row(r: &Row) {
+    if let Some(f) = &r.failure {
+        println!("  {:>8} {:>7}  FAILED: {f}", r.sampler, r.kept);
+        return;
+    }
+    let s = r.score.expect("scored");
+    let grid = match (r.best_step, r.best_error) {
+        (Some(h), Some(e)) => format!("best step {h:.3e} (error {e:.3}), ratio {:.2}", s.error / e),
+        _ => "no grid".into(),
+    };
+    println!(
+        "  {:>8} {:>7} step {:.3e}: mean err {:.3} sd, worst sd ratio {:.3}, R̂ {:.3} {}, cost {:.2e} + tuning {:.2e}; {grid}",
+        r.sampler,
+        r.kept,
+        r.step,
+        s.max_mean_err,
+        s.worst_sd_ratio,
+        r.rhat,
+        if r.converged { "(converged)" } else { "(NOT CONVERGED)" },
+        r.run_cost as f64,
+        r.tune_cost as f64,
+    );
+}
+
+fn main() -> Res<()> {
+    let quick = std::env::args().any(|a| a == "quick");
+    let t0 = Instant::now();
+    let lengths: &[u64] = if quick { &[5_000] } else { &[5_000, 50_000] };
+    let grid = !quick;
+    let mut rows = Vec::new();
+    let mut mcse = Vec::new();
+    mcse.push(("year", rows_for(&LinReg::calendar_year(2_000, 1), "year", lengths, grid, &mut rows)?));
+    if !quick {
+        mcse.push((
+            "collinear",
+            rows_for(&LinReg::correlated(5_000, 5, 0.999, 2), "collinear", lengths, grid, &mut rows)?,
+        ));
+        mcse.push(("logistic", rows_for(&diagnosis_logistic(10_000, 3), "logistic", lengths, grid, &mut rows)?));
+    }
+    mcse.push(("poisson", rows_for(&PoissonReg::synthetic(10_000, 5, 4), "poisson", lengths, grid, &mut rows)?));
+    if !quick {
+        mcse.push((
+            "ar3",
+            rows_for(&LinReg::autoregressive(2_000, &[0.5, 0.2, -0.1], 5), "ar3", lengths, grid, &mut rows)?,
+        ));
+        mcse.push(("diagnosis", rows_for(&diagnosis_logistic(569, 7), "diagnosis", lengths, grid, &mut rows)?));
+    }
+    // Targets.
+    let failures = rows.iter().filter(|r| r.failure.is_some()).count();
+    let not_converged: Vec<String> = rows
+        .iter()
+        .filter(|r| r.failure.is_none() && !r.converged)
+        .map(|r| format!("{}/{}/{}", r.posterior, r.sampler, r.kept))
+        .collect();
+    let accurate_misses: Vec<String> = rows
+        .iter()
+        .filter(|r| matches!(r.sampler, "SGLD-CV" | "MALA"))
+        .filter(|r| r.score.is_none_or(|s| s.max_mean_err > 0.1 || (s.worst_sd_ratio - 1.0).abs() > 0.1))
+        .map(|r| format!("{}/{}/{}", r.posterior, r.sampler, r.kept))
+        .collect();
+    let grid_misses: Vec<String> = rows
+        .iter()
+        .filter(|r| matches!((r.score, r.best_error), (Some(s), Some(b)) if s.error > 1.5 * b))
+        .map(|r| format!("{}/{}/{}", r.posterior, r.sampler, r.kept))
+        .collect();
+    println!("\n== Targets");
+    println!("  default-path errors: {failures}");
+    println!("  runs that report NOT CONVERGED ({}): {}", not_converged.len(), not_converged.join(", "));
+    println!("  SGLD-CV / MALA outside 0.1 sd or ±10 % sd ({}): {}", accurate_misses.len(), accurate_misses.join(", "));
+    println!("  error above 1.5x the grid-best at the same length ({}): {}", grid_misses.len(), grid_misses.join(", "));
+    let secs = t0.elapsed().as_secs_f64();
+    println!("total {secs:.1} s");
+    let q = |v: &[String]| format!("[{}]", v.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(","));
+    let ref_mcse = mcse.iter().map(|(n, m)| format!("\"{n}\":{m:.4}")).collect::<Vec<_>>().join(",");
+    println!(
+        "RESULT {{\"runs\":{},\"default_path_errors\":{failures},\"not_converged\":{},\"accuracy_misses\":{},\"grid_misses\":{},\"reference_mcse\":{{{ref_mcse}}},\"seconds\":{secs:.1}}}",
+        rows.len(),
+        q(&not_converged),
+        q(&accurate_misses),
+        q(&grid_misses)
+    );
+    Ok(())
+}
