@@ -24,8 +24,8 @@
 //! |sd ratio − 1|, in reference sds.
 //!
 //! Run with `cargo run --release --example validation` (all six, two lengths) or with the
-//! argument `quick` (posteriors 1 and 4, short length, no grid: what CI runs). Ends with
-//! `RESULT {json}`.
+//! argument `quick` (posteriors 1 and 4, short length, no grid: what CI runs, failing on a
+//! default-path error or an SGLD-CV / MALA accuracy miss). Ends with `RESULT {json}`.
 
 #[path = "../tests/common/posteriors.rs"]
 mod posteriors;
@@ -440,5 +440,11 @@ fn main() -> Res<()> {
         q(&accurate_misses),
         q(&grid_misses)
     );
+    // The reduced run is a check (CI): no default-path error, SGLD-CV and MALA accurate.
+    if quick && (failures > 0 || !accurate_misses.is_empty()) {
+        return Err(
+            format!("validation quick: {failures} default-path errors, accuracy misses {accurate_misses:?}").into()
+        );
+    }
     Ok(())
 }
