@@ -21,7 +21,9 @@
 //! ratio, split-R̂ and convergence verdict, cost (run and tuning, datum gradients), and the best
 //! step of a grid (tuned × 2^(k/2), k = −4…4) scored at the same run length on other seeds, with
 //! the error ratio tuned/best. Error of a run: the worst over coordinates of |mean error| and
-//! |sd ratio − 1|, in reference sds.
+//! |sd ratio − 1|, in reference sds. At the long length each tuned SG run is also checked by
+//! `discretisation_bias` (a companion chain at half the step per chain): does the run see its
+//! own step bias, which R̂ cannot?
 //!
 //! Run with `cargo run --release --example validation` (all six, two lengths) or with the
 //! argument `quick` (posteriors 1 and 4, short length, no grid: what CI runs, failing on a
@@ -35,7 +37,8 @@ use sgmcmc::ndarray::{Array1, Array2};
 use sgmcmc::prelude::*;
 use sgmcmc::tune::{PlannedRun, Tunable, tune_rr};
 use sgmcmc::{
-    Discretisation, Psgld, PsgldSettings, RichardsonRomberg, Sghmc, SghmcSettings, Sgnht, SgnhtSettings, run_rr,
+    Discretisation, Psgld, PsgldSettings, RichardsonRomberg, Sghmc, SghmcSettings, Sgnht, SgnhtSettings,
+    discretisation_bias, run_rr,
 };
 use std::time::Instant;
 
@@ -123,6 +126,9 @@ struct Row {
     tune_cost: u64,
     best_step: Option<f64>,
     best_error: Option<f64>,
+    /// The companion-chain bias check (long runs): coordinates flagged, and the largest
+    /// estimated |sd bias| in reference sds.
+    bias_check: Option<(usize, f64)>,
     failure: Option<String>,
 }
 
@@ -131,7 +137,7 @@ const BURN_IN: u64 = 1_000;
 
 /// Tunes `sampler` for `kept` iterations x 4 chains, runs it from dispersed starts, scores it and
 /// (with `grid`) the grid around the tuned step on other seeds.
-fn tuned_row<M: Model, S: Tunable>(
+fn tuned_row<M: Model, S: Tunable + Discretisation>(
     model: &M,
     (posterior, name): (&'static str, &'static str),
     sampler: &S,
@@ -151,6 +157,7 @@ fn tuned_row<M: Model, S: Tunable>(
         tune_cost: 0,
         best_step: None,
         best_error: None,
+        bias_check: None,
         failure: None,
     };
     let d = model.dim();
@@ -167,6 +174,12 @@ fn tuned_row<M: Model, S: Tunable>(
         row.converged = conv.converged;
         row.run_cost = out.cost.datum_gradients;
         row.score = Some(score(&out.estimate, reference)?);
+        if grid && kept >= 50_000 {
+            // Would the run have known its own step bias? A companion chain at h/2 per chain.
+            let rep = discretisation_bias(model, &tuned.sampler, &tuned.mode, &RunSettings { seed: 555, ..rs })?;
+            let worst = (0..d).map(|j| rep.bias_sd[j].abs() / reference.sd[j]).fold(0.0, f64::max);
+            row.bias_check = Some((rep.biased().len(), worst));
+        }
         if grid {
             let mut best = (f64::INFINITY, f64::NAN);
             for k in -4..=4 {
@@ -212,6 +225,7 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
         tune_cost: 0,
         best_step: None,
         best_error: None,
+        bias_check: None,
         failure: None,
     };
     let d = model.dim();
@@ -265,6 +279,7 @@ fn mala_row<M: Model>(model: &M, posterior: &'static str, reference: &Reference,
         tune_cost: 0,
         best_step: None,
         best_error: None,
+        bias_check: None,
         failure: None,
     };
     let d = model.dim();
@@ -368,6 +383,10 @@ fn print_row(r: &Row) {
     let grid = match (r.best_step, r.best_error) {
         (Some(h), Some(e)) => format!("best step {h:.3e} (error {e:.3}), ratio {:.2}", s.error / e),
         _ => "no grid".into(),
+    };
+    let grid = match r.bias_check {
+        Some((n, w)) => format!("{grid}; companion bias check: {n} coordinate(s) flagged, max |sd bias| {w:.3} sd"),
+        None => grid,
     };
     println!(
         "  {:>8} {:>7} step {:.3e}: mean err {:.3} sd, worst sd ratio {:.3}, R̂ {:.3} {}, cost {:.2e} + tuning {:.2e}; {grid}",

@@ -43,7 +43,8 @@ pub use coupled::mlsgld::{
     AdaptiveSettings, LevelSample, LevelStats, MlCoupling, MlSgld, MlSgldSettings, MlmcCheckpoint, MlmcResult,
 };
 pub use coupled::richardson::{
-    NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, resume_rr, run_rr, run_rr_observed,
+    BiasReport, NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, discretisation_bias, resume_rr, run_rr,
+    run_rr_observed,
 };
 pub use error::{Error, Result};
 pub use estimate::{Estimate, Moments, Samples};
