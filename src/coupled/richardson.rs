@@ -672,7 +672,9 @@ pub fn discretisation_bias<M: Model + ?Sized, S: Discretisation>(
     let d = out.coarse.dim();
     let k = out.coarse.n_parts();
     let none = || Error::NoSamples { reason: "a chain kept no draw" };
-    let mut per: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> = Vec::with_capacity(k);
+    // Per chain: its means, and the bias estimates of the means and of the sds.
+    type PerChain = (Vec<f64>, Vec<f64>, Vec<f64>);
+    let mut per: Vec<PerChain> = Vec::with_capacity(k);
     for c in 0..k {
         let (a, b) = (out.coarse.part(c).ok_or_else(none)?, out.fine.part(c).ok_or_else(none)?);
         let (ma, va, mb, vb) = (a.mean()?, a.variance()?, b.mean()?, b.variance()?);
@@ -681,7 +683,7 @@ pub fn discretisation_bias<M: Model + ?Sized, S: Discretisation>(
         per.push((ma.to_vec(), bias_m, bias_s));
     }
     let kf = k as f64;
-    let mean_se = |f: &dyn Fn(&(Vec<f64>, Vec<f64>, Vec<f64>)) -> f64| -> (f64, f64) {
+    let mean_se = |f: &dyn Fn(&PerChain) -> f64| -> (f64, f64) {
         let m = per.iter().map(f).sum::<f64>() / kf;
         let se = if k > 1 {
             (per.iter().map(|p| (f(p) - m).powi(2)).sum::<f64>() / (kf - 1.0) / kf).sqrt()
