@@ -10,11 +10,14 @@
 //! (1e6, 20, 1000). Throughput is one element per iteration, so criterion reports iterations per
 //! second directly.
 //!
+//! The group `whitened_sgld_step_logistic` times the same steps with the dense whitening that
+//! `tune` chooses by default (two triangular products, d² multiply-adds, per step).
+//!
 //! Run with `cargo bench --bench samplers`.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use sgmcmc::rng::stream;
-use sgmcmc::{LogisticRegression, Minibatch, Sampler, Sgld, SgldSettings, StepSize};
+use sgmcmc::{LogisticRegression, Minibatch, Sampler, Sgld, SgldSettings, StepSize, Whitening};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -58,5 +61,29 @@ fn sgld_step_logistic(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, sgld_step_logistic);
+/// The same steps run whitened (dense `T`, the Laplace factor at the MAP, as `tune` chooses by
+/// default): the cost of the `d²` whitening products beside the gradient's `n·d`.
+fn whitened_sgld_step_logistic(c: &mut Criterion) {
+    let mut group = c.benchmark_group("whitened_sgld_step_logistic");
+    group.throughput(Throughput::Elements(1));
+    group.sample_size(50).warm_up_time(Duration::from_secs(2)).measurement_time(Duration::from_secs(6));
+    for s in &SETTINGS {
+        let model = LogisticRegression::synthetic(s.n_data, s.dim, PRIOR_VAR, DATA_SEED).expect("valid model");
+        let map = model.map().expect("MAP converges");
+        let hessian = model.hessian(map.as_slice().expect("contiguous")).expect("Hessian");
+        let w = Whitening::from_hessian(map.as_slice().expect("contiguous"), &hessian).expect("positive definite");
+        // In whitened units the curvature is 1: a step of 1e-2 is stable.
+        let mut sampler = Sgld::new(SgldSettings { step_size: StepSize::Constant(1e-2) }, Minibatch::new(s.batch))
+            .expect("valid settings")
+            .with_whitening(Some(w.into()));
+        let mut rng = stream(CHAIN_SEED, &[0]);
+        sampler.init(&model, map.as_slice().expect("contiguous"), &mut rng).expect("init succeeds");
+        let id = BenchmarkId::from_parameter(format!("N={},d={},n={}", s.n_data, s.dim, s.batch));
+        group.bench_function(id, |b| b.iter(|| sampler.step(black_box(&model), &mut rng).expect("finite chain")));
+        assert!(sampler.position().iter().all(|x| x.is_finite()), "chain stays finite");
+    }
+    group.finish();
+}
+
+criterion_group!(benches, sgld_step_logistic, whitened_sgld_step_logistic);
 criterion_main!(benches);

@@ -107,4 +107,17 @@ fn other_sampler_steps_do_not_allocate() {
     assert_eq!(steps_allocations(svrg, &logistic), 0);
     let saga = Sgld::new(SgldSettings::constant(1e-5), Saga::new(32)).unwrap();
     assert_eq!(steps_allocations(saga, &logistic), 0);
+    // Whitened samplers (dense and diagonal T) and MALA with the dense metric.
+    let d = logistic.dim();
+    let cov = sgmcmc::ndarray::Array2::from_shape_fn((d, d), |(i, j)| if i == j { 1e-3 } else { 2e-4 });
+    let dense = std::sync::Arc::new(Whitening::from_covariance(&vec![0.0; d], &cov).unwrap());
+    let diag = std::sync::Arc::new(Whitening::diagonal(&vec![0.0; d], &vec![0.03; d]).unwrap());
+    for w in [dense, diag] {
+        let sgld = Sgld::new(SgldSettings::constant(1e-2), Minibatch::new(32)).unwrap().with_whitening(Some(w.clone()));
+        assert_eq!(steps_allocations(sgld, &logistic), 0);
+        let sghmc = Sghmc::new(SghmcSettings::constant(1e-3, 0.1), Minibatch::new(32)).unwrap().with_whitening(Some(w));
+        assert_eq!(steps_allocations(sghmc, &logistic), 0);
+    }
+    let mala = Mala::new(MalaSettings { step_size: 1e-3, metric: Metric::Dense, ..Default::default() }).unwrap();
+    assert_eq!(steps_allocations(mala, &logistic), 0);
 }
