@@ -32,8 +32,7 @@
 #[path = "../tests/common/posteriors.rs"]
 mod posteriors;
 
-use posteriors::{LinReg, PoissonReg, WhitenedModel, diagnosis_logistic};
-use sgmcmc::ndarray::{Array1, Array2};
+use posteriors::{LinReg, PoissonReg, Reference, diagnosis_logistic};
 use sgmcmc::prelude::*;
 use sgmcmc::tune::{PlannedRun, Tunable, tune_rr};
 use sgmcmc::{
@@ -44,55 +43,8 @@ use std::time::Instant;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-/// Reference means and sds, and the MCSE of the reference means in sds.
-struct Reference {
-    mean: Vec<f64>,
-    sd: Vec<f64>,
-    mcse: f64,
-}
-
-fn dense_hessian<M: Model>(model: &M, at: &[f64]) -> Array2<f64> {
-    let d = model.dim();
-    let all: Vec<usize> = (0..model.n_data()).collect();
-    let mut h = Array2::zeros((d, d));
-    let (mut a, mut b) = (vec![0.0; d], vec![0.0; d]);
-    for j in 0..d {
-        let mut e = vec![0.0; d];
-        e[j] = 1.0;
-        model.hvp_data_sum(at, &e, &all, &mut a).expect("exact HVPs");
-        model.hvp_prior(at, &e, &mut b).expect("exact HVPs");
-        for i in 0..d {
-            h[[i, j]] = a[i] + b[i];
-        }
-    }
-    (&h + &h.t()) * 0.5
-}
-
 fn reference<M: Model>(model: &M, mode: &[f64], n_iter: u64) -> Res<Reference> {
-    let d = model.dim();
-    let w = Whitening::from_hessian(mode, &dense_hessian(model, mode))?;
-    let wm = WhitenedModel { inner: model, w: w.clone() };
-    let mala = Mala::new(MalaSettings { step_size: 0.5, adapt_steps: 2_000, ..Default::default() })?;
-    let starts: Vec<Vec<f64>> = (0..4).map(|c| vec![0.5 * c as f64 - 0.75; d]).collect();
-    let out = run_chains(
-        &wm,
-        &mala,
-        &starts,
-        &RunSettings { n_iter, burn_in: 2_000, n_chains: 4, seed: 9_001, ..Default::default() },
-    )?;
-    let draws = out.estimate.stacked_draws()?;
-    let mut theta = Array2::zeros(draws.dim());
-    let mut t = vec![0.0; d];
-    for (i, row) in draws.outer_iter().enumerate() {
-        w.to_theta(row.as_slice().expect("contiguous"), &mut t);
-        theta.row_mut(i).assign(&Array1::from(t.clone()));
-    }
-    let ess = diagnostics::summary_table(&out.estimate)?.rows.iter().map(|s| s.ess_bulk).fold(f64::INFINITY, f64::min);
-    Ok(Reference {
-        mean: (0..d).map(|j| theta.column(j).mean().unwrap_or(f64::NAN)).collect(),
-        sd: (0..d).map(|j| theta.column(j).std(1.0)).collect(),
-        mcse: 1.0 / ess.sqrt(),
-    })
+    Ok(posteriors::reference(model, mode, n_iter, 9_001, 0.5)?)
 }
 
 /// Accuracy of an estimate against the reference.
@@ -132,6 +84,46 @@ struct Row {
     failure: Option<String>,
 }
 
+/// The smallest error `(error, step)` over the grid `tuned × 2^(k/2)`, k = −4…4; `run_at(h)` is
+/// `None` for a run that failed (diverged).
+fn grid_best(
+    tuned: f64,
+    reference: &Reference,
+    mut run_at: impl FnMut(f64) -> Res<Option<Estimate>>,
+) -> Res<(f64, f64)> {
+    let mut best = (f64::INFINITY, f64::NAN);
+    for k in -4..=4 {
+        let h = tuned * 2f64.powf(k as f64 / 2.0);
+        if let Some(est) = run_at(h)? {
+            let e = score(&est, reference)?.error;
+            if e < best.0 {
+                best = (e, h);
+            }
+        }
+    }
+    Ok(best)
+}
+
+impl Row {
+    fn new(posterior: &'static str, sampler: &'static str, kept: u64) -> Self {
+        Row {
+            posterior,
+            sampler,
+            kept,
+            step: f64::NAN,
+            score: None,
+            rhat: f64::NAN,
+            converged: false,
+            run_cost: 0,
+            tune_cost: 0,
+            best_step: None,
+            best_error: None,
+            bias_check: None,
+            failure: None,
+        }
+    }
+}
+
 const CHAINS: usize = 4;
 const BURN_IN: u64 = 1_000;
 
@@ -145,21 +137,7 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
     kept: u64,
     grid: bool,
 ) -> Row {
-    let mut row = Row {
-        posterior,
-        sampler: name,
-        kept,
-        step: f64::NAN,
-        score: None,
-        rhat: f64::NAN,
-        converged: false,
-        run_cost: 0,
-        tune_cost: 0,
-        best_step: None,
-        best_error: None,
-        bias_check: None,
-        failure: None,
-    };
+    let mut row = Row::new(posterior, name, kept);
     let d = model.dim();
     let settings = TuneSettings { planned_run: PlannedRun::new(kept, CHAINS), seed: 11, ..Default::default() };
     let rs = RunSettings { n_iter: kept + BURN_IN, burn_in: BURN_IN, n_chains: CHAINS, seed: 21, ..Default::default() };
@@ -181,20 +159,11 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
             row.bias_check = Some((rep.biased().len(), worst));
         }
         if grid {
-            let mut best = (f64::INFINITY, f64::NAN);
-            for k in -4..=4 {
-                let h = tuned.step_size * 2f64.powf(k as f64 / 2.0);
+            let best = grid_best(tuned.step_size, reference, |h| {
                 let s = tuned.sampler.with_step_size(h)?;
-                let rs2 = RunSettings { seed: 777, ..rs };
-                if let Ok(out) = run_chains(model, &s, &starts, &rs2) {
-                    let e = score(&out.estimate, reference)?.error;
-                    if e < best.0 {
-                        best = (e, h);
-                    }
-                }
-            }
-            row.best_error = Some(best.0);
-            row.best_step = Some(best.1);
+                Ok(run_chains(model, &s, &starts, &RunSettings { seed: 777, ..rs }).ok().map(|o| o.estimate))
+            })?;
+            (row.best_error, row.best_step) = (Some(best.0), Some(best.1));
         }
         Ok(())
     })();
@@ -213,21 +182,7 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
     kept: u64,
     grid: bool,
 ) -> Row {
-    let mut row = Row {
-        posterior,
-        sampler: "SGRRLD",
-        kept,
-        step: f64::NAN,
-        score: None,
-        rhat: f64::NAN,
-        converged: false,
-        run_cost: 0,
-        tune_cost: 0,
-        best_step: None,
-        best_error: None,
-        bias_check: None,
-        failure: None,
-    };
+    let mut row = Row::new(posterior, "SGRRLD", kept);
     let d = model.dim();
     let settings = TuneSettings { planned_run: PlannedRun::new(kept, CHAINS), seed: 11, ..Default::default() };
     let rs = RunSettings { n_iter: kept + BURN_IN, burn_in: BURN_IN, n_chains: CHAINS, seed: 21, ..Default::default() };
@@ -243,19 +198,11 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
         row.run_cost = out.cost.datum_gradients;
         row.score = Some(score(&out.estimate, reference)?);
         if grid {
-            let mut best = (f64::INFINITY, f64::NAN);
-            for k in -4..=4 {
-                let h = tuned.step_size * 2f64.powf(k as f64 / 2.0);
+            let best = grid_best(tuned.step_size, reference, |h| {
                 let rr = RichardsonRomberg::new(tuned.rr.base().with_step_size(h)?);
-                if let Ok(out) = run_rr(model, &rr, &tuned.mode, &RunSettings { seed: 777, ..rs }) {
-                    let e = score(&out.estimate, reference)?.error;
-                    if e < best.0 {
-                        best = (e, h);
-                    }
-                }
-            }
-            row.best_error = Some(best.0);
-            row.best_step = Some(best.1);
+                Ok(run_rr(model, &rr, &tuned.mode, &RunSettings { seed: 777, ..rs }).ok().map(|o| o.estimate))
+            })?;
+            (row.best_error, row.best_step) = (Some(best.0), Some(best.1));
         }
         Ok(())
     })();
@@ -267,21 +214,7 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
 
 /// MALA with its default-path adaptation (step and diagonal metric in the burn-in).
 fn mala_row<M: Model>(model: &M, posterior: &'static str, reference: &Reference, kept: u64) -> Row {
-    let mut row = Row {
-        posterior,
-        sampler: "MALA",
-        kept,
-        step: f64::NAN,
-        score: None,
-        rhat: f64::NAN,
-        converged: false,
-        run_cost: 0,
-        tune_cost: 0,
-        best_step: None,
-        best_error: None,
-        bias_check: None,
-        failure: None,
-    };
+    let mut row = Row::new(posterior, "MALA", kept);
     let d = model.dim();
     let result = (|| -> Res<()> {
         let mode = find_mode(model, &vec![0.0; d], &ModeSettings::default())?;

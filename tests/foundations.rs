@@ -5,8 +5,8 @@ mod common;
 #[path = "common/posteriors.rs"]
 mod posteriors;
 
-use posteriors::{LinReg, Quadratic, WhitenedModel, diagnosis_logistic};
-use sgmcmc::ndarray::{Array1, Array2};
+use posteriors::{LinReg, Quadratic, diagnosis_logistic};
+use sgmcmc::ndarray::Array1;
 use sgmcmc::tune;
 use sgmcmc::tune::{
     CurvatureSettings, DENSE_CURVATURE_MAX_DIM, PlannedRun, TuneSettings, curvature, dispersed_starts, tune_rr,
@@ -118,53 +118,11 @@ fn curvature_is_within_5_percent_on_a_condition_1e10_spectrum() {
     }
 }
 
-/// Long reference draws of a posterior: MALA (step adapted) on the model whitened by its Laplace
-/// approximation, 4 chains, mapped back to θ. Returns (means, sds, MCSE of the means in sds).
+/// Long reference draws of a posterior (see [`posteriors::reference`]): (means, sds, MCSE of the
+/// means in sds).
 fn reference<M: Model>(model: &M, mode: &[f64], n_iter: u64) -> (Vec<f64>, Vec<f64>, f64) {
-    let d = model.dim();
-    let h = {
-        let mut cols = Array2::zeros((d, d));
-        let all: Vec<usize> = (0..model.n_data()).collect();
-        let (mut a, mut b) = (vec![0.0; d], vec![0.0; d]);
-        for j in 0..d {
-            let mut e = vec![0.0; d];
-            e[j] = 1.0;
-            model.hvp_data_sum(mode, &e, &all, &mut a).unwrap();
-            model.hvp_prior(mode, &e, &mut b).unwrap();
-            for i in 0..d {
-                cols[[i, j]] = a[i] + b[i];
-            }
-        }
-        (&cols + &cols.t()) * 0.5
-    };
-    let w = Whitening::from_hessian(mode, &h).unwrap();
-    let wm = WhitenedModel { inner: model, w: w.clone() };
-    let mala = Mala::new(MalaSettings { step_size: 0.5, adapt_steps: 2_000, ..Default::default() }).unwrap();
-    let starts: Vec<Vec<f64>> = (0..4).map(|c| vec![0.3 * c as f64 - 0.45; d]).collect();
-    let out = run_chains(
-        &wm,
-        &mala,
-        &starts,
-        &RunSettings { n_iter, burn_in: 2_000, n_chains: 4, seed: 17, ..Default::default() },
-    )
-    .unwrap();
-    let draws = out.estimate.stacked_draws().unwrap();
-    let n = draws.nrows();
-    let mut theta = Array2::zeros((n, d));
-    let mut t = vec![0.0; d];
-    for (i, row) in draws.outer_iter().enumerate() {
-        w.to_theta(row.as_slice().unwrap(), &mut t);
-        theta.row_mut(i).assign(&Array1::from(t.clone()));
-    }
-    let mean: Vec<f64> = (0..d).map(|j| theta.column(j).mean().unwrap()).collect();
-    let sd: Vec<f64> = (0..d).map(|j| theta.column(j).std(1.0)).collect();
-    let ess = diagnostics::summary_table(&out.estimate)
-        .unwrap()
-        .rows
-        .iter()
-        .map(|s| s.ess_bulk)
-        .fold(f64::INFINITY, f64::min);
-    (mean, sd, 1.0 / ess.sqrt())
+    let r = posteriors::reference(model, mode, n_iter, 17, 0.3).unwrap();
+    (r.mean, r.sd, r.mcse)
 }
 
 #[test]
