@@ -41,19 +41,32 @@ const SETTINGS: [Setting; 3] = [
     Setting { n_data: 1_000_000, dim: 20, batch: 1_000 },
 ];
 
-fn sgld_step_logistic(c: &mut Criterion) {
-    let mut group = c.benchmark_group("sgld_step_logistic");
+/// Times one SGLD step on each setting, plain or (`whiten`) with the dense whitening that
+/// `tune` chooses by default (the Laplace factor at the MAP: two triangular products of d²/2
+/// multiply-adds beside the gradient's n·d).
+fn bench_steps(c: &mut Criterion, group_name: &str, whiten: bool) {
+    let mut group = c.benchmark_group(group_name);
     group.throughput(Throughput::Elements(1));
     group.sample_size(50).warm_up_time(Duration::from_secs(2)).measurement_time(Duration::from_secs(6));
     for s in &SETTINGS {
         let model = LogisticRegression::synthetic(s.n_data, s.dim, PRIOR_VAR, DATA_SEED).expect("valid model");
         let map = model.map().expect("MAP converges");
-        // γ = 0.1/N: the potential's Hessian has largest eigenvalue at most about N/4, so γL ≤ 1/40
-        // and the chain is stable for any number of iterations.
-        let step_size = StepSize::Constant(0.1 / s.n_data as f64);
-        let mut sampler = Sgld::new(SgldSettings { step_size }, Minibatch::new(s.batch)).expect("valid settings");
+        let map = map.as_slice().expect("contiguous");
+        let mut sampler = if whiten {
+            let hessian = model.hessian(map).expect("Hessian");
+            let w = Whitening::from_hessian(map, &hessian).expect("positive definite");
+            // In whitened units the curvature is 1: a step of 1e-2 is stable.
+            Sgld::new(SgldSettings { step_size: StepSize::Constant(1e-2) }, Minibatch::new(s.batch))
+                .expect("valid settings")
+                .with_whitening(Some(w.into()))
+        } else {
+            // γ = 0.1/N: the potential's Hessian has largest eigenvalue at most about N/4, so
+            // γL ≤ 1/40 and the chain is stable for any number of iterations.
+            let step_size = StepSize::Constant(0.1 / s.n_data as f64);
+            Sgld::new(SgldSettings { step_size }, Minibatch::new(s.batch)).expect("valid settings")
+        };
         let mut rng = stream(CHAIN_SEED, &[0]);
-        sampler.init(&model, map.as_slice().expect("contiguous"), &mut rng).expect("init succeeds");
+        sampler.init(&model, map, &mut rng).expect("init succeeds");
         let id = BenchmarkId::from_parameter(format!("N={},d={},n={}", s.n_data, s.dim, s.batch));
         group.bench_function(id, |b| b.iter(|| sampler.step(black_box(&model), &mut rng).expect("finite chain")));
         assert!(sampler.position().iter().all(|x| x.is_finite()), "chain stays finite");
@@ -61,28 +74,12 @@ fn sgld_step_logistic(c: &mut Criterion) {
     group.finish();
 }
 
-/// The same steps run whitened (dense `T`, the Laplace factor at the MAP, as `tune` chooses by
-/// default): the cost of the `d²` whitening products beside the gradient's `n·d`.
+fn sgld_step_logistic(c: &mut Criterion) {
+    bench_steps(c, "sgld_step_logistic", false);
+}
+
 fn whitened_sgld_step_logistic(c: &mut Criterion) {
-    let mut group = c.benchmark_group("whitened_sgld_step_logistic");
-    group.throughput(Throughput::Elements(1));
-    group.sample_size(50).warm_up_time(Duration::from_secs(2)).measurement_time(Duration::from_secs(6));
-    for s in &SETTINGS {
-        let model = LogisticRegression::synthetic(s.n_data, s.dim, PRIOR_VAR, DATA_SEED).expect("valid model");
-        let map = model.map().expect("MAP converges");
-        let hessian = model.hessian(map.as_slice().expect("contiguous")).expect("Hessian");
-        let w = Whitening::from_hessian(map.as_slice().expect("contiguous"), &hessian).expect("positive definite");
-        // In whitened units the curvature is 1: a step of 1e-2 is stable.
-        let mut sampler = Sgld::new(SgldSettings { step_size: StepSize::Constant(1e-2) }, Minibatch::new(s.batch))
-            .expect("valid settings")
-            .with_whitening(Some(w.into()));
-        let mut rng = stream(CHAIN_SEED, &[0]);
-        sampler.init(&model, map.as_slice().expect("contiguous"), &mut rng).expect("init succeeds");
-        let id = BenchmarkId::from_parameter(format!("N={},d={},n={}", s.n_data, s.dim, s.batch));
-        group.bench_function(id, |b| b.iter(|| sampler.step(black_box(&model), &mut rng).expect("finite chain")));
-        assert!(sampler.position().iter().all(|x| x.is_finite()), "chain stays finite");
-    }
-    group.finish();
+    bench_steps(c, "whitened_sgld_step_logistic", true);
 }
 
 criterion_group!(benches, sgld_step_logistic, whitened_sgld_step_logistic);

@@ -125,6 +125,23 @@ impl Row {
 }
 
 const CHAINS: usize = 4;
+
+/// The tuner's settings for `kept` iterations x `CHAINS` chains.
+fn tune_settings(kept: u64) -> TuneSettings {
+    TuneSettings { planned_run: PlannedRun::new(kept, CHAINS), seed: 11, ..Default::default() }
+}
+
+/// The evaluated run: `kept` iterations after `BURN_IN`, `CHAINS` chains.
+fn run_settings(kept: u64) -> RunSettings {
+    RunSettings { n_iter: kept + BURN_IN, burn_in: BURN_IN, n_chains: CHAINS, seed: 21, ..Default::default() }
+}
+
+/// Runs `f` on the row; an error is recorded as the row's failure (a default-path error).
+fn fill(row: &mut Row, f: impl FnOnce(&mut Row) -> Res<()>) {
+    if let Err(e) = f(row) {
+        row.failure = Some(e.to_string());
+    }
+}
 const BURN_IN: u64 = 1_000;
 
 /// Tunes `sampler` for `kept` iterations x 4 chains, runs it from dispersed starts, scores it and
@@ -139,9 +156,8 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
 ) -> Row {
     let mut row = Row::new(posterior, name, kept);
     let d = model.dim();
-    let settings = TuneSettings { planned_run: PlannedRun::new(kept, CHAINS), seed: 11, ..Default::default() };
-    let rs = RunSettings { n_iter: kept + BURN_IN, burn_in: BURN_IN, n_chains: CHAINS, seed: 21, ..Default::default() };
-    let result = (|| -> Res<()> {
+    let (settings, rs) = (tune_settings(kept), run_settings(kept));
+    fill(&mut row, |row| {
         let tuned = tune(model, sampler, &vec![0.0; d], &settings)?;
         row.step = tuned.step_size;
         row.tune_cost = tuned.cost.datum_gradients + tuned.cost.datum_hvps;
@@ -166,10 +182,7 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
             (row.best_error, row.best_step) = (Some(best.0), Some(best.1));
         }
         Ok(())
-    })();
-    if let Err(e) = result {
-        row.failure = Some(e.to_string());
-    }
+    });
     row
 }
 
@@ -184,9 +197,8 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
 ) -> Row {
     let mut row = Row::new(posterior, "SGRRLD", kept);
     let d = model.dim();
-    let settings = TuneSettings { planned_run: PlannedRun::new(kept, CHAINS), seed: 11, ..Default::default() };
-    let rs = RunSettings { n_iter: kept + BURN_IN, burn_in: BURN_IN, n_chains: CHAINS, seed: 21, ..Default::default() };
-    let result = (|| -> Res<()> {
+    let (settings, rs) = (tune_settings(kept), run_settings(kept));
+    fill(&mut row, |row| {
         let tuned = tune_rr(model, &RichardsonRomberg::new(base), &vec![0.0; d], &settings)?;
         row.step = tuned.step_size;
         row.tune_cost = tuned.cost.datum_gradients + tuned.cost.datum_hvps;
@@ -205,10 +217,7 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
             (row.best_error, row.best_step) = (Some(best.0), Some(best.1));
         }
         Ok(())
-    })();
-    if let Err(e) = result {
-        row.failure = Some(e.to_string());
-    }
+    });
     row
 }
 
@@ -216,7 +225,7 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
 fn mala_row<M: Model>(model: &M, posterior: &'static str, reference: &Reference, kept: u64) -> Row {
     let mut row = Row::new(posterior, "MALA", kept);
     let d = model.dim();
-    let result = (|| -> Res<()> {
+    fill(&mut row, |row| {
         let mode = find_mode(model, &vec![0.0; d], &ModeSettings::default())?;
         row.tune_cost = mode.cost.datum_gradients + mode.cost.datum_hvps;
         let starts = dispersed_starts(model, &mode.theta, CHAINS, 2.0, 5)?;
@@ -231,10 +240,7 @@ fn mala_row<M: Model>(model: &M, posterior: &'static str, reference: &Reference,
         row.run_cost = out.cost.datum_gradients;
         row.score = Some(score(&out.estimate, reference)?);
         Ok(())
-    })();
-    if let Err(e) = result {
-        row.failure = Some(e.to_string());
-    }
+    });
     row
 }
 

@@ -5,6 +5,7 @@ mod common;
 #[path = "common/posteriors.rs"]
 mod posteriors;
 
+use common::Altered;
 use posteriors::{LinReg, Quadratic, diagnosis_logistic};
 use sgmcmc::ndarray::Array1;
 use sgmcmc::tune;
@@ -12,35 +13,6 @@ use sgmcmc::tune::{
     CurvatureSettings, DENSE_CURVATURE_MAX_DIM, PlannedRun, TuneSettings, curvature, dispersed_starts, tune_rr,
 };
 use sgmcmc::*;
-
-/// Multiplies a model's gradients by `factor` (−1: the wrong sign; 2: a plain bug).
-struct Scaled<'a, M> {
-    inner: &'a M,
-    factor: f64,
-}
-
-impl<M: Model> Model for Scaled<'_, M> {
-    fn dim(&self) -> usize {
-        self.inner.dim()
-    }
-    fn n_data(&self) -> usize {
-        self.inner.n_data()
-    }
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
-        self.inner.grad_prior(theta, out);
-        out.iter_mut().for_each(|o| *o *= self.factor);
-    }
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
-        self.inner.grad_data_sum(theta, idx, out);
-        out.iter_mut().for_each(|o| *o *= self.factor);
-    }
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
-        self.inner.potential_prior(theta)
-    }
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
-        self.inner.potential_data_sum(theta, idx)
-    }
-}
 
 /// A logistic regression whose features have scale 10⁴ (the case that made `run` refuse to start).
 fn wide_logistic() -> LogisticRegression {
@@ -51,7 +23,8 @@ fn wide_logistic() -> LogisticRegression {
 
 /// The correct model passes; the wrong sign and twice the gradient are caught.
 fn check_three<M: Model>(name: &str, model: &M, theta: &[f64]) {
-    let check = |f: f64| check_model(&Scaled { inner: model, factor: f }, theta, &CheckSettings::default());
+    let check =
+        |f: f64| check_model(&Altered { inner: model, factor: f, potentials: true }, theta, &CheckSettings::default());
     let ok = check(1.0).unwrap_or_else(|e| panic!("{name}: a correct model was refused: {e}"));
     eprintln!("{name}: prior error {:?}, data error {:?}", ok.prior_rel_error, ok.data_rel_error);
     assert!(ok.used_potentials);
@@ -229,16 +202,23 @@ fn a_run_says_whether_it_mixed_and_whitening_makes_it_mix() {
     }
 }
 
+/// A correlated Gaussian model (ρ = 0.995), its posterior mean and covariance, and full-gradient
+/// Langevin at step h whitened by that covariance.
+fn whitened_ula(h: f64) -> (LinearGaussian, Vec<f64>, sgmcmc::ndarray::Array2<f64>, Lmc) {
+    let lg = common::correlated_model(500, 0.995, 1.0, 10.0, 3);
+    let (mu, sigma) = (lg.posterior_mean().to_vec(), lg.posterior_covariance().clone());
+    let w = Whitening::from_covariance(&mu, &sigma).unwrap();
+    let lmc = Lmc::new(SgldSettings::constant(h), FullGradient::new()).unwrap().with_whitening(Some(w.into()));
+    (lg, mu, sigma, lmc)
+}
+
 /// The whitened driver's stationary law is exact: full-gradient Langevin (ULA) whitened by the
 /// posterior covariance Σ of a Gaussian model is, in φ, ULA on N(0, I), whose stationary
 /// covariance is I/(1 − h/2); on θ, Σ/(1 − h/2) and the mean is exact.
 #[test]
 fn whitened_ula_has_its_exact_stationary_law() {
-    let lg = common::correlated_model(500, 0.995, 1.0, 10.0, 3);
-    let (mu, sigma) = (lg.posterior_mean().to_vec(), lg.posterior_covariance().clone());
-    let w = Whitening::from_covariance(&mu, &sigma).unwrap();
     let h = 0.4;
-    let lmc = Lmc::new(SgldSettings::constant(h), FullGradient::new()).unwrap().with_whitening(Some(w.into()));
+    let (lg, mu, sigma, lmc) = whitened_ula(h);
     let out = run(
         &lg,
         &lmc,
@@ -308,11 +288,8 @@ fn mala_with_a_dense_metric_mixes_on_the_calendar_year_regression() {
 /// expectation `2 sd (1/√(1 − h/2) − 1/√(1 − h/4))`; the means are unbiased.
 #[test]
 fn discretisation_bias_recovers_the_exact_step_bias() {
-    let lg = common::correlated_model(500, 0.995, 1.0, 10.0, 3);
-    let (mu, sigma) = (lg.posterior_mean().to_vec(), lg.posterior_covariance().clone());
-    let w = Whitening::from_covariance(&mu, &sigma).unwrap();
     let h = 0.2;
-    let lmc = Lmc::new(SgldSettings::constant(h), FullGradient::new()).unwrap().with_whitening(Some(w.into()));
+    let (lg, mu, sigma, lmc) = whitened_ula(h);
     let rs = RunSettings { n_iter: 40_000, burn_in: 1_000, n_chains: 8, seed: 12, ..Default::default() };
     let report = discretisation_bias(&lg, &lmc, &mu, &rs).unwrap();
     eprintln!("{report}");

@@ -2,39 +2,10 @@
 //! before a run (with potentials by finite differences, without them by the curvature test), and
 //! at run time by the runaway detector when the check is turned off. Correct models pass.
 
+mod common;
+
+use common::Altered;
 use sgmcmc::*;
-
-/// Wraps a model and changes what it reports.
-struct Altered<'a, M> {
-    inner: &'a M,
-    /// Multiplies every gradient (−1: the wrong sign; 2: a plain bug).
-    factor: f64,
-    /// Whether potentials are passed through.
-    potentials: bool,
-}
-
-impl<M: Model> Model for Altered<'_, M> {
-    fn dim(&self) -> usize {
-        self.inner.dim()
-    }
-    fn n_data(&self) -> usize {
-        self.inner.n_data()
-    }
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
-        self.inner.grad_prior(theta, out);
-        out.iter_mut().for_each(|g| *g *= self.factor);
-    }
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
-        self.inner.grad_data_sum(theta, idx, out);
-        out.iter_mut().for_each(|g| *g *= self.factor);
-    }
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
-        if self.potentials { self.inner.potential_prior(theta) } else { None }
-    }
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
-        if self.potentials { self.inner.potential_data_sum(theta, idx) } else { None }
-    }
-}
 
 fn logistic() -> LogisticRegression {
     LogisticRegression::synthetic(2_000, 5, 10.0, 3).unwrap()

@@ -229,3 +229,35 @@ pub fn assert_z(label: &str, rows: &[(String, f64, f64, f64, f64)], limit: f64) 
         assert!(z.abs() <= limit, "{label}: {name} = {est:e} vs {target:e}: z = {z:.2} (se {se:.2e}) beyond {limit}");
     }
 }
+
+/// Wraps a model and changes what it reports: the model-check tests' wrong models.
+pub struct Altered<'a, M> {
+    pub inner: &'a M,
+    /// Multiplies every gradient (−1: the wrong sign; 2: a plain bug).
+    pub factor: f64,
+    /// Whether potentials are passed through.
+    pub potentials: bool,
+}
+
+impl<M: Model> Model for Altered<'_, M> {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn n_data(&self) -> usize {
+        self.inner.n_data()
+    }
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+        self.inner.grad_prior(theta, out);
+        out.iter_mut().for_each(|g| *g *= self.factor);
+    }
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+        self.inner.grad_data_sum(theta, idx, out);
+        out.iter_mut().for_each(|g| *g *= self.factor);
+    }
+    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+        if self.potentials { self.inner.potential_prior(theta) } else { None }
+    }
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+        if self.potentials { self.inner.potential_data_sum(theta, idx) } else { None }
+    }
+}
