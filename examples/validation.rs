@@ -5,8 +5,8 @@
 //! Posteriors (simulated with fixed seeds; `tests/common/posteriors.rs`):
 //! 1. `year`: linear regression on a calendar-year covariate (values 1950–2020, not centred) with
 //!    unknown noise scale sampled as log σ; N = 2 000, d = 3, condition ≈ 4e10.
-//! 2. `collinear`: linear regression on 5 covariates with pairwise correlation 0.999, log σ;
-//!    N = 5 000, d = 7.
+//! 2. `collinear`: linear regression on 5 covariates with pairwise correlation 0.99999, log σ;
+//!    N = 5 000, d = 7, condition ≈ 5e5.
 //! 3. `logistic`: logistic regression of diagnosis shape (30 features on scales 0.01–1000,
 //!    three latent factors, intercept); N = 10 000, d = 31.
 //! 4. `poisson`: Poisson regression, intercept and 4 correlated covariates; N = 10 000, d = 5.
@@ -16,6 +16,10 @@
 //!
 //! Reference: MALA (step adapted) on the posterior whitened by its Laplace approximation,
 //! 4 chains; its MCSE (from the smallest bulk ESS) is printed and must be ≤ 0.02 sd.
+//!
+//! Samplers: SGLD, SGLD-CV, SGHMC, pSGLD and SGNHT tuned by `tune`; SGRRLD by `tune_rr`;
+//! ML-SGLD (control variates) by `MlSgld::sgld_tuned` and adaptive MLMC at a target RMSE matched
+//! to the planned length (see `mlsgld_row`); MALA with a dense metric adapted in its burn-in.
 //!
 //! For each sampler and run length: the tuned step, max mean error (reference sds), worst sd
 //! ratio, split-R̂ and convergence verdict, cost (run and tuning, datum gradients), and the best
@@ -27,7 +31,8 @@
 //!
 //! Run with `cargo run --release --example validation` (all six, two lengths) or with the
 //! argument `quick` (posteriors 1 and 4, short length, no grid: what CI runs, failing on a
-//! default-path error or an SGLD-CV / MALA accuracy miss). Ends with `RESULT {json}`.
+//! default-path error or an SGLD-CV / MALA accuracy miss); further arguments name the posteriors
+//! to run (`-- logistic ar3`). Ends with `RESULT {json}`.
 
 #[path = "../tests/common/posteriors.rs"]
 mod posteriors;
@@ -36,8 +41,8 @@ use posteriors::{LinReg, PoissonReg, Reference, diagnosis_logistic};
 use sgmcmc::prelude::*;
 use sgmcmc::tune::{PlannedRun, Tunable, tune_rr};
 use sgmcmc::{
-    Discretisation, Psgld, PsgldSettings, RichardsonRomberg, Sghmc, SghmcSettings, Sgnht, SgnhtSettings,
-    discretisation_bias, run_rr,
+    AdaptiveSettings, Discretisation, MlSgld, MlSgldSettings, Psgld, PsgldSettings, RichardsonRomberg, Sghmc,
+    SghmcSettings, Sgnht, SgnhtSettings, discretisation_bias, run_rr,
 };
 use std::time::Instant;
 
@@ -221,6 +226,63 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
     row
 }
 
+/// ML-SGLD with the control-variate estimator on the default path (`MlSgld::sgld_tuned`: whitened,
+/// h₀ and horizon from the whitened curvature, the horizon doubled until level 0 relaxes), run by
+/// Giles' adaptive MLMC for `g` = the mean squared whitened coordinate (≈ 1 under the Laplace
+/// approximation; its bias is the variance bias) with target RMSE `0.1 √(5 000 / kept)`: the
+/// planned run's analogue (10× the iterations, √10 the accuracy). All means and sds are read off
+/// the signed measure of the kept end points. There is no R̂ (the paths are independent): the
+/// verdict is the adaptive bias test, which the run passes or fails with an error.
+fn mlsgld_row<M: Model>(
+    model: &M,
+    posterior: &'static str,
+    cv: &ControlVariate,
+    reference: &Reference,
+    kept: u64,
+    grid: bool,
+) -> Row {
+    let mut row = Row::new(posterior, "ML-SGLD", kept);
+    let d = model.dim();
+    let target = AdaptiveSettings { rmse: 0.1 * (5_000.0 / kept as f64).sqrt(), ..Default::default() };
+    let settings = MlSgldSettings { keep_points: true, seed: 21, ..Default::default() };
+    fill(&mut row, |row| {
+        let (ml, setup) = MlSgld::sgld_tuned(model, settings, cv.clone(), &vec![0.0; d], &tune_settings(kept))?;
+        row.step = ml.h0();
+        row.tune_cost = setup.cost.datum_gradients + setup.cost.datum_hvps;
+        let w = setup.whitening.clone();
+        let g = move |t: &[f64]| -> f64 {
+            let mut phi = t.to_vec();
+            if let Some(w) = &w {
+                w.to_phi(t, &mut phi);
+            }
+            phi.iter().map(|x| x * x).sum::<f64>() / t.len() as f64
+        };
+        let r = ml.run_adaptive(model, &g, &target)?;
+        row.run_cost = r.cost.datum_gradients;
+        row.converged = true;
+        row.score = Some(score(r.measure.as_ref().ok_or("no measure")?, reference)?);
+        // A grid run may spend at most 4x the tuned run (the cost of adaptive MLMC at one
+        // target depends on h₀; steps near or above the stability limit would never finish).
+        let capped = AdaptiveSettings { max_cost: Some(4 * (r.cost.datum_gradients + r.cost.datum_hvps)), ..target };
+        let run_at = |ml: &MlSgld<Sgld<ControlVariate>>| -> Res<Estimate> {
+            let r = ml.run_adaptive(model, &g, &capped)?;
+            Ok(r.measure.ok_or("no measure")?)
+        };
+        if grid {
+            // The same horizon time m·h₀ at every grid step.
+            let time = ml.settings().horizon as f64 * ml.h0();
+            let best = grid_best(ml.h0(), reference, |h| {
+                let s = MlSgldSettings { horizon: (time / h).ceil() as usize, seed: 777, ..settings };
+                let other = MlSgld::new(s, ml.base().with_step_size(h)?, &setup.mode)?;
+                Ok(run_at(&other).ok())
+            })?;
+            (row.best_error, row.best_step) = (Some(best.0), Some(best.1));
+        }
+        Ok(())
+    });
+    row
+}
+
 /// MALA with its default-path adaptation (step and diagonal metric in the burn-in).
 fn mala_row<M: Model>(model: &M, posterior: &'static str, reference: &Reference, kept: u64) -> Row {
     let mut row = Row::new(posterior, "MALA", kept);
@@ -250,9 +312,11 @@ fn rows_for<M: Model>(model: &M, name: &'static str, lengths: &[u64], grid: bool
     let mode = find_mode(model, &vec![0.0; d], &ModeSettings::default())?.theta;
     let reference = reference(model, &mode, 20_000)?;
     let n = (model.n_data() / 20).clamp(10, 100);
+    let c = sgmcmc::tune::curvature(model, &mode, &Default::default())?;
     println!(
-        "\n== {name}: N = {}, d = {d}, minibatch {n}; reference MCSE {:.3} sd ({:.1} s)",
+        "\n== {name}: N = {}, d = {d}, minibatch {n}, condition number at the mode {:.1e}; reference MCSE {:.3} sd ({:.1} s)",
         model.n_data(),
+        c.lambda_max / c.lambda_min.unwrap_or(f64::NAN),
         reference.mcse,
         t.elapsed().as_secs_f64()
     );
@@ -305,8 +369,9 @@ fn rows_for<M: Model>(model: &M, name: &'static str, lengths: &[u64], grid: bool
             grid,
         ));
         out.push(rr_row(model, name, Sgld::new(SgldSettings::default(), mb)?, &reference, kept, grid));
+        out.push(mlsgld_row(model, name, &cv, &reference, kept, grid));
         out.push(mala_row(model, name, &reference, kept));
-        for r in out.iter().rev().take(7).collect::<Vec<_>>().into_iter().rev() {
+        for r in out.iter().rev().take(8).collect::<Vec<_>>().into_iter().rev() {
             print_row(r);
         }
     }
@@ -327,17 +392,13 @@ fn print_row(r: &Row) {
         Some((n, w)) => format!("{grid}; companion bias check: {n} coordinate(s) flagged, max |sd bias| {w:.3} sd"),
         None => grid,
     };
+    let verdict = match (r.rhat.is_nan(), r.converged) {
+        (true, _) => "R̂ n/a (independent paths; bias test passed)".to_string(),
+        (false, c) => format!("R̂ {:.3} {}", r.rhat, if c { "(converged)" } else { "(NOT CONVERGED)" }),
+    };
     println!(
-        "  {:>8} {:>7} step {:.3e}: mean err {:.3} sd, worst sd ratio {:.3}, R̂ {:.3} {}, cost {:.2e} + tuning {:.2e}; {grid}",
-        r.sampler,
-        r.kept,
-        r.step,
-        s.max_mean_err,
-        s.worst_sd_ratio,
-        r.rhat,
-        if r.converged { "(converged)" } else { "(NOT CONVERGED)" },
-        r.run_cost as f64,
-        r.tune_cost as f64,
+        "  {:>8} {:>7} step {:.3e}: mean err {:.3} sd, worst sd ratio {:.3}, {verdict}, cost {:.2e} + tuning {:.2e}; {grid}",
+        r.sampler, r.kept, r.step, s.max_mean_err, s.worst_sd_ratio, r.run_cost as f64, r.tune_cost as f64,
     );
 }
 
@@ -346,22 +407,31 @@ fn main() -> Res<()> {
     let t0 = Instant::now();
     let lengths: &[u64] = if quick { &[5_000] } else { &[5_000, 50_000] };
     let grid = !quick;
+    // Other arguments name the posteriors to run (default: all six, or year and poisson if quick).
+    let named: Vec<String> = std::env::args().skip(1).filter(|a| a != "quick").collect();
+    let wanted = |name: &str| {
+        if named.is_empty() { !quick || matches!(name, "year" | "poisson") } else { named.iter().any(|n| n == name) }
+    };
     let mut rows = Vec::new();
     let mut mcse = Vec::new();
-    mcse.push(("year", rows_for(&LinReg::calendar_year(2_000, 1), "year", lengths, grid, &mut rows)?));
-    if !quick {
-        mcse.push((
-            "collinear",
-            rows_for(&LinReg::correlated(5_000, 5, 0.999, 2), "collinear", lengths, grid, &mut rows)?,
-        ));
+    if wanted("year") {
+        mcse.push(("year", rows_for(&LinReg::calendar_year(2_000, 1), "year", lengths, grid, &mut rows)?));
+    }
+    if wanted("collinear") {
+        let m = LinReg::correlated(5_000, 5, 0.99999, 2);
+        mcse.push(("collinear", rows_for(&m, "collinear", lengths, grid, &mut rows)?));
+    }
+    if wanted("logistic") {
         mcse.push(("logistic", rows_for(&diagnosis_logistic(10_000, 3), "logistic", lengths, grid, &mut rows)?));
     }
-    mcse.push(("poisson", rows_for(&PoissonReg::synthetic(10_000, 5, 4), "poisson", lengths, grid, &mut rows)?));
-    if !quick {
-        mcse.push((
-            "ar3",
-            rows_for(&LinReg::autoregressive(2_000, &[0.5, 0.2, -0.1], 5), "ar3", lengths, grid, &mut rows)?,
-        ));
+    if wanted("poisson") {
+        mcse.push(("poisson", rows_for(&PoissonReg::synthetic(10_000, 5, 4), "poisson", lengths, grid, &mut rows)?));
+    }
+    if wanted("ar3") {
+        let m = LinReg::autoregressive(2_000, &[0.5, 0.2, -0.1], 5);
+        mcse.push(("ar3", rows_for(&m, "ar3", lengths, grid, &mut rows)?));
+    }
+    if wanted("diagnosis") {
         mcse.push(("diagnosis", rows_for(&diagnosis_logistic(569, 7), "diagnosis", lengths, grid, &mut rows)?));
     }
     // Targets.

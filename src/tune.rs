@@ -6,9 +6,11 @@
 //!
 //! 1. **Mode**: the posterior mode θ̂ by [`find_mode`] from the starting point
 //!    (or the starting point itself, if [`TuneSettings::find_mode`] is off).
-//! 2. **Curvature** ([`curvature`]): `λ_max(∇²U(θ̂))` and `λ_min` by power iteration on
-//!    Hessian-vector products — the model's own ([`Model::hvp_prior`],
-//!    [`Model::hvp_data_sum`]) or central differences of full gradients.
+//! 2. **Curvature** ([`curvature`]): `λ_max(∇²U(θ̂))` and `λ_min` from Hessian-vector products
+//!    — the model's own ([`Model::hvp_prior`], [`Model::hvp_data_sum`]) or central differences
+//!    of full gradients: the exact eigenvalues of the dense Hessian up to
+//!    [`DENSE_CURVATURE_MAX_DIM`], Lanczos with full reorthogonalisation above. Then the
+//!    whitening of [`TuneSettings::precondition`] and the curvature the whitened sampler sees.
 //! 3. **Centre**: a sampler-specific step from the curvature ([`Tunable::centre_step`]): for
 //!    SGLD (any estimator, so SGLD-CV too) and SGHMC `1/λ_max` (half the Euler stability limit
 //!    `2/λ_max`; for SGHMC's `η = h²` the leapfrog limit is `4/λ_max`); for pSGLD
@@ -28,6 +30,10 @@
 //!    convex, the candidate with the smallest KSD. Fitting all candidates smooths the pilots'
 //!    noise, which on a flat stretch of the curve would otherwise pick the winner. Every gradient
 //!    spent — mode, curvature, centre, pilots and scoring — is counted in [`Tuned::cost`].
+//!
+//! [`precondition`] stops before the selection: it returns the mode, the curvature before and
+//! after whitening and the sampler in whitened coordinates, for methods that choose their step
+//! from the curvature alone (multilevel SGLD: [`MlSgld::sgld_tuned`](crate::MlSgld::sgld_tuned)).
 //!
 //! The KSD of a pilot measures its draws' fit at the pilot's length: a step too small has not
 //! explored, a step too large is biased. The chosen step is therefore tuned for runs of about the
@@ -873,15 +879,68 @@ struct Setup<S> {
 /// Above this dimension [`Precondition::Auto`] whitens with a diagonal instead of a dense `T`.
 pub const DENSE_WHITENING_MAX_DIM: usize = 1_000;
 
-/// Checks the inputs, then the mode, the Hessian there (dense up to
-/// [`DENSE_LAPLACE_MAX_DIM`], else its diagonal), its curvature, the whitening, the sampler's
-/// centre step (in the whitened coordinates) and the KSD's scaling, with their cost.
-fn setup<M: Model + ?Sized, S: Tunable>(
+/// A sampler set up for the posterior's geometry, before any step is chosen: what [`tune`] does
+/// before its pilots (mode, Hessian, curvature, whitening), for methods that choose their step
+/// another way (e.g. [`MlSgld::sgld_tuned`](crate::MlSgld::sgld_tuned)).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Preconditioned<S> {
+    /// The sampler, running in [`whitening`](Self::whitening)'s coordinates when there is one
+    /// (its step unchanged).
+    pub sampler: S,
+    /// The mode (or the starting point, if [`TuneSettings::find_mode`] is off).
+    pub mode: Vec<f64>,
+    /// The curvature of `∇²U` at the mode.
+    pub curvature: Curvature,
+    /// The curvature the sampler sees: that of `Tᵀ ∇²U T` with a whitening, else
+    /// [`curvature`](Self::curvature).
+    pub whitened_curvature: Curvature,
+    /// The whitening chosen by [`TuneSettings::precondition`], if any.
+    pub whitening: Option<Arc<Whitening>>,
+    /// Which preconditioning was chosen and why, its cost per step, and the condition number
+    /// before and after, in words.
+    pub preconditioning: String,
+    /// Everything spent: mode, Hessian, curvature.
+    pub cost: Cost,
+}
+
+/// The first stages of [`tune`] without its step selection: the mode, the Hessian there, its
+/// curvature and the whitening [`TuneSettings::precondition`] chooses (see the
+/// [module docs](self)), with `sampler` returned running in the whitened coordinates. Only
+/// `find_mode`, `mode`, `curvature` and `precondition` of `settings` matter.
+///
+/// Errors: invalid settings or `theta0`; those of [`find_mode`] and [`curvature`].
+///
+/// ```
+/// use sgmcmc::prelude::*;
+/// use sgmcmc::tune::precondition;
+///
+/// let model = LogisticRegression::synthetic(2_000, 3, 10.0, 1)?;
+/// let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50))?;
+/// let p = precondition(&model, &sgld, &[0.0; 3], &TuneSettings::default())?;
+/// // Dense whitening by the Hessian at the mode: the sampler sees condition number 1.
+/// let c = &p.whitened_curvature;
+/// assert!((c.lambda_max / c.lambda_min.unwrap() - 1.0).abs() < 1e-8);
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
+pub fn precondition<M: Model + ?Sized, S: Tunable>(
     model: &M,
     sampler: &S,
     theta0: &[f64],
     settings: &TuneSettings,
-) -> Result<Setup<S>> {
+) -> Result<Preconditioned<S>> {
+    Ok(geometry(model, sampler, theta0, settings)?.0)
+}
+
+/// [`precondition`], plus the Hessian at the mode (dense up to [`DENSE_LAPLACE_MAX_DIM`]) and its
+/// diagonal.
+#[allow(clippy::type_complexity)]
+fn geometry<M: Model + ?Sized, S: Tunable>(
+    model: &M,
+    sampler: &S,
+    theta0: &[f64],
+    settings: &TuneSettings,
+) -> Result<(Preconditioned<S>, Option<Array2<f64>>, Vec<f64>)> {
     settings.validate()?;
     check_shape(model)?;
     check_len("theta0", model.dim(), theta0.len())?;
@@ -938,6 +997,36 @@ fn setup<M: Model + ?Sized, S: Tunable>(
             curv.lambda_max / curv.lambda_min.unwrap_or(f64::NAN),
         ));
     }
+    let p = Preconditioned {
+        sampler: base,
+        mode,
+        curvature: curv,
+        whitened_curvature: seen,
+        whitening,
+        preconditioning,
+        cost,
+    };
+    Ok((p, dense, diag))
+}
+
+/// [`geometry`], then the sampler's centre step (in the whitened coordinates) and the KSD's
+/// scaling, with their cost.
+fn setup<M: Model + ?Sized, S: Tunable>(
+    model: &M,
+    sampler: &S,
+    theta0: &[f64],
+    settings: &TuneSettings,
+) -> Result<Setup<S>> {
+    let (p, dense, diag) = geometry(model, sampler, theta0, settings)?;
+    let Preconditioned {
+        sampler: base,
+        mode,
+        curvature: curv,
+        whitened_curvature: seen,
+        whitening,
+        preconditioning,
+        mut cost,
+    } = p;
     let centre = base.centre_step(model, &mode, &seen, &mut cost)?;
     let (scale, laplace) = ksd_scaling(dense.as_ref(), &diag);
     Ok(Setup { mode, curv, centre, scale, laplace, base, whitening, preconditioning, cost })
