@@ -4,7 +4,7 @@
 //! Tolerances as in `stationary.rs`: 4.5 standard errors, the standard errors estimated from
 //! independent replicates (40 chains) or from the draws themselves.
 
-mod common;
+use crate::common;
 
 use common::*;
 use ndarray::{Array1, Array2};

@@ -1,7 +1,7 @@
 //! The engine: coupled methods on any Langevin-driver sampler (ML-SGLD honouring the
 //! estimator's subsampling and checking every path; Richardson–Romberg on pSGLD and SGHMC).
 
-mod common;
+use crate::common;
 
 use common::{NoiseModel, mean_se};
 use ndarray::{Array1, Array2};

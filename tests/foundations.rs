@@ -1,9 +1,8 @@
 //! Foundations on badly scaled and ill-conditioned posteriors: the model check, the mode search,
 //! the curvature, the whitening the tuner chooses, and Richardson–Romberg tuning's safety.
 
-mod common;
-#[path = "common/posteriors.rs"]
-mod posteriors;
+use crate::common;
+use crate::posteriors;
 
 use common::Altered;
 use posteriors::{LinReg, Quadratic, diagnosis_logistic};

@@ -1,6 +1,6 @@
 //! HAMCMC and its L-BFGS machinery; pSGLD; constant-metric preconditioned SGLD.
 
-mod common;
+use crate::common;
 
 use common::*;
 use ndarray::{Array1, Array2};

@@ -1,7 +1,7 @@
 //! Multilevel SGLD: telescoping, coupling variance decay, adaptive MLMC, the Taylor estimator,
 //! thread-count independence.
 
-mod common;
+use crate::common;
 
 use common::mean_se;
 use rand::SeedableRng;

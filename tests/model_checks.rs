@@ -2,7 +2,7 @@
 //! before a run (with potentials by finite differences, without them by the curvature test), and
 //! at run time by the runaway detector when the check is turned off. Correct models pass.
 
-mod common;
+use crate::common;
 
 use common::Altered;
 use sgmcmc::*;

@@ -4,7 +4,7 @@
 //! `σ²_γ = 1/(λ(1 − γλ/2))`, so the extrapolated variance `2σ²_{γ/2} − σ²_γ` is known exactly:
 //! its relative bias is `−(γλ)²/8 + O(γ³)` against ULA's `+γλ/2`. Replicates: 40, limit 4.5 SE.
 
-mod common;
+use crate::common;
 
 use common::mean_se;
 use sgmcmc::*;

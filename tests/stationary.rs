@@ -11,7 +11,7 @@
 //! SGHMC with minibatches, the exact stationary covariance including the state-dependent
 //! minibatch noise, solved from its linear fixed-point equation.
 
-mod common;
+use crate::common;
 
 use common::*;
 use ndarray::Array2;

@@ -4,7 +4,7 @@
 //!
 //! A change of update rule, of random-number consumption or of floating-point evaluation order
 //! fails here. When a change is intended, regenerate the fixture with
-//! `SGMCMC_BLESS=1 cargo test --release --test value_stability` and say in the commit which
+//! `SGMCMC_BLESS=1 cargo test --release --test suite value_stability::` and say in the commit which
 //! draws changed and why.
 
 use sgmcmc::*;
@@ -197,7 +197,7 @@ fn first_draws_are_pinned() {
     if std::env::var_os("SGMCMC_BLESS").is_some() {
         let mut text = String::from(
             "# The first 20 draws of every sampler (seed 2026), as f64 bit patterns in hex.\n\
-             # Written by `SGMCMC_BLESS=1 cargo test --release --test value_stability`.\n",
+             # Written by `SGMCMC_BLESS=1 cargo test --release --test suite value_stability::`.\n",
         );
         for (name, bits) in &now {
             text.push_str(name);
