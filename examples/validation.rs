@@ -393,7 +393,7 @@ fn print_row(r: &Row) {
         None => grid,
     };
     let verdict = match (r.rhat.is_nan(), r.converged) {
-        (true, _) => "R̂ n/a (independent paths; bias test passed)".to_string(),
+        (true, _) => "R̂ n/a (independent paths; bias test of its one expectation passed)".to_string(),
         (false, c) => format!("R̂ {:.3} {}", r.rhat, if c { "(converged)" } else { "(NOT CONVERGED)" }),
     };
     println!(
