@@ -69,14 +69,18 @@ pub use taylor::Taylor;
 pub use variance_reduced::{Saga, Svrg};
 pub use zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
 
-/// The common imports: `use sgmcmc::prelude::*;`.
+/// The common imports: `use sgmcmc::prelude::*;`. Every sampler and its settings, the coupled
+/// methods (Richardson–Romberg, multilevel) with their runners, the tuners, the estimators, the
+/// runners and the output types.
 pub mod prelude {
-    pub use crate::tune::{PlannedRun, Precondition, TuneSettings, dispersed_starts, tune};
+    pub use crate::tune::{PlannedRun, Precondition, TuneSettings, dispersed_starts, tune, tune_rr};
     pub use crate::{
-        ControlVariate, Cost, CvSettings, Error, Estimate, FullGradient, GradientEstimator, LinearGaussian,
-        LogisticRegression, Mala, MalaSettings, Minibatch, ModeSettings, Model, Observer, RunOutput, RunSettings,
-        Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, StepSize, Storage, Whitening, ZvOrder, check_model,
-        diagnostics, export, find_mode, resume, run, run_chains, run_chains_observed, run_observed,
+        AdaptiveSettings, ControlVariate, Cost, CvSettings, CyclicalSettings, CyclicalSgld, Error, Estimate,
+        FullGradient, GradientEstimator, Hamcmc, HamcmcSettings, LinearGaussian, Lmc, LogisticRegression, Mala,
+        MalaSettings, Metric, Minibatch, MlSgld, MlSgldSettings, ModeSettings, Model, Observer, PreconditionedSgld,
+        Psgld, PsgldSettings, RichardsonRomberg, RunOutput, RunSettings, Sampler, Sghmc, SghmcSettings, Sgld,
+        SgldSettings, Sgnht, SgnhtSettings, Sgrrhmc, Sgrrld, StepSize, Storage, Whitening, ZvOrder, check_model,
+        diagnostics, export, find_mode, resume, resume_rr, run, run_chains, run_chains_observed, run_observed, run_rr,
     };
 }
 

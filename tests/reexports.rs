@@ -54,3 +54,42 @@ fn dispersed_starts_have_the_laplace_spread() {
     }
     assert!(matches!(dispersed_starts(&model, &mu, 0, 2.0, 1), Err(Error::InvalidParameter { .. })));
 }
+
+/// The prelude alone names every sampler and its settings, the coupled methods with their
+/// runners, and both tuners: each sampler below is built and run a few iterations (a nested module
+/// sees none of the file's imports, so a name missing from the prelude fails to compile).
+mod prelude_only {
+    use sgmcmc::prelude::*;
+
+    fn runs<S: Sampler>(model: &LinearGaussian, s: &S) {
+        let rs = RunSettings { n_iter: 50, burn_in: 10, n_chains: 1, ..Default::default() };
+        assert!(run(model, s, &[0.0, 0.0], &rs).unwrap().estimate.is_finite());
+    }
+
+    #[test]
+    fn the_prelude_names_every_sampler_coupled_method_and_tuner() {
+        let model = LinearGaussian::synthetic(200, 2, 1.0, 10.0, 1).unwrap();
+        let mb = || Minibatch::new(20);
+        runs(&model, &Sgld::new(SgldSettings::constant(1e-4), mb()).unwrap());
+        runs(&model, &Sghmc::new(SghmcSettings::constant(1e-7, 0.1), mb()).unwrap());
+        runs(&model, &Psgld::new(PsgldSettings::default(), mb()).unwrap());
+        let identity = sgmcmc::ndarray::Array2::<f64>::eye(2);
+        runs(&model, &PreconditionedSgld::new(SgldSettings::constant(1e-4), &identity, mb()).unwrap());
+        runs(&model, &Hamcmc::new(HamcmcSettings::default(), mb()).unwrap());
+        runs(&model, &Sgnht::new(SgnhtSettings::default(), mb()).unwrap());
+        runs(&model, &CyclicalSgld::new(CyclicalSettings::new(1e-4, 50, 2, 0.5), mb()).unwrap());
+        runs(&model, &Lmc::new(SgldSettings::constant(1e-4), FullGradient::new()).unwrap());
+        runs(&model, &Mala::new(MalaSettings { metric: Metric::Dense, ..Default::default() }).unwrap());
+        let sgrrld: Sgrrld = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), mb()).unwrap());
+        let rs = RunSettings { n_iter: 50, burn_in: 10, n_chains: 1, ..Default::default() };
+        let out = run_rr(&model, &sgrrld, &[0.0, 0.0], &rs).unwrap();
+        assert!(resume_rr(&model, out, &[]).unwrap().estimate.is_finite());
+        let _sgrrhmc: Sgrrhmc = RichardsonRomberg::new(Sghmc::new(SghmcSettings::constant(1e-7, 0.1), mb()).unwrap());
+        let ml = MlSgld::sgld(MlSgldSettings::default(), 1e-3, mb(), &[0.0, 0.0]).unwrap();
+        let _target = AdaptiveSettings::default();
+        assert!(ml.run_fixed(&model, &|t: &[f64]| t[0], &[4, 2]).unwrap().estimate.is_finite());
+        // Both tuners are in scope (not run here: tests/tune.rs runs them).
+        let _tune = tune::<LinearGaussian, Sgld>;
+        let _tune_rr = tune_rr::<LinearGaussian, Sgld>;
+    }
+}
