@@ -1,11 +1,11 @@
 //! Checkpoints: a run saved to a file and resumed later, bit-identically.
 //!
-//! # File format (version 2)
+//! # File format (version 3)
 //!
 //! | bytes | content |
 //! |---|---|
 //! | 0–7 | the magic `SGMCMCCK` |
-//! | 8–11 | the format version, a little-endian `u32` (2; version 1, before Langevin samplers could carry a [`Whitening`](crate::Whitening), is refused with [`Error::CheckpointMismatch`]) |
+//! | 8–11 | the format version, a little-endian `u32` (3; older versions are refused with [`Error::CheckpointMismatch`]: 1 before Langevin samplers could carry a [`Whitening`](crate::Whitening), 2 before runs remembered their model's data size and fingerprint) |
 //! | 12–(end − 4) | a [postcard](https://docs.rs/postcard) encoding (wire format v1) of the header, then of the body |
 //! | last 4 | the CRC-32 (iSCSI/Castagnoli polynomial) of bytes 12–(end − 4), little-endian |
 //!
@@ -18,7 +18,19 @@
 //! Loading checks, in order: the magic and the version
 //! ([`Error::CorruptCheckpoint`], [`Error::CheckpointMismatch`]), the checksum (a truncated or
 //! altered file is [`Error::CorruptCheckpoint`]), then the kind of run and the sampler type
-//! ([`Error::CheckpointMismatch`]). Nothing in a file can make loading panic. The sampler type
+//! ([`Error::CheckpointMismatch`]). Nothing in a file can make loading panic.
+//!
+//! Resuming ([`resume`](crate::resume()), [`resume_rr`](crate::resume_rr),
+//! [`MlSgld::advance_fixed`](crate::MlSgld::advance_fixed)) checks the model passed against the
+//! one the run was made with — its dimension, its number of data and a fingerprint of its data
+//! (two weighted sums of the gradients of its first, middle and last datum at a fixed point) —
+//! and returns [`Error::CheckpointMismatch`] naming what differs, before any step is taken.
+//!
+//! Saving is safe against crashes and concurrent saves: each save writes a temporary file of its
+//! own (`<file>.<pid>.<n>.tmp`), flushes it to disk, renames it over the target and flushes the
+//! directory, so the target always holds a complete checkpoint (the previous one or the new
+//! one). Two saves to one path at once both succeed (the last rename wins). A temporary left by a
+//! process killed mid-write is removed by the next save to that path (Linux), and never read. The sampler type
 //! is compared by its Rust type name, which is stable for one build of a program (a file
 //! written by a program built with another compiler may be refused: say so when sharing files).
 //!
@@ -34,7 +46,7 @@ use std::path::Path;
 const MAGIC: &[u8; 8] = b"SGMCMCCK";
 
 /// The checkpoint format version this build writes and reads.
-pub const CHECKPOINT_VERSION: u32 = 2;
+pub const CHECKPOINT_VERSION: u32 = 3;
 
 const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
 
@@ -111,15 +123,72 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8], kind: &str, sampler: &st
     Ok(body)
 }
 
-/// Writes a checkpoint file (to a temporary file first, then renamed, so that a crash while
-/// writing never leaves a half-written checkpoint under `path`).
+/// Writes a checkpoint file safely: to a temporary file of its own beside `path`
+/// (`<name>.<pid>.<n>.tmp`, unique per process and per save, so concurrent saves to one path
+/// never share it), flushed to disk (`fsync`), then renamed over `path` and the directory
+/// flushed, so that a crash or a power loss at any moment leaves under `path` either the previous
+/// checkpoint or the new one, never a partial or empty file. Concurrent saves to one path all
+/// succeed; the last rename wins. Temporaries left by a process that was killed while writing
+/// are removed by the next save to the same path (on Linux, where a dead process can be told
+/// from a live one; elsewhere they are ignored, and loading never reads them).
 pub(crate) fn save<T: Serialize>(path: &Path, kind: &str, sampler: &str, body: &T) -> Result<()> {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SAVES: AtomicU64 = AtomicU64::new(0);
     let bytes = encode(kind, sampler, body)?;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp);
-    std::fs::write(&tmp, &bytes).map_err(|e| io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io(path, e))
+    let name = path.file_name().ok_or_else(|| Error::Io {
+        path: path.display().to_string(),
+        message: "a checkpoint path must name a file".into(),
+    })?;
+    let pid = std::process::id();
+    let mut tmp_name = name.to_owned();
+    tmp_name.push(format!(".{pid}.{}.tmp", SAVES.fetch_add(1, Ordering::Relaxed)));
+    let tmp = path.with_file_name(&tmp_name);
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_all()
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(&tmp, e));
+    }
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(path, e));
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    // Flushing the directory makes the rename durable; not every platform can open one.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    remove_stale_temporaries(dir, name);
+    Ok(())
+}
+
+/// Removes `<name>.<pid>.<n>.tmp` files in `dir` left by processes that no longer run (Linux
+/// only: a process is alive while `/proc/<pid>` exists). Best effort: errors are ignored.
+fn remove_stale_temporaries(dir: &Path, name: &std::ffi::OsStr) {
+    if !cfg!(target_os = "linux") || !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Some(name) = name.to_str() else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(file) = file.to_str() else { continue };
+        let Some(rest) = file.strip_prefix(name).and_then(|r| r.strip_prefix('.')) else { continue };
+        let Some(rest) = rest.strip_suffix(".tmp") else { continue };
+        let mut parts = rest.split('.');
+        let (Some(pid), Some(n), None) = (parts.next(), parts.next(), parts.next()) else { continue };
+        let (Ok(pid), Ok(_)) = (pid.parse::<u32>(), n.parse::<u64>()) else { continue };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Reads a checkpoint file.
@@ -160,5 +229,100 @@ impl<S: crate::Discretisation + Serialize + DeserializeOwned> crate::RrOutput<S>
     /// Errors: as [`RunOutput::load`](crate::RunOutput::load).
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
         load(path.as_ref(), "richardson-romberg", std::any::type_name::<S>())
+    }
+}
+
+/// What a checkpoint remembers of the model it was made with, so that resuming with another
+/// model is a typed error ([`Error::CheckpointMismatch`]) instead of a wrong answer or a panic:
+/// the dimension, the number of data, and a cheap fingerprint of the data — two weighted sums
+/// of the gradients of three data (the first, the middle and the last) at a fixed point.
+///
+/// The fingerprint costs three single-datum gradients when a run is assembled and three more
+/// when it is resumed (not counted in the run's cost). A model whose gradient fails at the fixed
+/// point is remembered by its dimension and data size alone.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct ModelFingerprint {
+    pub(crate) dim: usize,
+    pub(crate) n_data: usize,
+    /// (datum, Σ w_j g_j, Σ |g_j|) per fingerprinted datum.
+    data: Vec<(usize, f64, f64)>,
+}
+
+/// Relative tolerance of the fingerprint comparison: a datum's gradient is computed by the same
+/// code at the same point, so only a change of compiler or platform can move it, by rounding.
+const FINGERPRINT_RTOL: f64 = 1e-9;
+
+impl ModelFingerprint {
+    /// A model described by its shape only (no data fingerprint).
+    pub(crate) fn shape(dim: usize, n_data: usize) -> Self {
+        ModelFingerprint { dim, n_data, data: Vec::new() }
+    }
+
+    /// The fingerprint of `model`.
+    pub(crate) fn of<M: crate::Model + ?Sized>(model: &M) -> Self {
+        let (d, n) = (model.dim(), model.n_data());
+        let mut fp = ModelFingerprint::shape(d, n);
+        if d == 0 || n == 0 {
+            return fp;
+        }
+        let theta: Vec<f64> = (0..d).map(|j| 0.01 * (((j * 7 + 3) % 11) as f64 - 5.0)).collect();
+        let mut g = vec![0.0; d];
+        let mut idx = vec![0, n / 2, n - 1];
+        idx.dedup();
+        for i in idx {
+            g.iter_mut().for_each(|v| *v = 0.0);
+            if model.try_grad_data_sum(&theta, &[i], &mut g).is_err() {
+                return ModelFingerprint::shape(d, n);
+            }
+            let weighted = g.iter().enumerate().map(|(j, v)| (1.0 + (j % 3) as f64) * v).sum::<f64>();
+            let size = g.iter().map(|v| v.abs()).sum::<f64>();
+            fp.data.push((i, weighted, size));
+        }
+        fp
+    }
+
+    /// Checks that `model` is the model this fingerprint was taken of.
+    ///
+    /// Errors: [`Error::CheckpointMismatch`] naming the dimension, the data size or the data.
+    pub(crate) fn check<M: crate::Model + ?Sized>(&self, model: &M) -> Result<()> {
+        let mismatch = |what, model: String, file: String| Error::CheckpointMismatch {
+            what,
+            expected: format!("{model} (the model passed to resume)"),
+            found: format!("{file} in the checkpoint"),
+        };
+        if model.dim() != self.dim {
+            return Err(mismatch("model dimension", model.dim().to_string(), self.dim.to_string()));
+        }
+        if model.n_data() != self.n_data {
+            return Err(mismatch(
+                "model data size (number of data)",
+                model.n_data().to_string(),
+                self.n_data.to_string(),
+            ));
+        }
+        if self.data.is_empty() {
+            return Ok(());
+        }
+        let now = ModelFingerprint::of(model);
+        if now.data.len() != self.data.len() {
+            return Err(mismatch(
+                "model data (the model's gradient fails where it did not)",
+                "an error".into(),
+                "a finite gradient".into(),
+            ));
+        }
+        for (&(i, w0, s0), &(_, w1, s1)) in self.data.iter().zip(&now.data) {
+            let close = |a: f64, b: f64| {
+                (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= FINGERPRINT_RTOL * (s0.abs() + s1.abs())
+            };
+            if !close(w0, w1) || !close(s0, s1) {
+                return Err(mismatch(
+                    "model data (fingerprint: a datum's gradient at a fixed point differs)",
+                    format!("datum {i}: weighted sum {w1:e}, size {s1:e}"),
+                    format!("datum {i}: weighted sum {w0:e}, size {s0:e}"),
+                ));
+            }
+        }
+        Ok(())
     }
 }

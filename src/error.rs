@@ -260,13 +260,15 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
-    /// A valid checkpoint that does not fit what it is loaded as: another format version,
-    /// another kind of run, another sampler type.
+    /// A valid checkpoint that does not fit what it is loaded as or resumed with: another format
+    /// version, another kind of run, another sampler type, or another model (dimension, data size,
+    /// data).
     #[error("checkpoint mismatch: {what} is {found}, expected {expected}")]
     CheckpointMismatch {
-        /// What differs (`"format version"`, `"kind of run"`, `"sampler type"`).
+        /// What differs (`"format version"`, `"kind of run"`, `"sampler type"`, `"model dimension"`,
+        /// `"model data size (number of data)"`, `"model data (fingerprint: …)"`).
         what: &'static str,
-        /// What this build can load.
+        /// What this build can load (or what the model passed to a resume has).
         expected: String,
         /// What the file holds.
         found: String,

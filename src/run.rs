@@ -224,8 +224,8 @@ pub struct RunOutput<S> {
     pub settings: RunSettings,
     /// Chains that diverged, under [`OnDivergence::Report`].
     pub divergences: Vec<Divergence>,
-    /// The model's dimension (checked on resume).
-    dim: usize,
+    /// The model's dimension, data size and data fingerprint (checked on resume).
+    model: crate::checkpoint::ModelFingerprint,
 }
 
 impl<S> RunOutput<S> {
@@ -395,7 +395,8 @@ pub(crate) fn run_chain_subset<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
     let setup_cost = sampler.setup_cost();
     let start = Instant::now();
     let done = drive(model, units, settings, observers, start)?.into_iter().map(Finished::into_done).collect();
-    assemble(done, settings, setup_cost, start.elapsed(), Duration::ZERO, d)
+    let wall = start.elapsed();
+    assemble(done, settings, setup_cost, wall, Duration::ZERO, crate::checkpoint::ModelFingerprint::of(model))
 }
 
 /// Merges the outputs of [`run_chain_subset`] over disjoint subsets that together cover every
@@ -406,7 +407,7 @@ pub(crate) fn run_chain_subset<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
 pub(crate) fn merge_chain_subsets<S>(parts: Vec<(Vec<usize>, RunOutput<S>)>) -> Result<RunOutput<S>> {
     let mut chains: Vec<(usize, ChainReport<S>, Option<Estimate>)> = Vec::new();
     let mut divergences = Vec::new();
-    let (mut settings, mut setup_cost, mut wall, mut dim) = (None, Cost::default(), Duration::ZERO, 0);
+    let (mut settings, mut setup_cost, mut wall, mut fingerprint) = (None, Cost::default(), Duration::ZERO, None);
     for (subset, out) in parts {
         if subset.len() != out.chains.len() {
             return Err(Error::CorruptCheckpoint { reason: "a part's chains do not match its subset".into() });
@@ -414,7 +415,7 @@ pub(crate) fn merge_chain_subsets<S>(parts: Vec<(Vec<usize>, RunOutput<S>)>) -> 
         settings.get_or_insert(out.settings);
         setup_cost = out.setup_cost;
         wall = wall.max(out.wall_time);
-        dim = out.dim;
+        fingerprint.get_or_insert(out.model);
         let mut healthy = out.estimate.into_parts().into_iter();
         for (c, report) in subset.into_iter().zip(out.chains) {
             let est = if report.diverged { None } else { healthy.next() };
@@ -442,7 +443,7 @@ pub(crate) fn merge_chain_subsets<S>(parts: Vec<(Vec<usize>, RunOutput<S>)>) -> 
         wall_time: wall,
         settings,
         divergences,
-        dim,
+        model: fingerprint.ok_or(Error::NoSamples { reason: "no chain" })?,
     })
 }
 
@@ -484,8 +485,9 @@ pub fn resume<M: Model + ?Sized, S: Sampler>(
 ) -> Result<RunOutput<S>> {
     let settings = run.settings;
     settings.validate()?;
-    crate::error::check_len("model dimension (resumed run)", run.dim, model.dim())?;
-    settings.check_memory(run.dim, 1)?;
+    crate::error::check_len("model dimension (resumed run)", run.model.dim, model.dim())?;
+    run.model.check(model)?;
+    settings.check_memory(run.model.dim, 1)?;
     if run.chains.iter().any(|c| c.iterations > settings.n_iter) {
         return Err(Error::invalid("n_iter", settings.n_iter, "is below the iterations a chain has already done"));
     }
@@ -524,7 +526,7 @@ pub fn resume<M: Model + ?Sized, S: Sampler>(
         done.push(Finished::Diverged(ChainUnitDone { chain, report, estimate: None }, div));
     }
     done.sort_by_key(Finished::chain);
-    assemble(done, &settings, setup_cost, start.elapsed(), run.wall_time, run.dim)
+    assemble(done, &settings, setup_cost, start.elapsed(), run.wall_time, run.model)
 }
 
 /// A chain as the runner drives it: the sampler, its generator and recorder, where it is.
@@ -808,7 +810,7 @@ fn assemble<S: Sampler>(
     setup_cost: Cost,
     wall: Duration,
     wall_before: Duration,
-    dim: usize,
+    model: crate::checkpoint::ModelFingerprint,
 ) -> Result<RunOutput<S>> {
     let mut estimates = Vec::new();
     let mut chains = Vec::new();
@@ -848,7 +850,7 @@ fn assemble<S: Sampler>(
         wall_time: wall_before + wall,
         settings: *settings,
         divergences,
-        dim,
+        model,
     })
 }
 

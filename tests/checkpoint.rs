@@ -294,3 +294,166 @@ fn divergences_can_be_reported_as_data() {
     let e = run_chains(&model, &sgld, &all_far, &RunSettings { n_chains: 2, ..report }).unwrap_err();
     assert!(matches!(e, Error::Chain { chain: 0, .. }), "{e:?}");
 }
+
+/// Resuming with a model of the same dimension but other data is a typed error naming what
+/// differs (before this check, SGLD-CV resumed with 1 000 data instead of 2 000 panicked on a
+/// slice index), for plain runs, Richardson–Romberg runs and multilevel runs; the right model
+/// resumes.
+#[test]
+fn resuming_with_another_model_is_a_typed_error() {
+    let m = LogisticRegression::synthetic(2_000, 3, 10.0, 11).unwrap();
+    let fewer = LogisticRegression::synthetic(1_000, 3, 10.0, 11).unwrap();
+    let other = LogisticRegression::synthetic(2_000, 3, 10.0, 12).unwrap();
+    let cv = ControlVariate::at_mode(
+        &m,
+        &[0.0; 3],
+        &ModeSettings::default(),
+        CvSettings { batch_size: 20, ..Default::default() },
+    )
+    .unwrap();
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), cv).unwrap();
+    let settings = RunSettings { n_iter: 400, burn_in: 50, n_chains: 2, ..Default::default() };
+    let out = run_observed(&m, &sgld, &[0.0; 3], &settings, &[&stop_at(200)]).unwrap();
+    let path = dir().join("model-mismatch.ckpt");
+    out.save(&path).unwrap();
+    type S = Sgld<ControlVariate>;
+    let e = resume(&fewer, RunOutput::<S>::load(&path).unwrap(), &[]).unwrap_err();
+    assert!(matches!(e, Error::CheckpointMismatch { what: "model data size (number of data)", .. }), "{e:?}");
+    assert!(e.to_string().contains("2000 in the checkpoint"), "{e}");
+    let e = resume(&other, RunOutput::<S>::load(&path).unwrap(), &[]).unwrap_err();
+    assert!(
+        matches!(e, Error::CheckpointMismatch { what, .. } if what.starts_with("model data (fingerprint")),
+        "{e:?}"
+    );
+    assert!(resume(&m, RunOutput::<S>::load(&path).unwrap(), &[]).unwrap().is_complete());
+
+    let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap());
+    let stopped = run_rr_observed(&m, &rr, &[0.0; 3], &settings, &[&stop_at(100)]).unwrap();
+    stopped.save(&path).unwrap();
+    let e = resume_rr(&fewer, RrOutput::<Sgld>::load(&path).unwrap(), &[]).unwrap_err();
+    assert!(matches!(e, Error::CheckpointMismatch { what: "model data size (number of data)", .. }), "{e:?}");
+    assert!(resume_rr(&m, RrOutput::<Sgld>::load(&path).unwrap(), &[]).unwrap().is_complete());
+
+    let g = |t: &[f64]| t[0];
+    let ml = MlSgld::sgld(MlSgldSettings::default(), 1.0 / 2_000.0, Minibatch::new(10), &[0.0; 3]).unwrap();
+    let mut ck = ml.start_fixed(&[40, 20]).unwrap();
+    ml.advance_fixed(&m, &g, &mut ck, 30).unwrap();
+    ck.save(&path).unwrap();
+    let mut loaded = MlmcCheckpoint::load(&path).unwrap();
+    let e = ml.advance_fixed(&other, &g, &mut loaded, usize::MAX).unwrap_err();
+    assert!(
+        matches!(e, Error::CheckpointMismatch { what, .. } if what.starts_with("model data (fingerprint")),
+        "{e:?}"
+    );
+    assert!(ml.advance_fixed(&m, &g, &mut loaded, usize::MAX).unwrap());
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// Temporary files beside `path` (`<name>.<pid>.<n>.tmp`).
+fn temporaries(path: &std::path::Path) -> Vec<String> {
+    let name = path.file_name().unwrap().to_str().unwrap().to_string();
+    std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|f| f.starts_with(&format!("{name}.")) && f.ends_with(".tmp"))
+        .collect()
+}
+
+/// Four threads saving to one path at once, 25 times each: every save succeeds, the file loads,
+/// and no temporary file is left.
+#[test]
+fn concurrent_saves_to_one_path_all_succeed() {
+    let lg = LinearGaussian::synthetic(200, 2, 1.0, 10.0, 1).unwrap();
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap();
+    let settings = RunSettings { n_iter: 2_000, burn_in: 0, n_chains: 2, ..Default::default() };
+    let out = run(&lg, &sgld, &[0.0; 2], &settings).unwrap();
+    let path = dir().join("concurrent.ckpt");
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..25 {
+                    out.save(&path).unwrap();
+                }
+            });
+        }
+    });
+    let loaded = RunOutput::<Sgld>::load(&path).unwrap();
+    assert_eq!(bits(&loaded.estimate), bits(&out.estimate));
+    assert!(temporaries(&path).is_empty(), "{:?}", temporaries(&path));
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// The process [`a_save_killed_mid_write_leaves_the_previous_checkpoint`] kills: saves a large
+/// run to `$SGMCMC_CHILD_SAVE` over and over, saying `saving` before each save.
+#[test]
+#[ignore = "run by a_save_killed_mid_write_leaves_the_previous_checkpoint in a child process"]
+fn child_saves_until_killed() {
+    let Ok(path) = std::env::var("SGMCMC_CHILD_SAVE") else { return };
+    let lg = LinearGaussian::synthetic(200, 20, 1.0, 10.0, 1).unwrap();
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap();
+    let settings = RunSettings { n_iter: 50_000, burn_in: 0, n_chains: 4, ..Default::default() };
+    let out = run(&lg, &sgld, &[0.0; 20], &settings).unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        println!("saving {}", start.elapsed().as_micros());
+        out.save(&path).unwrap();
+    }
+}
+
+/// A process killed (SIGKILL) while it writes a checkpoint leaves under the path a checkpoint
+/// that loads — the previous one or the complete new one — at every one of several kill times;
+/// the temporary it leaves is removed by the next save to that path.
+#[test]
+fn a_save_killed_mid_write_leaves_the_previous_checkpoint() {
+    use std::io::BufRead;
+    let lg = LinearGaussian::synthetic(200, 20, 1.0, 10.0, 1).unwrap();
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap();
+    let small = run(&lg, &sgld, &[0.0; 20], &RunSettings { n_iter: 100, burn_in: 0, ..Default::default() }).unwrap();
+    let path = dir().join("killed.ckpt");
+    let mut left_temporary = 0;
+    // Kill at these fractions of one save's duration after a save begins (mostly the encoding),
+    // or (None) as soon as the save's temporary file appears (while it is written and flushed).
+    let kills = [Some(0.2), Some(0.5), Some(0.8), None, None, None];
+    for kill in kills {
+        small.save(&path).unwrap();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "checkpoint::child_saves_until_killed", "--ignored", "--nocapture", "--test-threads=1"])
+            .env("SGMCMC_CHILD_SAVE", &path)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut began = || -> u64 {
+            loop {
+                let line = lines.next().expect("the child ended early").unwrap();
+                if let Some(t) = line.strip_prefix("saving ") {
+                    return t.trim().parse().unwrap();
+                }
+            }
+        };
+        // The first save's duration, then a kill inside the third.
+        let (t0, t1) = (began(), began());
+        let _ = began();
+        match kill {
+            Some(f) => std::thread::sleep(std::time::Duration::from_micros(((t1 - t0) as f64 * f) as u64)),
+            None => {
+                let waited = std::time::Instant::now();
+                while temporaries(&path).is_empty() && waited.elapsed().as_secs() < 10 {}
+            }
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let loaded = RunOutput::<Sgld>::load(&path).unwrap_or_else(|e| panic!("after a kill ({kill:?}): {e}"));
+        let k = loaded.chains[0].iterations;
+        assert!(k == 100 || k == 50_000, "{k}");
+        left_temporary += usize::from(!temporaries(&path).is_empty());
+    }
+    eprintln!("kills that left a partial temporary file: {left_temporary} of {}", kills.len());
+    // At least one kill must have hit the writing of the file, or the test proved nothing.
+    assert!(left_temporary > 0, "no kill hit a save while its file was written");
+    small.save(&path).unwrap();
+    assert!(temporaries(&path).is_empty(), "a killed save's temporary survived the next save");
+    std::fs::remove_file(&path).unwrap();
+}

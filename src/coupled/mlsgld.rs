@@ -665,6 +665,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             settings: self.settings,
             h0: self.h0,
             theta0: self.theta0.clone(),
+            model: None,
         })
     }
 
@@ -672,7 +673,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
     /// order); returns whether the run is complete.
     ///
     /// Errors: [`Error::CheckpointMismatch`] if `ck` was made with other settings, step or
-    /// starting point; model, estimator and non-finite errors.
+    /// starting point, or advanced before with another model (dimension, data size or data); model, estimator and non-finite errors.
     pub fn advance_fixed<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
         &self,
         model: &M,
@@ -693,6 +694,10 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
     ) -> Result<bool> {
         self.check(model)?;
         self.check_checkpoint(ck)?;
+        match &ck.model {
+            Some(fp) => fp.check(model)?,
+            None => ck.model = Some(crate::checkpoint::ModelFingerprint::of(model)),
+        }
         let mut left = max_samples;
         let mut budget = Budget::unlimited();
         for (acc, &target) in ck.levels.iter_mut().zip(&ck.targets) {
@@ -711,6 +716,9 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
     /// [`Error::NoSamples`] if a level has fewer than 2 samples.
     pub fn result<M: Model + ?Sized>(&self, model: &M, ck: &MlmcCheckpoint) -> Result<MlmcResult> {
         self.check_checkpoint(ck)?;
+        if let Some(fp) = &ck.model {
+            fp.check(model)?;
+        }
         if ck.levels.iter().any(|a| a.n < 2) {
             return Err(Error::NoSamples { reason: "every level needs at least 2 samples" });
         }
@@ -931,6 +939,8 @@ pub struct MlmcCheckpoint {
     settings: MlSgldSettings,
     h0: f64,
     theta0: Vec<f64>,
+    /// The model of the first advance (checked on every later one).
+    model: Option<crate::checkpoint::ModelFingerprint>,
 }
 
 impl MlmcCheckpoint {

@@ -119,7 +119,7 @@ pub struct RrOutput<S> {
     /// Per replicate: the generators where they stopped (to resume).
     streams: Vec<[ChainRng; 4]>,
     coupling: NoiseCoupling,
-    dim: usize,
+    model: crate::checkpoint::ModelFingerprint,
 }
 
 impl<S> RrOutput<S> {
@@ -333,7 +333,9 @@ pub(crate) fn run_rr_subset<M: Model + ?Sized, S: Discretisation>(
     let setup_cost = rr.base.setup_cost();
     let start = Instant::now();
     let done = drive(model, units, settings, observers, start)?;
-    assemble(done, settings, setup_cost, rr.coupling, start.elapsed(), Duration::ZERO, d)
+    let wall = start.elapsed();
+    let fingerprint = crate::checkpoint::ModelFingerprint::of(model);
+    assemble(done, settings, setup_cost, rr.coupling, wall, Duration::ZERO, fingerprint)
 }
 
 /// Continues a stopped (or loaded) Richardson–Romberg run up to `out.settings.n_iter`; the
@@ -347,8 +349,9 @@ pub fn resume_rr<M: Model + ?Sized, S: Discretisation>(
 ) -> Result<RrOutput<S>> {
     let settings = out.settings;
     settings.validate()?;
-    check_len("model dimension (resumed run)", out.dim, model.dim())?;
-    settings.check_memory(out.dim, 3)?;
+    check_len("model dimension (resumed run)", out.model.dim, model.dim())?;
+    out.model.check(model)?;
+    settings.check_memory(out.model.dim, 3)?;
     if !out.divergences.is_empty() {
         return Err(Error::invalid(
             "divergences",
@@ -364,6 +367,7 @@ pub fn resume_rr<M: Model + ?Sized, S: Discretisation>(
         return Err(Error::CorruptCheckpoint { reason: "replicate records of different lengths".into() });
     }
     let d = model.dim();
+    let fingerprint = out.model;
     let mut coarse = out.coarse.into_parts().into_iter();
     let mut fine = out.fine.into_parts().into_iter();
     let mut units = Vec::with_capacity(n);
@@ -392,7 +396,7 @@ pub fn resume_rr<M: Model + ?Sized, S: Discretisation>(
     }
     let start = Instant::now();
     let done = drive(model, units, &settings, observers, start)?;
-    assemble(done, &settings, out.setup_cost, out.coupling, start.elapsed(), out.wall_time, d)
+    assemble(done, &settings, out.setup_cost, out.coupling, start.elapsed(), out.wall_time, fingerprint)
 }
 
 /// One replicate that did not diverge: its two estimates, final states, streams and
@@ -414,7 +418,7 @@ struct RrParts<S> {
     wall_time: Duration,
     settings: RunSettings,
     coupling: NoiseCoupling,
-    dim: usize,
+    model: crate::checkpoint::ModelFingerprint,
 }
 
 impl<S> RrParts<S> {
@@ -460,7 +464,7 @@ impl<S> RrParts<S> {
             divergences: self.divergences,
             streams,
             coupling: self.coupling,
-            dim: self.dim,
+            model: self.model,
         })
     }
 }
@@ -477,7 +481,7 @@ pub(crate) fn merge_rr_subsets<S>(parts: Vec<(Vec<usize>, RrOutput<S>)>) -> Resu
     let mut cost = Cost::default();
     let mut wall = Duration::ZERO;
     for (subset, out) in parts {
-        head.get_or_insert((out.settings, out.setup_cost, out.coupling, out.dim));
+        head.get_or_insert((out.settings, out.setup_cost, out.coupling, out.model));
         cost += out.cost - out.setup_cost;
         wall = wall.max(out.wall_time);
         let diverged: Vec<usize> = out.divergences.iter().map(|d| d.chain).collect();
@@ -501,7 +505,7 @@ pub(crate) fn merge_rr_subsets<S>(parts: Vec<(Vec<usize>, RrOutput<S>)>) -> Resu
             reps.push((c, Some(Replicate { coarse, fine, chains, streams, iterations })));
         }
     }
-    let (settings, setup_cost, coupling, dim) = head.ok_or(Error::NoSamples { reason: "no replicate" })?;
+    let (settings, setup_cost, coupling, model) = head.ok_or(Error::NoSamples { reason: "no replicate" })?;
     reps.sort_by_key(|r| r.0);
     if reps.len() != settings.n_chains || reps.iter().enumerate().any(|(i, r)| r.0 != i) {
         return Err(Error::CorruptCheckpoint { reason: "the parts do not cover every replicate once".into() });
@@ -515,7 +519,7 @@ pub(crate) fn merge_rr_subsets<S>(parts: Vec<(Vec<usize>, RrOutput<S>)>) -> Resu
         wall_time: wall,
         settings,
         coupling,
-        dim,
+        model,
     }
     .into_output()
 }
@@ -527,7 +531,7 @@ fn assemble<S: Discretisation>(
     coupling: NoiseCoupling,
     wall: Duration,
     wall_before: Duration,
-    dim: usize,
+    model: crate::checkpoint::ModelFingerprint,
 ) -> Result<RrOutput<S>> {
     let (mut replicates, mut divergences) = (Vec::new(), Vec::new());
     let mut cost = setup_cost;
@@ -560,7 +564,7 @@ fn assemble<S: Discretisation>(
         wall_time: wall_before + wall,
         settings: *settings,
         coupling,
-        dim,
+        model,
     }
     .into_output()
 }
