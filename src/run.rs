@@ -290,6 +290,13 @@ pub fn run<M: Model + ?Sized, S: Sampler>(
 /// of anything that views as `&[f64]` — `&[&[f64]]`, `&Vec<Vec<f64>>`, `&[[f64; D]; C]`, … (see
 /// [`dispersed_starts`](crate::tune::dispersed_starts) for starting points spread around the mode, which R̂ needs).
 ///
+/// A panic inside a chain (the model's code panicking, say) is not an error value: it
+/// propagates to the caller with its own payload once the chains running at that moment have
+/// finished (they are not interrupted; chains not yet started may not start), and the run's
+/// output is lost. Under MPI a panic aborts the whole job
+/// instead (module `distributed`, feature `mpi`). Models should return errors through
+/// [`Model::try_grad_data_sum`] rather than panic.
+///
 /// ```
 /// use sgmcmc::prelude::*;
 ///

@@ -365,3 +365,46 @@ fn a_failing_model_gradient_is_a_typed_error_with_iteration_and_chain() {
     let e = run(&failing(1), &sgld(1e-3, 10), &[0.0, 0.0], &quick()).unwrap_err();
     assert!(matches!(e.root(), Error::ModelFailure { iteration: None, .. }), "{e}");
 }
+
+/// A model that panics at its `at`-th data-gradient call.
+struct Panics {
+    inner: LinearGaussian,
+    calls: AtomicU64,
+    at: u64,
+}
+
+impl Model for Panics {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn n_data(&self) -> usize {
+        self.inner.n_data()
+    }
+    fn grad_prior(&self, t: &[f64], o: &mut [f64]) {
+        self.inner.grad_prior(t, o)
+    }
+    fn grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) {
+        if self.calls.fetch_add(1, Ordering::SeqCst) + 1 == self.at {
+            panic!("the model panicked on purpose");
+        }
+        self.inner.grad_data_sum(t, i, o)
+    }
+}
+
+/// A panic in one chain of a parallel run propagates to the caller with its own payload (as
+/// `run_chains` documents), and nothing hangs.
+#[test]
+fn a_panic_in_one_chain_propagates_to_the_caller() {
+    let model =
+        Panics { inner: LinearGaussian::synthetic(200, 2, 1.0, 10.0, 1).unwrap(), calls: AtomicU64::new(0), at: 500 };
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap();
+    let settings = RunSettings { n_iter: 1_000, burn_in: 0, n_chains: 4, check_model: false, ..Default::default() };
+    let starts = [[0.0, 0.0]; 4];
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_chains(&model, &sgld, &starts, &settings)));
+    std::panic::set_hook(hook);
+    let payload = r.expect_err("the panic must reach the caller");
+    let message = payload.downcast_ref::<&str>().copied().unwrap_or_default();
+    assert_eq!(message, "the model panicked on purpose");
+}

@@ -63,12 +63,21 @@ impl Report {
     }
 }
 
-/// A model that fails on `fail_rank` at its `fail_at`-th data-gradient call.
+/// A model that fails on `fail_rank` at its `fail_at`-th data-gradient call: with an error, or
+/// (`how == Nan`) with a NaN gradient and no error, or (`how == Panic`) with a panic.
 struct FailsOnRank<M> {
     inner: M,
     fail: bool,
     calls: AtomicU64,
     fail_at: u64,
+    how: How,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum How {
+    Error,
+    Nan,
+    Panic,
 }
 
 impl<M: Model> Model for FailsOnRank<M> {
@@ -88,7 +97,14 @@ impl<M: Model> Model for FailsOnRank<M> {
     }
     fn try_grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) -> Result<()> {
         if self.fail && self.calls.fetch_add(1, Ordering::SeqCst) + 1 == self.fail_at {
-            return Err(Error::model_failure("grad_data_sum", "forced failure"));
+            match self.how {
+                How::Error => return Err(Error::model_failure("grad_data_sum", "forced failure")),
+                How::Nan => {
+                    o.fill(f64::NAN);
+                    return Ok(());
+                }
+                How::Panic => panic!("forced panic in the model at call {}", self.fail_at),
+            }
         }
         self.inner.try_grad_data_sum(t, i, o)
     }
@@ -112,6 +128,36 @@ impl Model for Empty {
     }
 }
 
+/// `--panic chains` / `--panic sharded`: the model panics on the last rank at its 200th
+/// data-gradient call, in a run that would otherwise take minutes. `scripts/test-mpi` checks
+/// that every rank's process exits within 10 s, non-zero, and that the output names the rank.
+fn panic_scenario(cluster: &Cluster, what: &str) {
+    let (me, size) = (cluster.rank(), cluster.size());
+    let lg = LinearGaussian::synthetic(2_000, 3, 1.0, 10.0, 5).expect("model");
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50)).expect("sgld");
+    let long = RunSettings { n_iter: 200_000_000, burn_in: 0, check_model: false, ..Default::default() };
+    fn fails<M>(inner: M, fail: bool) -> FailsOnRank<M> {
+        FailsOnRank { inner, fail, calls: AtomicU64::new(0), fail_at: 200, how: How::Panic }
+    }
+    let bad = me == size - 1;
+    println!("[rank {me}] panic scenario '{what}' on {size} rank(s): rank {} panics", size - 1);
+    let r = match what {
+        "chains" => {
+            let inits: Vec<Vec<f64>> = (0..2 * size).map(|c| vec![0.1 * c as f64, -0.2, 0.3]).collect();
+            let rs = RunSettings { n_chains: 2 * size, storage: Storage::Moments, ..long };
+            run_chains_mpi(cluster, &fails(lg, bad), &sgld, &inits, &rs, &[]).map(|_| ())
+        }
+        "sharded" => {
+            let n = 2_000;
+            let full = LogisticRegression::synthetic(n, 5, 10.0, 9).expect("model");
+            let sh = Sharded::new(cluster, fails(shard(&full, rows(n, me, size)), bad)).expect("sharded");
+            run_sharded(&sh, &sgld, &[[0.0; 5]], &RunSettings { storage: Storage::Moments, ..long }, &[]).map(|_| ())
+        }
+        other => panic!("unknown panic scenario {other}"),
+    };
+    println!("[rank {me}] the panic scenario returned {r:?}: the job was not aborted");
+}
+
 fn names_rank(e: &Error, rank: usize) -> bool {
     matches!(e, Error::Rank { rank: r, .. } | Error::RankFailure { rank: r, .. } if *r == rank)
 }
@@ -130,6 +176,10 @@ fn rows(n: usize, r: usize, size: usize) -> std::ops::Range<usize> {
 fn main() {
     let cluster = Cluster::init().expect("MPI initialises");
     let (me, size) = (cluster.rank(), cluster.size());
+    if let Some(what) = std::env::args().skip_while(|a| a != "--panic").nth(1) {
+        panic_scenario(&cluster, &what);
+        return;
+    }
     let mut rep = Report { rank: me, failures: Vec::new() };
     println!("[rank {me}] {size} rank(s)");
 
@@ -277,7 +327,13 @@ fn main() {
     // 3. Failures on the last rank.
     let bad_rank = size - 1;
     {
-        let model = FailsOnRank { inner: lg.clone(), fail: me == bad_rank, calls: AtomicU64::new(0), fail_at: 100 };
+        let model = FailsOnRank {
+            inner: lg.clone(),
+            fail: me == bad_rank,
+            calls: AtomicU64::new(0),
+            fail_at: 100,
+            how: How::Error,
+        };
         let rs = RunSettings { check_model: false, ..settings };
         let r = run_chains_mpi(&cluster, &model, &sgld, &inits, &rs, &[]);
         let detail = match &r {
@@ -294,6 +350,7 @@ fn main() {
             fail: me == bad_rank,
             calls: AtomicU64::new(0),
             fail_at: 57,
+            how: How::Error,
         };
         let sh = Sharded::new(&cluster, local).expect("sharded");
         let sgld = Sgld::new(SgldSettings::constant(2e-4), Minibatch::new(40)).expect("sgld");
@@ -305,12 +362,40 @@ fn main() {
             Ok(_) => "no error".into(),
         };
         let ok = r.as_ref().err().is_some_and(|e| {
-            names_rank(e.root(), bad_rank)
+            (names_rank(e.root(), bad_rank)
                 || names_rank(e, bad_rank)
-                || matches!(e, Error::Chain { source, .. } if names_rank(source, bad_rank))
+                || matches!(e, Error::Chain { source, .. } if names_rank(source, bad_rank)))
+                && e.to_string().contains("forced failure")
         });
-        rep.check("a failing rank (sharded) is an error on every rank", ok, detail);
-        let model = FailsOnRank { inner: lg.clone(), fail: me == bad_rank, calls: AtomicU64::new(0), fail_at: 30 };
+        rep.check("a failing rank (sharded) is an error on every rank, with its own message", ok, detail);
+        // A NaN in one rank's partial sum (no error raised): every rank's error names that rank.
+        let local = FailsOnRank {
+            inner: shard(&full, rows(n, me, size)),
+            fail: me == bad_rank,
+            calls: AtomicU64::new(0),
+            fail_at: 499,
+            how: How::Nan,
+        };
+        let sh = Sharded::new(&cluster, local).expect("sharded");
+        let r = run_sharded(&sh, &sgld, &zero, &one, &[]);
+        let detail = match &r {
+            Err(e) => format!("{e} ({e:?})"),
+            Ok(_) => "no error".into(),
+        };
+        let ok = r.as_ref().err().is_some_and(|e| {
+            matches!(e, Error::Chain { chain: 0, source } if names_rank(source, bad_rank))
+                && e.to_string().contains(&format!("rank {bad_rank}"))
+                && e.to_string().contains("non-finite partial sum")
+                && e.iteration().is_some()
+        });
+        rep.check("a NaN in one rank's shard (sharded) is an error naming that rank on every rank", ok, detail);
+        let model = FailsOnRank {
+            inner: lg.clone(),
+            fail: me == bad_rank,
+            calls: AtomicU64::new(0),
+            fail_at: 30,
+            how: How::Error,
+        };
         let ml = MlSgld::sgld(MlSgldSettings::default(), 1.0 / 2_000.0, Minibatch::new(10), &[0.0; 3]).expect("ml");
         let r = run_mlsgld_mpi(&cluster, &ml, &model, &|t: &[f64]| t[0], &[8, 8, 8]);
         let detail = match &r {
