@@ -121,6 +121,7 @@ fn reference(model: &LogisticRegression, mode: &[f64]) -> Result<Reference, Box<
         step_size: step0,
         adapt_steps: MALA_WARMUP,
         target_accept: 0.574,
+        metric: sgmcmc::Metric::Identity,
         ..Default::default()
     })?;
     let settings = RunSettings {

@@ -160,6 +160,7 @@ fn mala_reference<G: Fn(&[f64]) -> f64>(model: &LogisticRegression, map: &[f64],
         step_size: 0.5 / n as f64,
         adapt_steps: burn,
         target_accept: 0.574,
+        metric: sgmcmc::Metric::Identity,
         ..Default::default()
     })?;
     let rs =

@@ -72,6 +72,7 @@ fn reference(model: &LogisticRegression) -> Result<Reference, Box<dyn Error>> {
         step_size: 1.0 / h.diag().sum(),
         adapt_steps: 500,
         target_accept: 0.574,
+        metric: sgmcmc::Metric::Identity,
         ..Default::default()
     })?;
     let settings = RunSettings {

@@ -59,10 +59,10 @@ pub use run::{
     run_chains_observed, run_observed,
 };
 pub use samplers::{
-    CyclicalKernel, CyclicalSettings, CyclicalSgld, Discretisation, Hamcmc, HamcmcSettings, Langevin, LangevinKernel,
-    Lmc, Mala, MalaSettings, Metric, PreconditionedKernel, PreconditionedSgld, Psgld, PsgldKernel, PsgldSettings,
-    Sampler, Sghmc, SghmcKernel, SghmcSettings, Sgld, SgldKernel, SgldSettings, Sgnht, SgnhtKernel, SgnhtSettings,
-    SubsampledDiscretisation, Whitening,
+    AUTO_DENSE_MAX_DIM, CyclicalKernel, CyclicalSettings, CyclicalSgld, Discretisation, Hamcmc, HamcmcSettings,
+    Langevin, LangevinKernel, Lmc, Mala, MalaSettings, Metric, PreconditionedKernel, PreconditionedSgld, Psgld,
+    PsgldKernel, PsgldSettings, Sampler, Sghmc, SghmcKernel, SghmcSettings, Sgld, SgldKernel, SgldSettings, Sgnht,
+    SgnhtKernel, SgnhtSettings, SubsampledDiscretisation, Whitening,
 };
 pub use schedule::StepSize;
 pub use taylor::Taylor;

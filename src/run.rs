@@ -382,6 +382,7 @@ pub(crate) fn run_chain_subset<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
     crate::error::check_len("number of starting points (n_chains)", settings.n_chains, inits.len())?;
     let d = model.dim();
     settings.check_memory(d, 1)?;
+    check_burn_in(sampler, settings)?;
     let units: Vec<ChainUnit<S>> = selected
         .iter()
         .map(|&c| ChainUnit {
@@ -452,6 +453,19 @@ pub(crate) fn merge_chain_subsets<S>(parts: Vec<(Vec<usize>, RunOutput<S>)>) -> 
         divergences,
         model: fingerprint.ok_or(Error::NoSamples { reason: "no chain" })?,
     })
+}
+
+/// Refuses a burn-in shorter than the sampler's adaptation (its draws then are not exact).
+pub(crate) fn check_burn_in<S: Sampler>(sampler: &S, settings: &RunSettings) -> Result<()> {
+    let adapt = sampler.adaptation_steps();
+    if settings.burn_in < adapt {
+        return Err(Error::invalid(
+            "burn_in",
+            format!("{} (the sampler adapts during its first {adapt} iterations)", settings.burn_in),
+            "is shorter than the sampler's adaptation, whose draws are not exact: raise burn_in or lower the sampler's adapt_steps (0 for a fixed step)",
+        ));
+    }
+    Ok(())
 }
 
 /// Runs [`check_model`](crate::check_model) at each distinct starting point (errors wrapped

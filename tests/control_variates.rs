@@ -224,7 +224,7 @@ fn control_variate_errors() {
 #[test]
 fn zv_on_a_gaussian_with_exact_gradients() {
     let m = model();
-    let mala = Mala::new(MalaSettings { step_size: 4e-4, ..Default::default() }).unwrap();
+    let mala = Mala::new(MalaSettings::fixed(4e-4)).unwrap();
     let s = RunSettings {
         n_iter: 6_000,
         burn_in: 1_000,

@@ -43,7 +43,7 @@ fn invalid_parameters_name_the_field() {
     assert!(is_param(sh(0.1, -0.1), "noise_estimate"));
     let sh_lr = SghmcSettings { step_size: StepSize::Shifted { a: 1.0, b: -2.0, c: 0.5 }, ..SghmcSettings::default() };
     assert!(is_param(Sghmc::new(sh_lr, Minibatch::new(1)).unwrap_err(), "step_size"));
-    assert!(is_param(Mala::new(MalaSettings { step_size: 0.0, ..Default::default() }).unwrap_err(), "step_size"));
+    assert!(is_param(Mala::new(MalaSettings::fixed(0.0)).unwrap_err(), "step_size"));
     assert!(is_param(
         Mala::new(MalaSettings { target_accept: 1.0, ..Default::default() }).unwrap_err(),
         "target_accept"
@@ -193,14 +193,14 @@ fn non_finite_values_report_the_iteration() {
     // MALA: a NaN potential.
     let mut m = Custom::new(10, 2);
     m.potential = Some(f64::NAN);
-    let mala = Mala::new(MalaSettings::default()).unwrap();
+    let mala = Mala::new(MalaSettings::fixed(1e-4)).unwrap();
     assert_eq!(run(&m, &mala, &[0.0, 0.0], &quick()).unwrap_err().root(), &Error::NonFinitePotential { iteration: 0 });
 }
 
 #[test]
 fn missing_model_methods_are_unsupported() {
     let m = Custom::new(10, 2);
-    let mala = Mala::new(MalaSettings::default()).unwrap();
+    let mala = Mala::new(MalaSettings::fixed(1e-4)).unwrap();
     let e = run(&m, &mala, &[0.0, 0.0], &quick()).unwrap_err();
     assert_eq!(e.root(), &Error::Unsupported { method: "potential_prior", needed_by: "MALA" });
     let mut out = [0.0; 2];
@@ -345,7 +345,7 @@ fn a_failing_model_gradient_is_a_typed_error_with_iteration_and_chain() {
         ControlVariate::at(&failing(1), &[0.0, 0.0], CvSettings { batch_size: 10, ..Default::default() }).unwrap_err();
     assert!(matches!(e, Error::ModelFailure { iteration: None, .. }), "{e}");
     // MALA (full gradients): call 5 is the gradient at the 4th proposal.
-    let mala = Mala::new(MalaSettings { step_size: 1e-3, ..Default::default() }).unwrap();
+    let mala = Mala::new(MalaSettings::fixed(1e-3)).unwrap();
     let e = run(&failing(5), &mala, &[0.0, 0.0], &settings).unwrap_err();
     assert!(matches!(e.root(), Error::ModelFailure { iteration: Some(_), .. }), "{e}");
     // HAMCMC.

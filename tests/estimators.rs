@@ -105,7 +105,7 @@ fn run_reports_cost() {
     let s = RunSettings { n_iter: 500, burn_in: 100, n_chains: 3, ..Default::default() };
     let out = run(&model, &sgld, &[0.0, 0.0], &s).unwrap();
     assert_eq!(out.cost.datum_gradients, 3 * 501 * 10);
-    let mala = Mala::new(MalaSettings { step_size: 1e-3, ..Default::default() }).unwrap();
+    let mala = Mala::new(MalaSettings::fixed(1e-3)).unwrap();
     let out = run(&model, &mala, &[0.0, 0.0], &RunSettings { n_iter: 50, burn_in: 10, ..Default::default() }).unwrap();
     assert_eq!(out.cost.datum_gradients, 51 * 1_000);
     assert_eq!(out.cost.datum_potentials, 51 * 1_000);

@@ -33,7 +33,7 @@ fn final_state(out: &MfOutput) -> [f64; 4] {
 /// Posterior means and MCSEs of the test functions from 4 long MALA chains on `Pmf`.
 fn reference(r: &Ratings, m: &MfModel) -> [(f64, f64); 4] {
     let pmf = Pmf::new(r.clone(), K, m.noise_var, m.prior_var_w, m.prior_var_h).unwrap();
-    let mala = Mala::new(MalaSettings { step_size: 2e-3, ..Default::default() }).unwrap();
+    let mala = Mala::new(MalaSettings::fixed(2e-3)).unwrap();
     let inits: Vec<Vec<f64>> = (0..4).map(|c| pmf.random_start(0.5, 100 + c)).collect();
     let s = RunSettings { n_iter: 200_000, burn_in: 20_000, thin: 5, n_chains: 4, seed: 5, ..Default::default() };
     let out = run_chains(&pmf, &mala, &inits, &s).unwrap();

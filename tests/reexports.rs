@@ -79,7 +79,7 @@ mod prelude_only {
         runs(&model, &Sgnht::new(SgnhtSettings::default(), mb()).unwrap());
         runs(&model, &CyclicalSgld::new(CyclicalSettings::new(1e-4, 50, 2, 0.5), mb()).unwrap());
         runs(&model, &Lmc::new(SgldSettings::constant(1e-4), FullGradient::new()).unwrap());
-        runs(&model, &Mala::new(MalaSettings { metric: Metric::Dense, ..Default::default() }).unwrap());
+        runs(&model, &Mala::new(MalaSettings { metric: Metric::Dense, adapt_steps: 0, ..Default::default() }).unwrap());
         let sgrrld: Sgrrld = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), mb()).unwrap());
         let rs = RunSettings { n_iter: 50, burn_in: 10, n_chains: 1, ..Default::default() };
         let out = run_rr(&model, &sgrrld, &[0.0, 0.0], &rs).unwrap();

@@ -78,6 +78,8 @@ fn sghmc_and_mala_are_thread_count_independent() {
     )
     .unwrap();
     check(&model, &sghmc);
-    let mala = Mala::new(MalaSettings { step_size: 1e-3, adapt_steps: 300, ..Default::default() }).unwrap();
+    let mala =
+        Mala::new(MalaSettings { step_size: 1e-3, adapt_steps: 300, metric: Metric::Identity, ..Default::default() })
+            .unwrap();
     check(&model, &mala);
 }

@@ -156,7 +156,7 @@ fn sghmc_recovers_posterior_at_small_step() {
 fn mala_matches_posterior_exactly() {
     let m = model();
     let gamma = 4e-4;
-    let mala = Mala::new(MalaSettings { step_size: gamma, ..Default::default() }).unwrap();
+    let mala = Mala::new(MalaSettings::fixed(gamma)).unwrap();
     let mu = m.posterior_mean().to_vec();
     let out = run(&m, &mala, &mu, &settings(20_000, 2_000, 1, 107)).unwrap();
     assert_z("MALA vs posterior", &z_scores(&out.estimate, m.posterior_mean(), m.posterior_covariance()), Z_LIMIT);
@@ -172,7 +172,7 @@ fn mala_matches_posterior_exactly() {
 fn mala_adaptation_reaches_target_acceptance() {
     let m = model();
     let mala =
-        Mala::new(MalaSettings { step_size: 1e-6, adapt_steps: 5_000, target_accept: 0.574, ..Default::default() })
+        Mala::new(MalaSettings { step_size: 1e-6, adapt_steps: 5_000, target_accept: 0.574, metric: Metric::Identity })
             .unwrap();
     let mu = m.posterior_mean().to_vec();
     let s = RunSettings { n_iter: 25_000, burn_in: 5_000, thin: 1, n_chains: 4, seed: 108, ..Default::default() };
@@ -182,7 +182,7 @@ fn mala_adaptation_reaches_target_acceptance() {
         // a fresh run at the adapted step size.
         let after = c.sampler.acceptance_rate_after_adaptation();
         assert!((after - 0.574).abs() < 0.08, "acceptance after adaptation {after}");
-        let fixed = Mala::new(MalaSettings { step_size: c.sampler.step_size(), ..Default::default() }).unwrap();
+        let fixed = Mala::new(MalaSettings::fixed(c.sampler.step_size())).unwrap();
         let o =
             run(&m, &fixed, &mu, &RunSettings { n_iter: 20_000, burn_in: 1, seed: 109, ..Default::default() }).unwrap();
         let acc = o.chains[0].sampler.acceptance_rate();

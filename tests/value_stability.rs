@@ -134,7 +134,7 @@ fn all_bits() -> BTreeMap<String, Vec<u64>> {
     let pre4 = PreconditionedSgld::new(SgldSettings::constant(1e-3), &spd(4, 1.0), Minibatch::new(50)).unwrap();
     m.insert("lg/preconditioned_sgld".into(), chain_bits(&lg, &pre3, &z3));
     m.insert("lo/preconditioned_sgld".into(), chain_bits(&lo, &pre4, &z4));
-    let mala = |g| Mala::new(MalaSettings { step_size: g, ..Default::default() }).unwrap();
+    let mala = |g| Mala::new(MalaSettings::fixed(g)).unwrap();
     m.insert("lg/mala".into(), chain_bits(&lg, &mala(1e-3), &z3));
     m.insert("lo/mala".into(), chain_bits(&lo, &mala(1e-2), &z4));
     let hamcmc = |g| {

@@ -205,7 +205,7 @@ fn sgld_with_svrg_and_saga_recovers_the_posterior_mean() {
     let model = LogisticRegression::synthetic(2_000, 3, 5.0, 32).unwrap();
     let map = model.map().unwrap().to_vec();
     let rs = RunSettings { n_iter: 60_000, burn_in: 5_000, n_chains: 4, seed: 3, ..Default::default() };
-    let mala = Mala::new(MalaSettings { step_size: 2e-3, ..Default::default() }).unwrap();
+    let mala = Mala::new(MalaSettings::fixed(2e-3)).unwrap();
     let reference = run(&model, &mala, &map, &RunSettings { n_iter: 30_000, ..rs }).unwrap();
     let ref_summary = diagnostics::summary(&reference.estimate).unwrap();
     for (label, out) in [

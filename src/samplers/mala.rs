@@ -10,18 +10,27 @@ use rand::{Rng, RngExt};
 /// Settings of [`Mala`].
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MalaSettings {
-    /// The (initial) step size γ of the Langevin proposal. Default 1e-4.
+    /// The (initial) step size γ of the Langevin proposal. Default 1e-4 (a start: the default
+    /// adaptation moves it).
     pub step_size: f64,
     /// Adapt γ during the first `adapt_steps` iterations towards `target_accept`
-    /// (Robbins–Monro on log γ with gain `k^(−0.6)`), then freeze it. Default 0 (no adaptation).
-    /// Keep the run's burn-in at least this long: samples taken while adapting are not exact.
+    /// (Robbins–Monro on log γ with gain `k^(−0.6)`), then freeze it. Default 1 000, the
+    /// default burn-in of [`RunSettings`](crate::RunSettings); 0 for a fixed step
+    /// ([`MalaSettings::fixed`]). Samples taken while adapting are not exact: a run whose
+    /// burn-in is shorter is refused ([`Error::InvalidParameter`] on `burn_in`).
     pub adapt_steps: u64,
     /// The acceptance rate aimed at while adapting, in (0, 1). Default 0.574 (Roberts &
     /// Rosenthal 1998).
     pub target_accept: f64,
-    /// The proposal's metric (inverse mass matrix). Default [`Metric::Identity`].
+    /// The proposal's metric (inverse mass matrix). Default [`Metric::Auto`] (dense up to
+    /// d = [`AUTO_DENSE_MAX_DIM`], diagonal above), adapted with the step during `adapt_steps`.
     pub metric: Metric,
 }
+
+/// The largest dimension for which [`Metric::Auto`] is dense: a dense metric costs d
+/// Hessian-vector products at `init` and `d²` multiply-adds per step, small beside a gradient's
+/// `N·d` up to here.
+pub const AUTO_DENSE_MAX_DIM: usize = 200;
 
 /// The metric (inverse mass matrix) D of [`Mala`]'s proposal `θ' = θ − γD∇U(θ) + √(2γ) D^{1/2} z`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -50,15 +59,26 @@ pub enum Metric {
     /// too poor, from fewer than d singular); shorter ones adapt the step alone. Each step costs
     /// `d²` multiply-adds more than with a diagonal D.
     Dense,
+    /// [`Dense`](Metric::Dense) when d ≤ [`AUTO_DENSE_MAX_DIM`], [`Diagonal`](Metric::Diagonal)
+    /// above: the default. (A diagonal metric started at I adapts too slowly when the
+    /// parameters' scales differ by 100× or more: it needs the draws of a chain that already
+    /// moves in every direction.)
+    Auto,
 }
 
 impl Default for MalaSettings {
     fn default() -> Self {
-        MalaSettings { step_size: 1e-4, adapt_steps: 0, target_accept: 0.574, metric: Metric::Identity }
+        MalaSettings { step_size: 1e-4, adapt_steps: 1_000, target_accept: 0.574, metric: Metric::Auto }
     }
 }
 
 impl MalaSettings {
+    /// Plain MALA with a fixed step γ: no adaptation, identity metric (what
+    /// `MalaSettings::default()` was before it adapted).
+    pub fn fixed(step_size: f64) -> Self {
+        MalaSettings { step_size, adapt_steps: 0, target_accept: 0.574, metric: Metric::Identity }
+    }
+
     /// Checks every field.
     pub fn validate(&self) -> Result<()> {
         check_positive("step_size", self.step_size)?;
@@ -179,7 +199,8 @@ impl Mala {
         &self.inv_mass
     }
 
-    /// The dense metric D (row-major d × d), with [`Metric::Dense`]; empty otherwise.
+    /// The dense metric D (row-major d × d), with [`Metric::Dense`] (or [`Metric::Auto`] in
+    /// dimension up to [`AUTO_DENSE_MAX_DIM`]); empty otherwise.
     pub fn dense_metric(&self) -> &[f64] {
         &self.dense
     }
@@ -189,8 +210,14 @@ impl Mala {
         self.settings.metric != Metric::Identity && self.settings.adapt_steps >= INIT_BUFFER + TERM_BUFFER + BASE_WINDOW
     }
 
+    /// Whether the metric is dense ([`Metric::Dense`], or [`Metric::Auto`] up to
+    /// [`AUTO_DENSE_MAX_DIM`]; the dimension is the bound state's).
     fn is_dense(&self) -> bool {
-        self.settings.metric == Metric::Dense
+        match self.settings.metric {
+            Metric::Dense => true,
+            Metric::Auto => self.theta.len() <= AUTO_DENSE_MAX_DIM,
+            Metric::Identity | Metric::Diagonal => false,
+        }
     }
 
     /// Sets the dense metric to `cov` (row-major) if it has a Cholesky factor; `false` if not.
@@ -512,5 +539,9 @@ impl Sampler for Mala {
 
     fn cost(&self) -> Cost {
         self.cost
+    }
+
+    fn adaptation_steps(&self) -> u64 {
+        self.settings.adapt_steps
     }
 }

@@ -66,7 +66,7 @@ mod whitening;
 pub use cyclical::{CyclicalKernel, CyclicalSettings, CyclicalSgld};
 pub use hamcmc::{Hamcmc, HamcmcSettings};
 pub use langevin::{Langevin, LangevinKernel};
-pub use mala::{Mala, MalaSettings, Metric};
+pub use mala::{AUTO_DENSE_MAX_DIM, Mala, MalaSettings, Metric};
 pub use precond::{PreconditionedKernel, PreconditionedSgld};
 pub use psgld::{Psgld, PsgldKernel, PsgldSettings};
 pub use sghmc::{Sghmc, SghmcKernel, SghmcSettings};
@@ -125,6 +125,12 @@ pub trait Sampler: Clone + Send + Sync {
     /// [`run`](crate::run()) counts once per run. Default: nothing.
     fn setup_cost(&self) -> Cost {
         Cost::default()
+    }
+
+    /// Iterations at the start during which the sampler adapts itself (its draws are not exact
+    /// then): [`run`](crate::run()) refuses a burn-in shorter than this. Default 0.
+    fn adaptation_steps(&self) -> u64 {
+        0
     }
 }
 

@@ -445,7 +445,12 @@ pub fn reference<M: Model>(model: &M, mode: &[f64], n_iter: u64, seed: u64, spre
     let d = model.dim();
     let w = Whitening::from_hessian(mode, &dense_hessian(model, mode)?)?;
     let wm = WhitenedModel { inner: model, w: w.clone() };
-    let mala = Mala::new(MalaSettings { step_size: 0.5, adapt_steps: 2_000, ..Default::default() })?;
+    let mala = Mala::new(MalaSettings {
+        step_size: 0.5,
+        adapt_steps: 2_000,
+        metric: sgmcmc::Metric::Identity,
+        ..Default::default()
+    })?;
     let starts: Vec<Vec<f64>> = (0..4).map(|c| vec![spread * c as f64 - 1.5 * spread; d]).collect();
     let settings = RunSettings { n_iter, burn_in: 2_000, n_chains: 4, seed, ..Default::default() };
     let out = run_chains(&wm, &mala, &starts, &settings)?;
