@@ -25,7 +25,7 @@
 //!   iterations needed, `Var_π(g) · τ / ε²`, where τ = draws / ESS is the integrated
 //!   autocorrelation time of g from the reference chains (`diagnostics::ess_mean`). Burn-in is
 //!   not charged (the chains start at the MAP), which favours MALA.
-//! * Adaptive ML-SGLD (`run_adaptive` with `rmse: ε`; its own variance + bias estimate decides when
+//! * Adaptive ML-SGLD (`run_adaptive` with `target: RmseTarget::Absolute(ε)`; its own variance + bias estimate decides when
 //!   to stop): the cost it actually spent, `result.cost` datum gradients + Hessian-vector
 //!   products, the Taylor setup (N gradients + 3N Hessian-vector products at the MAP) included;
 //!   the sampling part alone is printed too. Antithetic coupling with Taylor gradients (with and
@@ -326,7 +326,8 @@ fn part2_one(x: &Array2<f64>, y: &Array1<f64>, n: usize) -> Res<Row> {
     let eps = REL * reference.mean;
     let iters = reference.var * reference.tau / (eps * eps);
     let cost_mala = 2.0 * n as f64 * iters;
-    let target = AdaptiveSettings { rmse: eps, n_initial: 200, max_level: 10, max_cost: None };
+    let target =
+        AdaptiveSettings { target: sgmcmc::RmseTarget::Absolute(eps), n_initial: 200, max_level: 10, max_cost: None };
     let tay = taylor(&model, &map)?;
     let make_t =
         |seed: u64| Ok(MlSgld::sgld(settings(MlCoupling::Antithetic, None, seed), 1.0 / n as f64, tay.clone(), &map)?);
@@ -372,7 +373,12 @@ fn mse_vs_cost(x: &Array2<f64>, y: &Array1<f64>, truth: f64) -> Res<(f64, f64)> 
     let (mut pts, mut pts_est) = (Vec::new(), Vec::new());
     for (k, rel) in [0.2, 0.1, 0.05, 0.025].into_iter().enumerate() {
         let eps = rel * truth;
-        let target = AdaptiveSettings { rmse: eps, n_initial: 200, max_level: 10, max_cost: None };
+        let target = AdaptiveSettings {
+            target: sgmcmc::RmseTarget::Absolute(eps),
+            n_initial: 200,
+            max_level: 10,
+            max_cost: None,
+        };
         let first = 1000 + 100 * k as u64;
         if let Some(a) = adaptive(&make, &model, &g, &target, first..first + 2 * SEEDS)? {
             let mse = a.estimates.iter().map(|e| (e - truth).powi(2)).sum::<f64>() / a.estimates.len() as f64;

@@ -100,16 +100,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let threads = rayon::current_num_threads();
     let sgld_speed = Speed::of(&sgld_out, N_DATA);
     let sghmc_speed = Speed::of(&sghmc_out, N_DATA);
-    for (name, s, tuned) in [("SGLD-CV", &sgld_speed, &sgld_cv.cost), ("SGHMC-CV", &sghmc_speed, &sghmc_cv.cost)] {
+    let tuning = |cost: Cost, wall: std::time::Duration| (cost.epochs(N_DATA), wall.as_secs_f64());
+    for (name, s, (tuning_epochs, tuning_s)) in [
+        ("SGLD-CV", &sgld_speed, tuning(sgld_cv.cost, sgld_cv.wall_time)),
+        ("SGHMC-CV", &sghmc_speed, tuning(sghmc_cv.cost, sghmc_cv.wall_time)),
+    ] {
         println!(
             "{name:>8}: {:.2} s wall for {N_CHAINS} chains on {threads} threads: {:.3e} iterations/s, \
-             {:.3e} datum-gradients/s; run {} datum gradients = {:.0} epochs; tuning {:.0} epochs",
+             {:.3e} datum-gradients/s; run {} datum gradients = {:.0} epochs; tuning {:.0} epochs in {:.2} s",
             s.wall_s,
             s.iters_per_sec,
             s.grads_per_sec,
             s.datum_gradients,
             s.epochs,
-            tuned.epochs(N_DATA)
+            tuning_epochs,
+            tuning_s
         );
     }
     let (sgld_acc, sghmc_acc) = (&accuracies[0].0, &accuracies[1].0);

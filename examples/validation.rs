@@ -243,7 +243,8 @@ fn mlsgld_row<M: Model>(
 ) -> Row {
     let mut row = Row::new(posterior, "ML-SGLD", kept);
     let d = model.dim();
-    let target = AdaptiveSettings { rmse: 0.1 * (5_000.0 / kept as f64).sqrt(), ..Default::default() };
+    let target =
+        AdaptiveSettings { target: RmseTarget::Absolute(0.1 * (5_000.0 / kept as f64).sqrt()), ..Default::default() };
     let settings = MlSgldSettings { keep_points: true, seed: 21, ..Default::default() };
     fill(&mut row, |row| {
         let (ml, setup) = MlSgld::sgld_tuned(model, settings, cv.clone(), &vec![0.0; d], &tune_settings(kept))?;

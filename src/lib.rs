@@ -41,6 +41,7 @@ pub use control_variate::{ControlVariate, CvSettings};
 pub use cost::Cost;
 pub use coupled::mlsgld::{
     AdaptiveSettings, LevelSample, LevelStats, MlCoupling, MlSgld, MlSgldSettings, MlmcCheckpoint, MlmcResult,
+    RmseTarget,
 };
 pub use coupled::richardson::{
     BiasReport, NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, discretisation_bias, resume_rr, run_rr,
@@ -78,8 +79,8 @@ pub mod prelude {
         AdaptiveSettings, ControlVariate, Cost, CvSettings, CyclicalSettings, CyclicalSgld, Error, Estimate,
         FullGradient, GradientEstimator, Hamcmc, HamcmcSettings, LinearGaussian, Lmc, LogisticRegression, Mala,
         MalaSettings, Metric, Minibatch, MlSgld, MlSgldSettings, ModeSettings, Model, Observer, PreconditionedSgld,
-        Psgld, PsgldSettings, RichardsonRomberg, RunOutput, RunSettings, Sampler, Sghmc, SghmcSettings, Sgld,
-        SgldSettings, Sgnht, SgnhtSettings, Sgrrhmc, Sgrrld, StepSize, Storage, Whitening, ZvOrder, check_model,
+        Psgld, PsgldSettings, RichardsonRomberg, RmseTarget, RunOutput, RunSettings, Sampler, Sghmc, SghmcSettings,
+        Sgld, SgldSettings, Sgnht, SgnhtSettings, Sgrrhmc, Sgrrld, StepSize, Storage, Whitening, ZvOrder, check_model,
         diagnostics, export, find_mode, resume, resume_rr, run, run_chains, run_chains_observed, run_observed, run_rr,
     };
 }

@@ -680,6 +680,8 @@ pub struct Tuned<S> {
     /// Which preconditioning was chosen and why, its cost per step, and the condition number
     /// before and after, in words.
     pub preconditioning: String,
+    /// Wall time of the whole tuning (mode search, curvature, whitening and pilots).
+    pub wall_time: std::time::Duration,
 }
 
 /// Chooses `sampler`'s constant step size for `model` from `theta0` without the user's help (see
@@ -707,6 +709,7 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     theta0: &[f64],
     settings: &TuneSettings,
 ) -> Result<Tuned<S>> {
+    let started = std::time::Instant::now();
     let Setup { mode, curv, centre, scale, laplace, base, whitening, preconditioning, mut cost } =
         setup(model, sampler, theta0, settings)?;
     let sampler = &base;
@@ -805,6 +808,7 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         reason,
         whitening,
         preconditioning,
+        wall_time: started.elapsed(),
     })
 }
 
@@ -1417,6 +1421,8 @@ pub struct TunedRr<S> {
     pub reason: String,
     /// The whitening the base sampler runs in, if any (see [`TuneSettings::precondition`]).
     pub whitening: Option<Arc<Whitening>>,
+    /// Wall time of the whole tuning (mode search, curvature, whitening and pilots).
+    pub wall_time: std::time::Duration,
 }
 
 /// Replicates of each Richardson–Romberg pilot (their spread gives the Monte Carlo error).
@@ -1461,6 +1467,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     theta0: &[f64],
     settings: &TuneSettings,
 ) -> Result<TunedRr<S>> {
+    let started = std::time::Instant::now();
     let Setup { mode, curv, centre, scale: _, laplace, base, whitening, preconditioning, mut cost } =
         setup(model, rr.base(), theta0, settings)?;
     // Means and variances are measured in the Laplace approximation's marginal sds (not the
@@ -1683,6 +1690,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         cost,
         reason,
         whitening,
+        wall_time: started.elapsed(),
     })
 }
 

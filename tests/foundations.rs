@@ -335,7 +335,7 @@ fn multilevel_sgld_on_the_default_path_is_whitened_and_right() {
     let kappa = unwhitened.lambda_max / unwhitened.lambda_min.unwrap();
     assert!(kappa > 300.0, "{kappa}");
     let eps = 0.03;
-    let target = AdaptiveSettings { rmse: eps, ..Default::default() };
+    let target = AdaptiveSettings { target: RmseTarget::Absolute(eps), ..Default::default() };
     let sd0 = sigma[[0, 0]].sqrt();
     let second = ml.run_adaptive(&lg, &|t: &[f64]| ((t[0] - mu[0]) / sd0).powi(2), &target).unwrap();
     let sd1 = sigma[[1, 1]].sqrt();
@@ -380,7 +380,7 @@ fn multilevel_sgld_on_the_default_path_lengthens_a_horizon_that_does_not_relax()
     };
     // At the curvature's horizon (m = 4) the same run fails its relaxation test.
     let short = MlSgld::new(MlSgldSettings { horizon: 4, ..settings }, ml.base().clone(), &setup.mode).unwrap();
-    let target = AdaptiveSettings { rmse: 0.1, ..Default::default() };
+    let target = AdaptiveSettings { target: RmseTarget::Absolute(0.1), ..Default::default() };
     assert!(matches!(short.run_adaptive(&model, &g, &target), Err(Error::NotRelaxed { .. })));
     ml.run_adaptive(&model, &g, &target).unwrap();
 }

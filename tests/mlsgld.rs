@@ -97,7 +97,7 @@ fn adaptive_mlmc_meets_the_target_rmse() {
     let truth = mu;
     let g = |t: &[f64]| t[0];
     let eps = 0.05 * sd;
-    let target = AdaptiveSettings { rmse: eps, n_initial: 200, max_level: 8, max_cost: None };
+    let target = AdaptiveSettings { target: RmseTarget::Absolute(eps), n_initial: 200, max_level: 8, max_cost: None };
     let mut errs = Vec::new();
     let mut levels = Vec::new();
     for run in 0..40u64 {
@@ -116,7 +116,8 @@ fn adaptive_mlmc_meets_the_target_rmse() {
 fn adaptive_mlmc_reports_an_exhausted_budget() {
     let m = gaussian();
     let ml = MlSgld::sgld(MlSgldSettings::default(), 0.01, Minibatch::new(10), &[0.0]).unwrap();
-    let target = AdaptiveSettings { rmse: 1e-5, n_initial: 10, max_level: 8, max_cost: Some(100_000) };
+    let target =
+        AdaptiveSettings { target: RmseTarget::Absolute(1e-5), n_initial: 10, max_level: 8, max_cost: Some(100_000) };
     match ml.run_adaptive(&m, &|t: &[f64]| t[0], &target) {
         Err(Error::BudgetExhausted { datum_evaluations, estimate, estimated_rmse, .. }) => {
             // It stops before a batch that would overrun the budget, reporting what it has.
@@ -270,7 +271,7 @@ fn curvature_defaults_relax_and_short_horizons_are_reported() {
     assert!(ml.settings().horizon as f64 >= 3.5 * curv.lambda_max / curv.lambda_min.unwrap() - 1.0);
     // The variance of the slow coordinate: g = (θ₁ − μ₁)², which starts at 0 from the mode.
     let g = |t: &[f64]| (t[1] - mu[1]).powi(2);
-    let target = AdaptiveSettings { rmse: 0.03 * var, ..Default::default() };
+    let target = AdaptiveSettings { target: RmseTarget::Absolute(0.03 * var), ..Default::default() };
     let r = ml.run_adaptive(&m, &g, &target).unwrap();
     let err = (r.estimate - var) / (r.variance + r.bias_estimate.unwrap().powi(2)).sqrt();
     eprintln!("variance: ML-SGLD {:.5e} vs exact {var:.5e} ({err:+.2} reported errors)", r.estimate);
@@ -280,7 +281,9 @@ fn curvature_defaults_relax_and_short_horizons_are_reported() {
     let start = [mu[0] + 2.0 * sd0, mu[1]];
     let (ml, _) = MlSgld::sgld_from_curvature(&m, settings, Minibatch::new(50), &start).unwrap();
     let g0 = |t: &[f64]| t[0];
-    let r = ml.run_adaptive(&m, &g0, &AdaptiveSettings { rmse: 0.03 * sd0, ..Default::default() }).unwrap();
+    let r = ml
+        .run_adaptive(&m, &g0, &AdaptiveSettings { target: RmseTarget::Absolute(0.03 * sd0), ..Default::default() })
+        .unwrap();
     let err = (r.estimate - mu[0]) / (r.variance + r.bias_estimate.unwrap().powi(2)).sqrt();
     eprintln!("mean: ML-SGLD {:.6} vs exact {:.6} ({err:+.2} reported errors)", r.estimate, mu[0]);
     assert!(err.abs() < Z);
@@ -292,4 +295,35 @@ fn curvature_defaults_relax_and_short_horizons_are_reported() {
     let e = short.run_adaptive(&m, &g, &target).unwrap_err();
     eprintln!("{e}");
     assert!(matches!(e, Error::NotRelaxed { .. }), "{e:?}");
+}
+
+/// The default target is relative to the posterior: `AdaptiveSettings::default()` aims at 0.1
+/// posterior sd of g (estimated from level 2's fine paths), whatever the scale of g — here g = 1 000 θ and
+/// g = θ / 1 000 get the same relative accuracy — and 20 runs meet it against the exact mean.
+#[test]
+fn the_default_adaptive_target_is_relative_to_the_posterior_sd() {
+    let m = gaussian();
+    let mu = m.posterior_mean()[0];
+    let sd = m.posterior_covariance()[[0, 0]].sqrt();
+    for scale in [1e3, 1e-3] {
+        let g = |t: &[f64]| scale * t[0];
+        let mut sq = 0.0;
+        for run in 0..20u64 {
+            // A horizon of 40 h₀ = 0.4 relaxes this posterior (precision ≈ 25): e^(−10).
+            let settings = MlSgldSettings { seed: 500 + run, horizon: 40, ..Default::default() };
+            let ml = MlSgld::sgld(settings, 1.0 / 100.0, Minibatch::new(10), &[mu + 2.0 * sd]).unwrap();
+            let r = ml.run_adaptive(&m, &g, &AdaptiveSettings::default()).unwrap();
+            let eps = r.target_rmse.unwrap();
+            // Level 2's sd of g is the posterior sd of g to within its sampling error (100
+            // samples: ±21 % at 3 standard errors) and the bias of its law (step h₀/4 with
+            // minibatch noise: about +14 % here, measured over these runs).
+            let ratio = eps / (0.1 * scale * sd);
+            assert!((0.75..1.5).contains(&ratio), "ε {eps:e} is {ratio:.2} × 0.1 sd");
+            sq += ((r.estimate - scale * mu) / (scale * sd)).powi(2);
+        }
+        let rmse_sd = (sq / 20.0).sqrt();
+        eprintln!("scale {scale:e}: empirical RMSE {rmse_sd:.3} posterior sds (target 0.1)");
+        // 20 runs: the empirical RMSE of a method meeting 0.1 is below 0.15 with high probability.
+        assert!(rmse_sd <= 0.15, "{rmse_sd}");
+    }
 }

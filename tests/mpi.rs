@@ -254,7 +254,8 @@ fn main() {
             ta == tb && a.measure.is_some(),
             format!("estimate {:e} vs {:e}, {} characters of result equal", a.estimate, b.estimate, ta.len()),
         );
-        let target = AdaptiveSettings { rmse: 0.02, n_initial: 13, max_level: 5, max_cost: None };
+        let target =
+            AdaptiveSettings { target: RmseTarget::Absolute(0.02), n_initial: 13, max_level: 5, max_cost: None };
         let ml =
             MlSgld::sgld(MlSgldSettings { seed: 78, ..Default::default() }, 1.0 / 2_000.0, Minibatch::new(10), &start)
                 .expect("ml-sgld");

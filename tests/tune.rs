@@ -69,7 +69,8 @@ fn ksd_selection_is_within_a_factor_3_of_the_best_step_at_the_same_budget() {
     // Tuned for runs of one chain of the pilots' kept length, the budget the grid is scored at.
     let settings = TuneSettings { seed: 99, planned_run: PlannedRun::new(1_800, 1), ..TuneSettings::default() };
     let tuned = tune(&lg, &sgld, &[0.0; 3], &settings).unwrap();
-    eprintln!("{}", tuned.reason);
+    eprintln!("{} ({:.2} s)", tuned.reason, tuned.wall_time.as_secs_f64());
+    assert!(tuned.wall_time > std::time::Duration::ZERO);
     // The default preconditioning whitens this posterior (d = 3) densely.
     assert!(tuned.whitening.as_ref().is_some_and(|w| w.is_dense()), "{}", tuned.preconditioning);
     for t in &tuned.trials {

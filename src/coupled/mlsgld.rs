@@ -77,12 +77,31 @@ impl MlSgldSettings {
     }
 }
 
-/// Settings of [`MlSgld::run_adaptive`] (Giles' adaptive MLMC).
+/// The target root-mean-square error ε of an adaptive multilevel estimate of `π(g)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RmseTarget {
+    /// ε = this fraction of the posterior sd of g, estimated from the `n_initial` fine paths of
+    /// level 2 (step h₀/4, horizon 3T₀: the least biased of the first three levels). The default, 0.1: an error a tenth of the posterior's own spread,
+    /// whatever the scale of g.
+    PosteriorSd(f64),
+    /// ε in the units of g.
+    Absolute(f64),
+}
+
+impl Default for RmseTarget {
+    fn default() -> Self {
+        RmseTarget::PosteriorSd(0.1)
+    }
+}
+
+/// Settings of [`MlSgld::run_adaptive`] (Giles' adaptive MLMC). Build them with
+/// `AdaptiveSettings { target: RmseTarget::Absolute(0.01), ..Default::default() }`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AdaptiveSettings {
     /// The target root-mean-square error ε of the estimate of `π(g)` (its bias being that of the
-    /// finest level's law).
-    pub rmse: f64,
+    /// finest level's law). Default `RmseTarget::PosteriorSd(0.1)`. (It was an absolute
+    /// `rmse: f64` of 0.01, which on a parameter of posterior sd 0.017 was 0.58 sd.)
+    pub target: RmseTarget,
     /// Samples taken at a new level before its variance is trusted. Default 100.
     pub n_initial: usize,
     /// Levels start at 0..=2 and are added up to this one. Default 10.
@@ -94,7 +113,7 @@ pub struct AdaptiveSettings {
 
 impl Default for AdaptiveSettings {
     fn default() -> Self {
-        AdaptiveSettings { rmse: 1e-2, n_initial: 100, max_level: 10, max_cost: None }
+        AdaptiveSettings { target: RmseTarget::default(), n_initial: 100, max_level: 10, max_cost: None }
     }
 }
 
@@ -138,6 +157,9 @@ pub struct MlmcResult {
     /// weight `1/N_l` on each fine point, `−1/N_l` on each coarse one (`−1/(2N_l)` on each of the
     /// antithetic pair), so that `expectation(g)` reproduces `estimate`.
     pub measure: Option<Estimate>,
+    /// The absolute target RMSE ε the adaptive run aimed at (for
+    /// [`RmseTarget::PosteriorSd`], the fraction times level 2's sd of g); `None` for fixed runs.
+    pub target_rmse: Option<f64>,
 }
 
 /// Multilevel SGLD for `π(g)`: `E[g_L] = E[g_0] + Σ_{l=1}^{L} E[g_l − g_{l−1}]`, each term estimated
@@ -282,7 +304,7 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     /// let mode = model.posterior_mean().to_vec();
     /// let (ml, _curvature) = MlSgld::sgld_from_curvature(&model, MlSgldSettings::default(), Minibatch::new(50), &mode)?;
     /// let g = |t: &[f64]| t[0];
-    /// let r = ml.run_adaptive(&model, &g, &AdaptiveSettings { rmse: 0.01, ..Default::default() })?;
+    /// let r = ml.run_adaptive(&model, &g, &AdaptiveSettings { target: RmseTarget::Absolute(0.01), ..Default::default() })?;
     /// assert!((r.estimate - mode[0]).abs() < 0.05);
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```
@@ -320,7 +342,7 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     ///     MlSgld::sgld_tuned(&model, MlSgldSettings::default(), Minibatch::new(50), &[0.0; 2], &TuneSettings::default())?;
     /// assert_eq!(ml.settings().horizon, 4); // condition number 1 once whitened
     /// let g = |t: &[f64]| t[0];
-    /// let r = ml.run_adaptive(&model, &g, &AdaptiveSettings { rmse: 0.01, ..Default::default() })?;
+    /// let r = ml.run_adaptive(&model, &g, &AdaptiveSettings { target: RmseTarget::Absolute(0.01), ..Default::default() })?;
     /// assert!((r.estimate - model.posterior_mean()[0]).abs() < 0.05);
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```
@@ -771,7 +793,8 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         target: &AdaptiveSettings,
     ) -> Result<MlmcResult> {
         self.check(model)?;
-        check_positive("rmse", target.rmse)?;
+        let (RmseTarget::PosteriorSd(t) | RmseTarget::Absolute(t)) = target.target;
+        check_positive("target (RMSE)", t)?;
         if target.n_initial < 2 {
             return Err(Error::invalid("n_initial", target.n_initial, "must be >= 2"));
         }
@@ -780,7 +803,6 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         }
         let setup = self.base.setup_cost();
         let mut budget = Budget { spent: (setup.datum_gradients + setup.datum_hvps) as f64, max: target.max_cost };
-        let eps = target.rmse;
         let keep = self.settings.keep_points && self.settings.averaging_window.is_none();
         let mut data: Vec<LevelAcc> = Vec::new();
         let exhausted = |me: &Self, data: &[LevelAcc], reason: &'static str, bias: f64| {
@@ -805,6 +827,21 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             }
             data.push(acc);
         }
+        let eps = match target.target {
+            RmseTarget::Absolute(e) => e,
+            RmseTarget::PosteriorSd(f) => {
+                let fine = &data[2];
+                let sd = (fine.m2_f / (fine.n as f64 - 1.0)).sqrt();
+                if !(sd > 0.0 && sd.is_finite()) {
+                    return Err(Error::invalid(
+                        "target",
+                        format!("{:?} (level 2's samples of g have sd {sd})", target.target),
+                        "a target relative to the posterior sd needs g to vary: give RmseTarget::Absolute",
+                    ));
+                }
+                f * sd
+            }
+        };
         loop {
             let stats: Vec<(f64, f64)> =
                 data.iter().map(|a| (a.var().max(f64::MIN_POSITIVE), a.cost_per_sample())).collect();
@@ -834,7 +871,9 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
                 if let Some(e) = self.relaxation_error(g, &data[0], big_l, eps) {
                     return Err(e);
                 }
-                return Ok(self.summarise(model, &data, Some(bias)));
+                let mut r = self.summarise(model, &data, Some(bias));
+                r.target_rmse = Some(eps);
+                return Ok(r);
             }
             if big_l >= target.max_level {
                 return Err(exhausted(self, &data, "max_level reached before the bias test passed", bias));
@@ -908,7 +947,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         }
         let measure = self.measure(data);
         let epochs = cost.datum_gradients as f64 / model.n_data() as f64;
-        MlmcResult { estimate, variance, levels, cost, epochs, bias_estimate: bias, measure }
+        MlmcResult { estimate, variance, levels, cost, epochs, bias_estimate: bias, measure, target_rmse: None }
     }
 
     fn measure(&self, data: &[LevelAcc]) -> Option<Estimate> {
