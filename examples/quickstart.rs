@@ -108,13 +108,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "{name:>8}: {:.2} s wall for {N_CHAINS} chains on {threads} threads: {:.3e} iterations/s, \
              {:.3e} datum-gradients/s; run {} datum gradients = {:.0} epochs; tuning {:.0} epochs in {:.2} s",
-            s.wall_s,
-            s.iters_per_sec,
-            s.grads_per_sec,
-            s.datum_gradients,
-            s.epochs,
-            tuning_epochs,
-            tuning_s
+            s.wall_s, s.iters_per_sec, s.grads_per_sec, s.datum_gradients, s.epochs, tuning_epochs, tuning_s
         );
     }
     let (sgld_acc, sghmc_acc) = (&accuracies[0].0, &accuracies[1].0);

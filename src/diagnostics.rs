@@ -236,11 +236,29 @@ pub fn ess_bulk(draws: ArrayView2<'_, f64>) -> Result<f64> {
 /// Errors as [`ess_bulk`].
 pub fn ess_tail(draws: ArrayView2<'_, f64>) -> Result<f64> {
     check_draws(&draws)?;
+    Ok(ess_tail_at(&draws, Convention::ArviZ023.tail_quantiles()))
+}
+
+/// The smaller ESS of the indicators of the two quantiles `p`.
+fn ess_tail_at(draws: &ArrayView2<'_, f64>, p: (f64, f64)) -> f64 {
     let e = |p: f64| {
-        let q = quantile7(&draws, p);
+        let q = quantile7(draws, p);
         ess_raw(&split(&draws.mapv(|v| if v <= q { 1.0 } else { 0.0 }).view()))
     };
-    Ok(e(0.05).min(e(0.95)))
+    e(p.0).min(e(p.1))
+}
+
+/// R̂ of the convention: the tail part folded about the median of the unsplit draws (0.23's
+/// `az.summary`) or of the split ones ([`rhat`]).
+fn rhat_of(draws: &ArrayView2<'_, f64>, convention: Convention) -> f64 {
+    let s = split(draws);
+    let bulk = rhat_raw(&z_scale(&s));
+    let med = match convention {
+        Convention::ArviZ023 => median(&draws.to_owned()),
+        Convention::ArviZ1 => median(&s),
+    };
+    let tail = rhat_raw(&z_scale(&s.mapv(|v| (v - med).abs())));
+    bulk.max(tail)
 }
 
 /// Effective sample size for the mean (split chains, no normalisation). Errors as [`ess_bulk`].
@@ -269,6 +287,43 @@ pub fn mcse_mean(draws: ArrayView2<'_, f64>) -> Result<f64> {
     Ok(sd / ess_mean(draws)?.sqrt())
 }
 
+/// Whose `summary` the summary functions reproduce, column for column (to 1e-12 on
+/// `tests/fixtures`): the conventions differ in the credible interval, the quantiles of the tail
+/// ESS and the median R̂'s tail part is folded about.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Convention {
+    /// ArviZ 0.23 (`az.summary`): the 94 % HDI, tail ESS at the 5 %/95 % quantiles, R̂ folded
+    /// about the median of the unsplit draws. The default.
+    #[default]
+    ArviZ023,
+    /// ArviZ 1.x (`arviz_stats.summary`, checked against 1.3): the 89 % equal-tailed interval,
+    /// tail ESS at the 11 %/89 % quantiles, R̂ folded about the median of the split draws.
+    ArviZ1,
+}
+
+impl Convention {
+    /// The quantiles whose indicators give the tail ESS.
+    pub fn tail_quantiles(self) -> (f64, f64) {
+        match self {
+            Convention::ArviZ023 => (0.05, 0.95),
+            Convention::ArviZ1 => (0.11, 0.89),
+        }
+    }
+
+    /// The column names of the credible interval's bounds, as the convention's `summary` prints
+    /// them.
+    pub fn interval_columns(self) -> (&'static str, &'static str) {
+        match self {
+            Convention::ArviZ023 => ("hdi_3%", "hdi_97%"),
+            Convention::ArviZ1 => ("eti89_lb", "eti89_ub"),
+        }
+    }
+}
+
+/// The 89 % equal-tailed interval's quantiles of [`Convention::ArviZ1`].
+const ETI89: (f64, f64) = (0.055, 0.945);
+
 /// Summary of one scalar quantity over several chains: the columns of ArviZ's `az.summary`
 /// (mean, sd, 94 % HDI, MCSE of mean and sd, bulk and tail ESS, R̂) plus the 5 %, 50 % and 95 %
 /// quantiles. [`SummaryTable`] prints a set of them as a table.
@@ -295,9 +350,18 @@ pub struct Summary {
     pub ess_bulk: f64,
     /// Tail ESS.
     pub ess_tail: f64,
-    /// Rank-normalised split-R̂ (as `az.rhat`; `az.summary` folds about the median of the unsplit
-    /// draws instead, which differs in the fourth decimal for an odd number of draws per chain).
+    /// Rank-normalised split-R̂, folded for its tail part about the median of the unsplit draws
+    /// ([`Convention::ArviZ023`], as ArviZ 0.23's `az.summary`) or of the split draws
+    /// ([`Convention::ArviZ1`], as ArviZ 1.x's `summary` and every version's `rhat`, which
+    /// [`rhat`](fn@rhat) computes): they differ in the fourth decimal for an odd number of
+    /// draws per chain.
     pub rhat: f64,
+    /// The credible interval of the [`convention`](Self::convention): the 94 % HDI
+    /// ([`Convention::ArviZ023`], equal to [`hdi`](Self::hdi)) or the 89 % equal-tailed interval
+    /// (type-7 quantiles at 5.5 % and 94.5 %, [`Convention::ArviZ1`]).
+    pub interval: (f64, f64),
+    /// Whose `summary` this row reproduces.
+    pub convention: Convention,
     /// Whether the draws carried unequal weights and every field above was computed with them
     /// (see [`summarize_weighted`]).
     pub weighted: bool,
@@ -469,8 +533,14 @@ pub fn quantile(draws: ArrayView2<'_, f64>, p: f64) -> Result<f64> {
     Ok(quantile7(&draws, p))
 }
 
-/// The [`Summary`] of one quantity's (chains × draws) array. Errors as [`ess_bulk`].
+/// The [`Summary`] of one quantity's (chains × draws) array, in ArviZ 0.23's convention.
+/// Errors as [`ess_bulk`].
 pub fn summarize(draws: ArrayView2<'_, f64>) -> Result<Summary> {
+    summarize_with(draws, Convention::default())
+}
+
+/// [`summarize`] in the given [`Convention`].
+pub fn summarize_with(draws: ArrayView2<'_, f64>, convention: Convention) -> Result<Summary> {
     check_draws(&draws)?;
     let n = draws.len() as f64;
     let mut sorted: Vec<f64> = draws.iter().copied().collect();
@@ -486,8 +556,13 @@ pub fn summarize(draws: ArrayView2<'_, f64>) -> Result<Summary> {
         mcse_mean: mcse_mean(draws)?,
         mcse_sd: mcse_sd(draws)?,
         ess_bulk: ess_bulk(draws)?,
-        ess_tail: ess_tail(draws)?,
-        rhat: rhat(draws)?,
+        ess_tail: ess_tail_at(&draws, convention.tail_quantiles()),
+        rhat: rhat_of(&draws, convention),
+        interval: match convention {
+            Convention::ArviZ023 => hdi_sorted(&sorted, HDI_PROB)?,
+            Convention::ArviZ1 => (q(ETI89.0), q(ETI89.1)),
+        },
+        convention,
         weighted: false,
     })
 }
@@ -514,6 +589,16 @@ pub fn summarize(draws: ArrayView2<'_, f64>) -> Result<Summary> {
 /// [`Error::InvalidParameter`] for a non-finite weight and [`Error::ZeroTotalWeight`] when the
 /// weights (or one split chain's) sum to zero.
 pub fn summarize_weighted(draws: ArrayView2<'_, f64>, weights: ArrayView2<'_, f64>) -> Result<Summary> {
+    summarize_weighted_with(draws, weights, Convention::default())
+}
+
+/// [`summarize_weighted`] in the given [`Convention`] (weighted quantiles for the tail ESS and
+/// the equal-tailed interval, the weighted median of the unsplit or split draws for R̂'s fold).
+pub fn summarize_weighted_with(
+    draws: ArrayView2<'_, f64>,
+    weights: ArrayView2<'_, f64>,
+    convention: Convention,
+) -> Result<Summary> {
     check_draws(&draws)?;
     check_len("weight rows (chains)", draws.nrows(), weights.nrows())?;
     check_len("weight columns (draws per chain)", draws.ncols(), weights.ncols())?;
@@ -525,7 +610,7 @@ pub fn summarize_weighted(draws: ArrayView2<'_, f64>, weights: ArrayView2<'_, f6
         if w0 == 0.0 {
             return Err(Error::ZeroTotalWeight);
         }
-        return summarize(draws);
+        return summarize_with(draws, convention);
     }
     let (xs, ws) = (split(&draws), split(&weights));
     for c in ws.outer_iter() {
@@ -536,9 +621,16 @@ pub fn summarize_weighted(draws: ArrayView2<'_, f64>, weights: ArrayView2<'_, f6
     let (mean, sd2) = weighted_moments(draws.iter().copied(), weights.iter().copied())?;
     let (_, var_mean) = ess_weighted(&xs, &ws);
     let (q05, q95) = (weighted_quantile(&draws, &weights, 0.05), weighted_quantile(&draws, &weights, 0.95));
-    let tail = |q: f64| ess_weighted(&xs.mapv(|v| if v <= q { 1.0 } else { 0.0 }), &ws).0;
+    let tail = |p: f64| {
+        let q = weighted_quantile(&draws, &weights, p);
+        ess_weighted(&xs.mapv(|v| if v <= q { 1.0 } else { 0.0 }), &ws).0
+    };
+    let (t0, t1) = convention.tail_quantiles();
     let z = z_scale(&xs);
-    let med = weighted_quantile(&xs.view(), &ws.view(), 0.5);
+    let med = match convention {
+        Convention::ArviZ023 => weighted_quantile(&draws, &weights, 0.5),
+        Convention::ArviZ1 => weighted_quantile(&xs.view(), &ws.view(), 0.5),
+    };
     let folded = z_scale(&xs.mapv(|v| (v - med).abs()));
     // MCSE of the sd: the delta-method MCSE of the weighted mean of z = (x − mean)², over 2 sd.
     let (_, var_z) = ess_weighted(&xs.mapv(|v| (v - mean) * (v - mean)), &ws);
@@ -552,8 +644,15 @@ pub fn summarize_weighted(draws: ArrayView2<'_, f64>, weights: ArrayView2<'_, f6
         mcse_mean: var_mean.sqrt(),
         mcse_sd: if sd2 > 0.0 { var_z.sqrt() / (2.0 * sd2.sqrt()) } else { 0.0 },
         ess_bulk: ess_weighted(&z, &ws).0,
-        ess_tail: tail(q05).min(tail(q95)),
+        ess_tail: tail(t0).min(tail(t1)),
         rhat: rhat_weighted(&z, &ws).max(rhat_weighted(&folded, &ws)),
+        interval: match convention {
+            Convention::ArviZ023 => weighted_hdi(&draws, &weights, HDI_PROB),
+            Convention::ArviZ1 => {
+                (weighted_quantile(&draws, &weights, ETI89.0), weighted_quantile(&draws, &weights, ETI89.1))
+            }
+        },
+        convention,
         weighted: true,
     })
 }
@@ -666,8 +765,15 @@ fn per_chain(est: &Estimate, row: impl Fn(&crate::estimate::Samples) -> Vec<f64>
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
 pub fn summary(est: &Estimate) -> Result<Vec<Summary>> {
+    summary_with(est, Convention::default())
+}
+
+/// [`summary`] in the given [`Convention`].
+pub fn summary_with(est: &Estimate, convention: Convention) -> Result<Vec<Summary>> {
     let weights = weights_of(est)?;
-    (0..est.dim()).map(|j| summarize_weighted(chains_of(est, |t| t[j])?.view(), weights.view())).collect()
+    (0..est.dim())
+        .map(|j| summarize_weighted_with(chains_of(est, |t| t[j])?.view(), weights.view(), convention))
+        .collect()
 }
 
 /// [`Summary`] rows with parameter names; `Display` prints them as ArviZ's `az.summary` does
@@ -712,32 +818,27 @@ impl SummaryTable {
 /// [`summary`] of every coordinate as a [`SummaryTable`] named `θ[0]`, `θ[1]`, …
 /// (rename with [`SummaryTable::with_names`]). Errors as [`summary`].
 pub fn summary_table(est: &Estimate) -> Result<SummaryTable> {
-    let rows = summary(est)?;
+    summary_table_with(est, Convention::default())
+}
+
+/// [`summary_table`] in the given [`Convention`]: ArviZ 1.x's prints the 89 % equal-tailed
+/// interval (`eti89_lb`, `eti89_ub`) where 0.23's prints the 94 % HDI.
+pub fn summary_table_with(est: &Estimate, convention: Convention) -> Result<SummaryTable> {
+    let rows = summary_with(est, convention)?;
     Ok(SummaryTable { names: (0..rows.len()).map(|j| format!("θ[{j}]")).collect(), rows })
 }
 
 impl std::fmt::Display for SummaryTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let p = f.precision().unwrap_or(3);
-        let header = [
-            "mean",
-            "sd",
-            "hdi_3%",
-            "hdi_97%",
-            "q5%",
-            "q50%",
-            "q95%",
-            "mcse_mean",
-            "mcse_sd",
-            "ess_bulk",
-            "ess_tail",
-            "r_hat",
-        ];
+        let (lo, hi) = self.rows.first().map_or(Convention::default(), |r| r.convention).interval_columns();
+        let header =
+            ["mean", "sd", lo, hi, "q5%", "q50%", "q95%", "mcse_mean", "mcse_sd", "ess_bulk", "ess_tail", "r_hat"];
         let cells: Vec<Vec<String>> = self
             .rows
             .iter()
             .map(|r| {
-                let v = [r.mean, r.sd, r.hdi.0, r.hdi.1, r.q05, r.median, r.q95, r.mcse_mean, r.mcse_sd];
+                let v = [r.mean, r.sd, r.interval.0, r.interval.1, r.q05, r.median, r.q95, r.mcse_mean, r.mcse_sd];
                 let mut c: Vec<String> = v.iter().map(|x| format!("{x:.p$}")).collect();
                 c.push(format!("{:.0}", r.ess_bulk));
                 c.push(format!("{:.0}", r.ess_tail));

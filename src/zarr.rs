@@ -32,6 +32,24 @@ fn sort_consolidated(path: &Path) -> Result<()> {
     std::fs::write(&file, text).map_err(|e| io(&file, e))
 }
 
+/// The current UTC time as ArviZ writes `created_at` (`2026-11-24T19:30:00.123456Z`).
+fn utc_now_iso8601() -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let (secs, micros) = (now.as_secs(), now.subsec_micros());
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}Z", rem / 3_600, rem % 3_600 / 60, rem % 60)
+}
+
 /// A Zarr store with the ArviZ InferenceData layout for the draws of `n_chains` chains of
 /// `n_draws` draws in dimension d:
 ///
@@ -48,9 +66,14 @@ fn sort_consolidated(path: &Path) -> Result<()> {
 ///
 /// ```text
 /// import xarray as xr, arviz as az
-/// idata = az.from_datatree(xr.open_datatree("trace.zarr", engine="zarr"))
-/// az.summary(idata)
+/// dt = xr.open_datatree("trace.zarr", engine="zarr")
+/// az.summary(az.from_datatree(dt))  # ArviZ 0.23
+/// az.summary(dt)                    # ArviZ 1.x (arviz_stats.summary)
 /// ```
+///
+/// The root and both groups carry `created_at` (UTC, ISO 8601), `inference_library` and
+/// `inference_library_version`, as ArviZ writes them. (No `step_size` variable: the trace does
+/// not know the sampler's step; for Langevin samplers `weight` is the step.)
 #[derive(Debug)]
 pub struct ZarrTrace {
     path: PathBuf,
@@ -87,14 +110,19 @@ impl ZarrTrace {
         std::fs::create_dir_all(path).map_err(|e| io(path, e))?;
         let store = Arc::new(FilesystemStore::new(path).map_err(|e| io(path, e))?);
         let mut root = GroupBuilder::new().build(store.clone(), "/").map_err(|e| io(path, e))?;
+        let created_at = utc_now_iso8601();
         let attrs = root.attributes_mut();
         attrs.insert("inference_library".into(), "sgmcmc".into());
         attrs.insert("inference_library_version".into(), env!("CARGO_PKG_VERSION").into());
+        attrs.insert("created_at".into(), created_at.clone().into());
         root.store_metadata().map_err(|e| io(path, e))?;
         let (c, n, d) = (n_chains as u64, n_draws as u64, dim as u64);
         for group in ["posterior", "sample_stats"] {
             let mut g = GroupBuilder::new().build(store.clone(), &format!("/{group}")).map_err(|e| io(path, e))?;
-            g.attributes_mut().insert("inference_library".into(), "sgmcmc".into());
+            let attrs = g.attributes_mut();
+            attrs.insert("inference_library".into(), "sgmcmc".into());
+            attrs.insert("inference_library_version".into(), env!("CARGO_PKG_VERSION").into());
+            attrs.insert("created_at".into(), created_at.clone().into());
             g.store_metadata().map_err(|e| io(path, e))?;
             for (name, len) in [("chain", c), ("draw", n)] {
                 let a = ArrayBuilder::new(vec![len], vec![len], data_type::int64(), 0i64)
