@@ -327,6 +327,7 @@ const ETI89: (f64, f64) = (0.055, 0.945);
 /// Summary of one scalar quantity over several chains: the columns of ArviZ's `az.summary`
 /// (mean, sd, 94 % HDI, MCSE of mean and sd, bulk and tail ESS, R̂) plus the 5 %, 50 % and 95 %
 /// quantiles. [`SummaryTable`] prints a set of them as a table.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
     /// Mean over all draws.
@@ -389,6 +390,7 @@ impl Summary {
 
 /// Whether a run's chains mixed, by the thresholds [`RHAT_MAX`] and [`ESS_MIN`] on every
 /// coordinate: what [`convergence`] returns.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Convergence {
     /// Every coordinate passed.

@@ -233,6 +233,7 @@ impl MfModel {
 }
 
 /// The update of a block-scheduled chain.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum MfUpdate {
     /// SGLD: DSGLD.
@@ -298,6 +299,7 @@ pub struct MfTracePoint {
 }
 
 /// The result of a block-scheduled run (the same on every worker).
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct MfOutput {
     /// The last W (I × K).

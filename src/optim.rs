@@ -14,6 +14,7 @@ use crate::rng::{DEFAULT_SEED, stream};
 use crate::schedule::StepSize;
 
 /// The result of an optimiser.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Optimum {
     /// The point found.

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 /// What a run keeps of each chain.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Storage {
     /// Every recorded draw and its weight (memory: n_samples × d per chain). The default.
@@ -68,6 +69,7 @@ pub struct RunSettings {
 }
 
 /// What a chain that diverges (non-finite state or gradient) does to its run.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum OnDivergence {
     /// The run returns the error ([`Error::Chain`] around
@@ -158,6 +160,7 @@ impl RunSettings {
 }
 
 /// A chain that diverged, under [`OnDivergence::Report`].
+#[non_exhaustive]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Divergence {
     /// The chain (or replicate) index.
@@ -185,6 +188,7 @@ impl Divergence {
 }
 
 /// What one chain of a run did.
+#[non_exhaustive]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChainReport<S> {
     /// The sampler in its final state (its position, and sampler-specific statistics such as

@@ -3,6 +3,7 @@
 use crate::error::{Error, Result, check_non_negative, check_positive};
 
 /// A step-size schedule. `k` is the 1-based iteration index.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum StepSize {
     /// `γ_k = γ` for every k.

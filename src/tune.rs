@@ -85,6 +85,7 @@ impl Default for CurvatureSettings {
 pub const DENSE_CURVATURE_MAX_DIM: usize = 200;
 
 /// The extreme curvatures of the potential at a point.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Curvature {
     /// The largest eigenvalue of `∇²U(θ)` (full data, prior included).
@@ -641,6 +642,7 @@ impl TuneSettings {
 }
 
 /// One pilot run of [`tune`].
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trial {
     /// The step size tried.
@@ -657,6 +659,7 @@ pub struct Trial {
 }
 
 /// What [`tune`] chose, and why.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct Tuned<S> {
     /// The sampler with the chosen constant step.
@@ -1374,6 +1377,7 @@ fn ksd_scaling(dense: Option<&Array2<f64>>, diag: &[f64]) -> (Vec<f64>, Laplace)
 }
 
 /// One candidate of [`tune_rr`].
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct RrTrial {
     /// Chain A's step size tried (chain B runs at half of it).
@@ -1401,6 +1405,7 @@ pub struct RrTrial {
 }
 
 /// What [`tune_rr`] chose, and why.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct TunedRr<S> {
     /// The extrapolation with the chosen step.

@@ -29,6 +29,7 @@ use crate::estimate::Samples;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 
 /// The polynomial order of the ZV control variates.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ZvOrder {
     /// `Q` linear: d control variates (exact for linear g under a Gaussian target).

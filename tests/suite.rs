@@ -38,6 +38,8 @@ mod reexports;
 mod reproducibility;
 #[path = "richardson.rs"]
 mod richardson;
+#[path = "settings.rs"]
+mod settings;
 #[path = "stationary.rs"]
 mod stationary;
 #[path = "tune.rs"]

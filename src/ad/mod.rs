@@ -40,6 +40,7 @@ pub use candle_core;
 pub type PriorFn = dyn Fn(&[f64], &mut [f64]) -> f64 + Send + Sync;
 
 /// A prior on the flat parameter vector θ, in closed form, in `f64`.
+#[non_exhaustive]
 #[derive(Clone)]
 pub enum Prior {
     /// Independent `N(0, sd²)` coordinates: `U₀ = ‖θ‖² / (2 sd²)`.

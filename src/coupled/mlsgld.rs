@@ -12,6 +12,7 @@ use ndarray::{Array1, Array2};
 use serde::{Deserialize, Serialize};
 
 /// How the coarse path of a level is coupled to the fine one.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum MlCoupling {
     /// Algorithm 1: one coarse path; its minibatch is n indices drawn **without replacement**
@@ -78,6 +79,7 @@ impl MlSgldSettings {
 }
 
 /// The target root-mean-square error ε of an adaptive multilevel estimate of `π(g)`.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RmseTarget {
     /// ε = this fraction of the posterior sd of g, estimated from the `n_initial` fine paths of
@@ -118,6 +120,7 @@ impl Default for AdaptiveSettings {
 }
 
 /// Statistics of one level.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct LevelStats {
     /// The level l.
@@ -139,6 +142,7 @@ pub struct LevelStats {
 }
 
 /// The result of a multilevel run.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct MlmcResult {
     /// The multilevel estimate `Σ_l mean(Δ_l)` of `π(g)`.
@@ -195,6 +199,7 @@ pub struct MlSgld<S> {
 }
 
 /// One sample of one level.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LevelSample {
     /// `Δ_l` (for level 0, `g_0`).

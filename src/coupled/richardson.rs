@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 /// How the Gaussian increments of the two chains are related.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum NoiseCoupling {
     /// `Zᴬ_{k+1} = (Zᴮ_{2k+1} + Zᴮ_{2k+2}) / √2` (eq. 7): one Brownian path for both chains. The
@@ -572,6 +573,7 @@ fn assemble<S: Discretisation>(
 /// What [`discretisation_bias`] found: the run of the sampler at its own step h (chain A of a
 /// Richardson–Romberg pair), and per coordinate the estimated bias of its mean and sd with their
 /// standard errors, next to the Monte Carlo error of its mean.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct BiasReport {
     /// The run's posterior means (chains at step h, pooled).

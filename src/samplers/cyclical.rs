@@ -17,6 +17,14 @@ pub struct CyclicalSettings {
     pub exploration: f64,
 }
 
+impl Default for CyclicalSettings {
+    /// γ₀ = 1e-4, four cycles over the default run of 10 000 iterations (`L` = 2 500),
+    /// exploration 0.8 (Zhang et al.'s smallest).
+    fn default() -> Self {
+        CyclicalSettings::new(1e-4, 10_000, 4, 0.8)
+    }
+}
+
 impl CyclicalSettings {
     /// `K` iterations in `cycles` cycles (`L = ⌈K / cycles⌉`), largest step `γ₀`, exploration
     /// fraction `β`.

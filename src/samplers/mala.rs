@@ -33,6 +33,7 @@ pub struct MalaSettings {
 pub const AUTO_DENSE_MAX_DIM: usize = 200;
 
 /// The metric (inverse mass matrix) D of [`Mala`]'s proposal `θ' = θ − γD∇U(θ) + √(2γ) D^{1/2} z`.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Metric {
     /// D = I: plain MALA.
