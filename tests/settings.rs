@@ -59,7 +59,7 @@ fn every_settings_struct_builds_the_documented_way() {
     MlSgldSettings { keep_points: true, ..Default::default() }.validate().unwrap();
     let _target = AdaptiveSettings { target: RmseTarget::Absolute(0.01), ..Default::default() };
     let _relative = AdaptiveSettings { target: RmseTarget::PosteriorSd(0.05), n_initial: 50, ..Default::default() };
-    MfRunSettings { eval_every: 10, ..Default::default() };
+    assert_eq!(MfRunSettings { eval_every: 10, ..Default::default() }.eval_every, 10);
 }
 
 /// A program written against the previous release: settings by `..Default::default()`, the
