@@ -17,6 +17,7 @@ pub struct Samples {
     weights: Array1<f64>,
     gradients: Option<Array2<f64>>,
     costs: Option<Array1<u64>>,
+    step_sizes: Option<Array1<f64>>,
 }
 
 impl Samples {
@@ -33,7 +34,7 @@ impl Samples {
         if let Some(w) = weights.iter().find(|w| !w.is_finite()) {
             return Err(Error::invalid("weights", w, "every weight must be finite"));
         }
-        Ok(Samples { draws, weights, gradients, costs: None })
+        Ok(Samples { draws, weights, gradients, costs: None, step_sizes: None })
     }
 
     /// Preallocated storage for `n` samples in dimension `d` (filled by the runner).
@@ -43,14 +44,18 @@ impl Samples {
             weights: Array1::zeros(n),
             gradients: gradients.then(|| Array2::zeros((n, d))),
             costs: Some(Array1::zeros(n)),
+            step_sizes: Some(Array1::from_elem(n, f64::NAN)),
         }
     }
 
-    pub(crate) fn set(&mut self, i: usize, theta: &[f64], w: f64, grad: Option<&[f64]>, cost: u64) {
+    pub(crate) fn set(&mut self, i: usize, theta: &[f64], w: f64, grad: Option<&[f64]>, cost: u64, step: Option<f64>) {
         self.draws.row_mut(i).as_slice_mut().expect("row-major storage").copy_from_slice(theta);
         self.weights[i] = w;
         if let Some(c) = self.costs.as_mut() {
             c[i] = cost;
+        }
+        if let Some(h) = self.step_sizes.as_mut() {
+            h[i] = step.unwrap_or(f64::NAN);
         }
         if let (Some(g), Some(src)) = (self.gradients.as_mut(), grad) {
             g.row_mut(i).as_slice_mut().expect("row-major storage").copy_from_slice(src);
@@ -71,6 +76,16 @@ impl Samples {
         if let Some(c) = self.costs.as_mut() {
             *c = c.slice_axis(Axis(0), ndarray::Slice::from(..n)).to_owned();
         }
+        if let Some(h) = self.step_sizes.as_mut() {
+            *h = h.slice_axis(Axis(0), ndarray::Slice::from(..n)).to_owned();
+        }
+    }
+
+    /// Drops the step-size column if no draw has one (a sampler without a step, e.g. a user's).
+    pub(crate) fn drop_unknown_step_sizes(&mut self) {
+        if self.step_sizes.as_ref().is_some_and(|h| h.iter().all(|x| x.is_nan())) {
+            self.step_sizes = None;
+        }
     }
 
     /// Copies every sample of `other` into the first rows (`other` no longer than `self`, same
@@ -84,6 +99,9 @@ impl Samples {
         }
         if let (Some(c), Some(o)) = (self.costs.as_mut(), other.costs.as_ref()) {
             c.slice_axis_mut(Axis(0), ndarray::Slice::from(..n)).assign(o);
+        }
+        if let (Some(h), Some(o)) = (self.step_sizes.as_mut(), other.step_sizes.as_ref()) {
+            h.slice_axis_mut(Axis(0), ndarray::Slice::from(..n)).assign(o);
         }
     }
 
@@ -106,6 +124,13 @@ impl Samples {
     /// included) at each draw, if recorded by a run.
     pub fn costs(&self) -> Option<ArrayView1<'_, u64>> {
         self.costs.as_ref().map(|c| c.view())
+    }
+
+    /// The step size of the step that left each draw, as the sampler reported it
+    /// ([`Sampler::draw_step_size`](crate::Sampler::draw_step_size)), if recorded by a run of a
+    /// sampler that has one (NaN for a draw without). Written as ArviZ's `sample_stats.step_size`.
+    pub fn step_sizes(&self) -> Option<ArrayView1<'_, f64>> {
+        self.step_sizes.as_ref().map(|h| h.view())
     }
 
     /// The number of samples.

@@ -61,11 +61,19 @@ pub fn costs_array(est: &Estimate) -> Result<Array2<u64>> {
     Ok(Array2::from_shape_fn((p.len(), p[0].len()), |(c, k)| p[c].costs().map_or(0, |x| x[k])))
 }
 
+/// The step size at each draw ([`Samples::step_sizes`](crate::Samples::step_sizes)) as a
+/// `(chain, draw)` array (NaN where a part has none).
+pub fn step_sizes_array(est: &Estimate) -> Result<Array2<f64>> {
+    let p = parts(est)?;
+    Ok(Array2::from_shape_fn((p.len(), p[0].len()), |(c, k)| p[c].step_sizes().map_or(f64::NAN, |x| x[k])))
+}
+
 fn io(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Io { path: path.display().to_string(), message: e.to_string() }
 }
 
-/// Writes `draws.npy` (chain, draw, dim), `weights.npy` and `costs.npy` (chain, draw) and, if
+/// Writes `draws.npy` (chain, draw, dim), `weights.npy`, `costs.npy` and `step_sizes.npy`
+/// (chain, draw) and, if
 /// stored, `gradients.npy` (chain, draw, dim) into `dir` (created if missing); returns the paths.
 ///
 /// Errors: as [`draws_array`]; [`Error::Io`] if a file cannot be written.
@@ -97,6 +105,9 @@ pub fn write_npy(dir: impl AsRef<Path>, est: &Estimate) -> Result<Vec<PathBuf>> 
     out.push(path);
     let path = dir.join("costs.npy");
     ndarray_npy::write_npy(&path, &costs_array(est)?).map_err(|e| io(&path, e))?;
+    out.push(path);
+    let path = dir.join("step_sizes.npy");
+    ndarray_npy::write_npy(&path, &step_sizes_array(est)?).map_err(|e| io(&path, e))?;
     out.push(path);
     if let Ok(g) = gradients_array(est) {
         let path = dir.join("gradients.npy");

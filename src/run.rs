@@ -134,9 +134,9 @@ impl RunSettings {
         let per_chain: u128 = match self.storage {
             // d² + 3d numbers of running moments.
             Storage::Moments => (d * d + 3 * d) * 8,
-            // Per draw: θ (d), weight and cost (2), and ∇Ũ (d) if kept.
+            // Per draw: θ (d), weight, cost and step size (3), and ∇Ũ (d) if kept.
             Storage::Samples | Storage::SamplesAndGradients => {
-                let per_draw = if self.storage == Storage::Samples { d + 2 } else { 2 * d + 2 };
+                let per_draw = if self.storage == Storage::Samples { d + 3 } else { 2 * d + 3 };
                 u128::from(self.n_recorded()) * draws_per_iteration as u128 * per_draw * 8
             }
         };
@@ -665,7 +665,7 @@ impl<S: Sampler> Unit for ChainUnit<S> {
             self.iteration = k;
             // A weight of exactly 0 marks a draw the sampler does not keep (cSGLD's exploration).
             if settings.keeps(k) && s.weight() != 0.0 {
-                rec.record(s.position(), s.weight(), s.gradient(), s.cost().datum_gradients);
+                rec.record(s.position(), s.weight(), s.gradient(), s.cost().datum_gradients, s.draw_step_size());
             }
         }
         Ok(())
@@ -984,12 +984,12 @@ impl Recorder {
     }
 
     #[inline]
-    pub(crate) fn record(&mut self, theta: &[f64], w: f64, grad: Option<&[f64]>, cost: u64) {
+    pub(crate) fn record(&mut self, theta: &[f64], w: f64, grad: Option<&[f64]>, cost: u64, step: Option<f64>) {
         if self.i >= self.capacity {
             return;
         }
         if let Some(st) = self.samples.as_mut() {
-            st.set(self.i, theta, w, if self.with_gradients { grad } else { None }, cost);
+            st.set(self.i, theta, w, if self.with_gradients { grad } else { None }, cost, step);
         }
         if let Some(m) = self.moments.as_mut() {
             // The length always matches: θ comes from a sampler bound to a model of dimension d.
@@ -1003,6 +1003,7 @@ impl Recorder {
         match (self.samples, self.moments) {
             (Some(mut st), _) => {
                 st.truncate(self.i);
+                st.drop_unknown_step_sizes();
                 Estimate::from_samples(st)
             }
             (_, Some(m)) => Estimate::from_moments(m),

@@ -54,9 +54,11 @@ fn utc_now_iso8601() -> String {
 /// `n_draws` draws in dimension d:
 ///
 /// - group `posterior`: `theta` of dims `(chain, draw, theta_dim_0)`, float64;
-/// - group `sample_stats`: `weight` (the sampler's weight of each draw, e.g. its step size) and
-///   `cost` (the cumulative datum-gradient count at each draw, 0 if not recorded), dims
-///   `(chain, draw)`; `gradient` `(chain, draw, theta_dim_0)` if the run stored gradients;
+/// - group `sample_stats`: `weight` (the sampler's weight of each draw, e.g. its step size),
+///   `step_size` (the sampler's step size at each draw, [`Samples::step_sizes`]; NaN where not
+///   recorded, e.g. for a sampler without a step) and `cost` (the cumulative datum-gradient
+///   count at each draw, 0 if not recorded), dims `(chain, draw)`; `gradient`
+///   `(chain, draw, theta_dim_0)` if the run stored gradients;
 /// - coordinates `chain` and `draw` (0, 1, …) in both groups.
 ///
 /// Every array is chunked **one chunk per chain** (gzip-compressed), so chains are written
@@ -72,8 +74,7 @@ fn utc_now_iso8601() -> String {
 /// ```
 ///
 /// The root and both groups carry `created_at` (UTC, ISO 8601), `inference_library` and
-/// `inference_library_version`, as ArviZ writes them. (No `step_size` variable: the trace does
-/// not know the sampler's step; for Langevin samplers `weight` is the step.)
+/// `inference_library_version`, as ArviZ writes them.
 #[derive(Debug)]
 pub struct ZarrTrace {
     path: PathBuf,
@@ -83,6 +84,7 @@ pub struct ZarrTrace {
     theta: Array<FilesystemStore>,
     weight: Array<FilesystemStore>,
     cost: Array<FilesystemStore>,
+    step_size: Array<FilesystemStore>,
     gradient: Option<Array<FilesystemStore>>,
 }
 
@@ -158,6 +160,12 @@ impl ZarrTrace {
             .build(store.clone(), "/sample_stats/cost")
             .map_err(|e| io(path, e))?;
         cost.store_metadata().map_err(|e| io(path, e))?;
+        let step_size = ArrayBuilder::new(vec![c, n], vec![1, n], data_type::float64(), f64::NAN)
+            .dimension_names(Some(["chain", "draw"]))
+            .bytes_to_bytes_codecs(vec![gzip()?])
+            .build(store.clone(), "/sample_stats/step_size")
+            .map_err(|e| io(path, e))?;
+        step_size.store_metadata().map_err(|e| io(path, e))?;
         // Consolidated metadata (what xarray looks for first; every array exists now, and writing
         // chunks later does not change metadata), laid out as zarr-python writes it: every node
         // under its full path in the root's, each subgroup there with an empty inline one.
@@ -182,7 +190,7 @@ impl ZarrTrace {
             g.set_consolidated_metadata(None);
             g.store_metadata().map_err(|e| io(path, e))?;
         }
-        Ok(ZarrTrace { path: path.to_path_buf(), n_chains, n_draws, dim, theta, weight, cost, gradient })
+        Ok(ZarrTrace { path: path.to_path_buf(), n_chains, n_draws, dim, theta, weight, cost, step_size, gradient })
     }
 
     /// Opens a trace made by [`create`](Self::create) (e.g. on another MPI rank) to write chains.
@@ -207,6 +215,7 @@ impl ZarrTrace {
             dim: shape[2] as usize,
             weight: open("/sample_stats/weight")?,
             cost: open("/sample_stats/cost")?,
+            step_size: open("/sample_stats/step_size")?,
             theta,
             gradient,
         })
@@ -222,7 +231,7 @@ impl ZarrTrace {
         (self.n_chains, self.n_draws, self.dim)
     }
 
-    /// Writes chain `chain`'s draws, weights, costs (and gradients, if the trace has them): one
+    /// Writes chain `chain`'s draws, weights, step sizes, costs (and gradients, if the trace has them): one
     /// chunk of each array, touched by no other chain.
     ///
     /// Errors: [`Error::InvalidParameter`] for a chain out of range; [`Error::DimensionMismatch`]
@@ -243,6 +252,8 @@ impl ZarrTrace {
         self.weight.store_chunk(&[c, 0], &w).map_err(|e| io(p, e))?;
         let costs: Vec<u64> = samples.costs().map_or_else(|| vec![0; self.n_draws], |x| x.to_vec());
         self.cost.store_chunk(&[c, 0], &costs).map_err(|e| io(p, e))?;
+        let steps: Vec<f64> = samples.step_sizes().map_or_else(|| vec![f64::NAN; self.n_draws], |x| x.to_vec());
+        self.step_size.store_chunk(&[c, 0], &steps).map_err(|e| io(p, e))?;
         if let Some(g) = &self.gradient {
             let grads = samples
                 .gradients()

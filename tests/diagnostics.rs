@@ -284,7 +284,7 @@ fn export_round_trips_and_summary_works() {
     let out = run(&m, &s, &[0.0; 3], &settings).unwrap();
     let dir = std::env::temp_dir().join(format!("sgmcmc-export-{}", std::process::id()));
     let files = export::write_npy(&dir, &out.estimate).unwrap();
-    assert_eq!(files.len(), 4);
+    assert_eq!(files.len(), 5);
     let draws = export::draws_array(&out.estimate).unwrap();
     assert_eq!(draws.dim(), (3, 1_500, 3));
     let back = export::read_npy3(dir.join("draws.npy")).unwrap();
@@ -298,6 +298,9 @@ fn export_round_trips_and_summary_works() {
     assert_eq!(w, export::weights_array(&out.estimate).unwrap());
     let costs = export::costs_array(&out.estimate).unwrap();
     assert_eq!(costs[[0, 0]], (501 + 1) * 20 - 20 + 20);
+    let h = export::read_npy2(dir.join("step_sizes.npy")).unwrap();
+    assert_eq!(h, export::step_sizes_array(&out.estimate).unwrap());
+    assert!(h.iter().all(|&x| x == 2e-4));
     // CSV round trip, exact.
     let csv = dir.join("trace.csv");
     export::write_csv(&csv, &out.estimate).unwrap();
@@ -414,4 +417,42 @@ fn summary_uses_the_weights_of_a_polynomial_schedule() {
         diagnostics::summarize_weighted(x.view(), Array2::zeros((2, 10)).view()),
         Err(Error::ZeroTotalWeight)
     ));
+}
+
+/// Each draw carries the step size the sampler used there (ArviZ's `sample_stats.step_size`):
+/// SGLD's schedule γ_{k+1}, MALA's adapted step, the fine chain's γ/2 in Richardson–Romberg; a
+/// sampler without a step records none.
+#[test]
+fn draws_carry_their_step_sizes() {
+    let m = LinearGaussian::synthetic(200, 2, 1.0, 10.0, 5).unwrap();
+    let settings = RunSettings { n_iter: 600, burn_in: 100, n_chains: 2, seed: 3, ..Default::default() };
+    // A decreasing schedule: the recorded step of draw k is γ_{k+1}, the step that leaves it.
+    let sched = StepSize::Polynomial { gamma1: 1e-3, alpha: 0.55 };
+    let sgld = Sgld::new(SgldSettings { step_size: sched, ..Default::default() }, Minibatch::new(20)).unwrap();
+    let out = run(&m, &sgld, &[0.0; 2], &settings).unwrap();
+    let s0 = out.estimate.samples(0).unwrap();
+    let h = s0.step_sizes().unwrap();
+    for (i, &x) in h.iter().enumerate() {
+        let k = settings.burn_in + 1 + i as u64; // the 1-based iteration that produced draw i
+        assert_eq!(x, sched.at(k + 1), "draw {i}");
+        assert_eq!(x, s0.weights()[i], "for SGLD the weight is the step");
+    }
+    // MALA: its adapted step, constant after adaptation, not the weight (1).
+    let mala = Mala::new(MalaSettings { adapt_steps: 50, ..Default::default() }).unwrap();
+    let out = run(&m, &mala, &[0.0; 2], &settings).unwrap();
+    for (c, chain) in out.chains.iter().enumerate() {
+        let h = out.estimate.samples(c).unwrap().step_sizes().unwrap();
+        assert!(h.iter().all(|&x| x == chain.sampler.step_size()), "chain {c}");
+        assert!(out.estimate.samples(c).unwrap().weights().iter().all(|&w| w == 1.0));
+    }
+    // Richardson–Romberg: chain A records γ, chain B γ/2.
+    let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(2e-3), Minibatch::new(20)).unwrap());
+    let out = run_rr(&m, &rr, &[0.0; 2], &settings).unwrap();
+    assert!(out.coarse.samples(0).unwrap().step_sizes().unwrap().iter().all(|&x| x == 2e-3));
+    assert!(out.fine.samples(0).unwrap().step_sizes().unwrap().iter().all(|&x| x == 1e-3));
+    // Samples built by hand have none; their Zarr/npy step size is NaN.
+    let hand = Samples::new(Array2::zeros((3, 2)), Array1::ones(3), None).unwrap();
+    assert!(hand.step_sizes().is_none());
+    let est = Estimate::from_samples(hand);
+    assert!(export::step_sizes_array(&est).unwrap().iter().all(|x| x.is_nan()));
 }

@@ -12,15 +12,15 @@ fn sgld() -> Sgld {
     Sgld::new(SgldSettings::constant(1e-3), Minibatch::new(10)).unwrap()
 }
 
-/// 10¹³ iterations with every draw kept would need ~3·10¹⁴ bytes: refused at once (no
+/// 10¹³ iterations with every draw kept would need 4·10¹⁴ bytes: refused at once (no
 /// allocation, no process abort), with the figures, for plain runs and Richardson–Romberg.
 #[test]
 fn storage_beyond_the_memory_limit_is_an_error() {
     let huge = RunSettings { n_iter: 10_000_000_000_000, burn_in: 0, ..Default::default() };
     let e = run(&lg(), &sgld(), &[0.0, 0.0], &huge).unwrap_err();
     let Error::MemoryLimit { needed, limit } = e else { panic!("expected MemoryLimit, got {e:?}") };
-    // 10¹³ draws × (2 coordinates + weight + cost) × 8 bytes.
-    assert_eq!(needed, 10_000_000_000_000 * 4 * 8);
+    // 10¹³ draws × (2 coordinates + weight + cost + step size) × 8 bytes.
+    assert_eq!(needed, 10_000_000_000_000 * 5 * 8);
     assert_eq!(limit, 8 << 30);
     assert!(e.to_string().contains("thin") && e.to_string().contains("Storage::Moments"));
     let rr = RichardsonRomberg::new(sgld());
@@ -36,7 +36,7 @@ fn storage_beyond_the_memory_limit_is_an_error() {
     let small = RunSettings { n_iter: 1_000, burn_in: 0, memory_limit: Some(1_000), ..Default::default() };
     assert!(matches!(
         run(&lg(), &sgld(), &[0.0, 0.0], &small),
-        Err(Error::MemoryLimit { needed: 32_000, limit: 1_000 })
+        Err(Error::MemoryLimit { needed: 40_000, limit: 1_000 })
     ));
     let unlimited = RunSettings { memory_limit: None, ..small };
     assert!(run(&lg(), &sgld(), &[0.0, 0.0], &unlimited).is_ok());

@@ -42,8 +42,18 @@ fn a_trace_reads_back_in_the_arviz_layout() {
         .map(|k| root.find(k).expect("consolidated key"))
         .collect();
     assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
-    for a in ["sample_stats/weight", "sample_stats/cost", "sample_stats/gradient", "posterior/chain", "posterior/draw"]
-    {
+    assert!(root.contains("\"sample_stats/step_size\""));
+    // SGLD's step size at every draw is its constant step.
+    let steps = o.estimate.samples(0).unwrap().step_sizes().expect("a run records step sizes");
+    assert!(steps.iter().all(|&h| h == 1e-4), "{:?}", &steps.as_slice().unwrap()[..3]);
+    for a in [
+        "sample_stats/weight",
+        "sample_stats/cost",
+        "sample_stats/step_size",
+        "sample_stats/gradient",
+        "posterior/chain",
+        "posterior/draw",
+    ] {
         assert!(path.join(a).join("zarr.json").exists(), "{a}");
     }
     for c in 0..3 {

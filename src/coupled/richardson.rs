@@ -178,14 +178,15 @@ impl<S: Discretisation> CoupledChain<S> {
             if self.fine {
                 s.step_fraction(model, k, 0.5, &z.z1, &mut self.rng)?;
                 if keep {
-                    rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients);
+                    rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients, Some(0.5 * w));
                 }
                 s.step_fraction(model, k, 0.5, &z.z2, &mut self.rng)?;
             } else {
                 s.step_fraction(model, k, 1.0, &z.coarse, &mut self.rng)?;
             }
             if keep {
-                rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients);
+                let step = if self.fine { 0.5 * w } else { w };
+                rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients, Some(step));
             }
             self.iteration = k;
         }

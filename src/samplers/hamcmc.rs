@@ -364,6 +364,10 @@ impl<E: GradientEstimator> Sampler for Hamcmc<E> {
         self.step_size_at(self.k.max(1))
     }
 
+    fn draw_step_size(&self) -> Option<f64> {
+        Some(self.step_size_at(self.k.max(1)))
+    }
+
     chain_accessors!(theta, grad, k);
     estimator_costs!(estimator);
 }

@@ -288,6 +288,10 @@ impl<K: LangevinKernel, E: GradientEstimator> Sampler for Langevin<K, E> {
         self.kernel.weight(self.k)
     }
 
+    fn draw_step_size(&self) -> Option<f64> {
+        Some(self.kernel.time_step(self.k + 1))
+    }
+
     chain_accessors!(theta, grad, k);
     estimator_costs!(estimator);
 }

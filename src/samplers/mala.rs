@@ -536,6 +536,10 @@ impl Sampler for Mala {
         Ok(())
     }
 
+    fn draw_step_size(&self) -> Option<f64> {
+        Some(self.gamma)
+    }
+
     chain_accessors!(theta, grad, k);
 
     fn cost(&self) -> Cost {

@@ -114,6 +114,15 @@ pub trait Sampler: Clone + Send + Sync {
         1.0
     }
 
+    /// The step size in use at the current draw, recorded with it (see
+    /// [`Samples::step_sizes`](crate::Samples::step_sizes)) and written as ArviZ's
+    /// `sample_stats.step_size`: for Langevin samplers the time step `h_{k+1}` of the step that
+    /// leaves the draw (√η for SGHMC), for MALA the (adapted) step, for HAMCMC `ε_t` of the
+    /// block. Default `None` (a sampler without a step size).
+    fn draw_step_size(&self) -> Option<f64> {
+        None
+    }
+
     /// Iterations done since `init`.
     fn iteration(&self) -> u64;
 
