@@ -6,7 +6,12 @@
 //!   and the candle adapter (`CandleModel`, f64, reverse mode).
 //! - A one-hidden-layer MLP 20-50-1 with tanh and a Bernoulli likelihood (1 101 parameters,
 //!   N = 10⁴, n = 100): hand-written backpropagation (below), the candle adapter, and the
-//!   forward-mode adapter, which costs d = 1 101 dual passes per gradient (timed on 10 samples).
+//!   forward-mode adapter (35 passes of 32-wide vector duals; timed on 10 samples).
+//! - "forward-ad-per-coordinate": the forward-mode adapter as it was before vector duals (one
+//!   scalar-dual pass per coordinate, re-implemented below on the same density), so that the
+//!   change is measured before/after in one run.
+//! - Logistic regression at d = 30, 100 and 300 (N = 10⁴): hand-written, forward-ad, candle — the
+//!   crossover between forward and reverse mode.
 //!
 //! Each benchmark times one `try_grad_data_sum` on a fixed minibatch at a fixed θ.
 //! Run with `cargo bench --features forward-ad,candle --bench adapters` (for candle's
@@ -14,7 +19,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use sgmcmc::ad::candle_core::{Device, Tensor};
-use sgmcmc::ad::num_dual::DualNum;
+use sgmcmc::ad::num_dual::{Dual64, DualNum};
 use sgmcmc::ad::{CandleModel, DualDensity, ForwardAd, Prior};
 use sgmcmc::rng::{fill_standard_normal, stream};
 use sgmcmc::{LogisticRegression, Model};
@@ -46,6 +51,29 @@ impl DualDensity for LogisticDensity {
     }
     fn prior<D: DualNum<Primitive = f64> + Copy>(&self, theta: &[D]) -> D {
         theta.iter().fold(D::from(0.0), |acc, t| acc + *t * *t) / (2.0 * self.prior_var)
+    }
+}
+
+/// The forward-mode adapter before vector duals: one scalar-dual pass per coordinate.
+struct PerCoordinate<T>(T);
+
+impl<T: DualDensity> Model for PerCoordinate<T> {
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+    fn n_data(&self) -> usize {
+        self.0.n_data()
+    }
+    fn grad_prior(&self, _: &[f64], out: &mut [f64]) {
+        out.fill(0.0);
+    }
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+        let mut buf: Vec<Dual64> = theta.iter().map(|&t| Dual64::new(t, 0.0)).collect();
+        for (j, o) in out.iter_mut().enumerate() {
+            buf[j].eps = 1.0;
+            *o = idx.iter().fold(0.0, |s, &i| s + self.0.datum(&buf, i).eps);
+            buf[j].eps = 0.0;
+        }
     }
 }
 
@@ -165,6 +193,52 @@ fn adapters(c: &mut Criterion) {
     group.bench_function("logistic_S1/candle", |b| {
         b.iter(|| cnd.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
     });
+    let old = PerCoordinate(LogisticDensity {
+        x: x.outer_iter().map(|r| r.to_vec()).collect(),
+        y: hand.labels().to_vec(),
+        prior_var: 10.0,
+    });
+    let mut g2 = vec![0.0; 10];
+    old.grad_data_sum(&theta, &idx, &mut g2);
+    fwd.try_grad_data_sum(&theta, &idx, &mut g).expect("ok");
+    assert_eq!(g, g2, "vector and scalar duals differ");
+    group.bench_function("logistic_S1/forward-ad-per-coordinate", |b| {
+        b.iter(|| old.grad_data_sum(black_box(&theta), &idx, &mut g))
+    });
+
+    // Logistic at larger d: where forward mode meets reverse mode.
+    for d in [30, 100, 300] {
+        let hand = LogisticRegression::synthetic(10_000, d, 10.0, 7).expect("model");
+        let theta: Vec<f64> = (0..d).map(|j| 0.01 * (j % 7) as f64 - 0.03).collect();
+        let x = hand.features();
+        let fwd = ForwardAd::new(LogisticDensity {
+            x: x.outer_iter().map(|r| r.to_vec()).collect(),
+            y: hand.labels().to_vec(),
+            prior_var: 10.0,
+        })
+        .expect("adapter");
+        let xt = Tensor::from_slice(x.as_slice().expect("contiguous"), (10_000, d), &Device::Cpu).expect("tensor");
+        let yt = Tensor::from_slice(hand.labels(), 10_000, &Device::Cpu).expect("tensor");
+        let cnd = CandleModel::new(&[vec![d]], vec![xt, yt], Prior::Gaussian { sd: 10f64.sqrt() }, |p, b| {
+            softplus_nll(&b[0].matmul(&p[0].unsqueeze(1)?)?.squeeze(1)?, &b[1])
+        })
+        .expect("adapter");
+        let mut g = vec![0.0; d];
+        let mut g2 = vec![0.0; d];
+        hand.grad_data_sum(&theta, &idx, &mut g);
+        fwd.try_grad_data_sum(&theta, &idx, &mut g2).expect("ok");
+        let err = g.iter().zip(&g2).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(err < 1e-9, "d = {d}: forward-mode gradient differs by {err:e}");
+        group.bench_function(format!("logistic_d{d}/hand-written"), |b| {
+            b.iter(|| hand.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+        });
+        group.bench_function(format!("logistic_d{d}/forward-ad"), |b| {
+            b.iter(|| fwd.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+        });
+        group.bench_function(format!("logistic_d{d}/candle"), |b| {
+            b.iter(|| cnd.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+        });
+    }
 
     // MLP 20-50-1.
     let n = 10_000;
@@ -204,6 +278,10 @@ fn adapters(c: &mut Criterion) {
     group.sample_size(10).measurement_time(Duration::from_secs(8));
     group.bench_function("mlp_20-50-1/forward-ad", |b| {
         b.iter(|| fmlp.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+    });
+    let old = PerCoordinate(MlpDensity { x: mlp.x.clone(), y: mlp.y.clone() });
+    group.bench_function("mlp_20-50-1/forward-ad-per-coordinate", |b| {
+        b.iter(|| old.grad_data_sum(black_box(&theta), &idx, &mut g))
     });
     group.finish();
 }
