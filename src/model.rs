@@ -120,6 +120,47 @@ pub trait Model: Sync {
     }
 }
 
+/// A shared reference to a model is that model, so that wrappers such as
+/// [`Tempered`](crate::Tempered) can borrow one (`Tempered::new(&model, t)`).
+impl<M: Model + ?Sized> Model for &M {
+    #[inline]
+    fn dim(&self) -> usize {
+        (**self).dim()
+    }
+    #[inline]
+    fn n_data(&self) -> usize {
+        (**self).n_data()
+    }
+    #[inline]
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+        (**self).grad_prior(theta, out)
+    }
+    #[inline]
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+        (**self).grad_data_sum(theta, idx, out)
+    }
+    #[inline]
+    fn try_grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
+        (**self).try_grad_prior(theta, out)
+    }
+    #[inline]
+    fn try_grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        (**self).try_grad_data_sum(theta, idx, out)
+    }
+    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+        (**self).potential_prior(theta)
+    }
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+        (**self).potential_data_sum(theta, idx)
+    }
+    fn hvp_prior(&self, theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
+        (**self).hvp_prior(theta, v, out)
+    }
+    fn hvp_data_sum(&self, theta: &[f64], v: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        (**self).hvp_data_sum(theta, v, idx, out)
+    }
+}
+
 /// Checks a model's own shape: `d ≥ 1`, `N ≥ 1`.
 pub(crate) fn check_shape<M: Model + ?Sized>(model: &M) -> Result<()> {
     if model.dim() == 0 {

@@ -42,6 +42,8 @@ mod richardson;
 mod settings;
 #[path = "stationary.rs"]
 mod stationary;
+#[path = "tempering.rs"]
+mod tempering;
 #[path = "tune.rs"]
 mod tune;
 #[path = "value_stability.rs"]

@@ -6,14 +6,17 @@
 //!   prior; analytic gradients, potentials and Hessian-vector products, and a Newton mode finder.
 //! - [`Pmf`]: Bayesian probabilistic matrix factorisation on sparse [`Ratings`] (synthetic
 //!   generator, MovieLens-format loader, held-out RMSE).
+//! - [`Tempered`]: any model at a [`Temperature`] (cold posteriors, likelihood tempering).
 
 mod linear_gaussian;
 mod logistic;
 mod pmf;
+mod tempered;
 
 pub use linear_gaussian::LinearGaussian;
 pub use logistic::LogisticRegression;
 pub use pmf::{Pmf, Ratings};
+pub use tempered::{Temperature, Tempered};
 
 use crate::error::{Error, Result};
 use ndarray::{Array1, Array2};
