@@ -81,6 +81,18 @@ impl Samples {
         }
     }
 
+    /// The same samples with other draws (same number of rows; any width): weights, costs and
+    /// step sizes kept, gradients dropped.
+    pub(crate) fn with_draws(&self, draws: Array2<f64>) -> Samples {
+        Samples {
+            draws,
+            weights: self.weights.clone(),
+            gradients: None,
+            costs: self.costs.clone(),
+            step_sizes: self.step_sizes.clone(),
+        }
+    }
+
     /// Drops the step-size column if no draw has one (a sampler without a step, e.g. a user's).
     pub(crate) fn drop_unknown_step_sizes(&mut self) {
         if self.step_sizes.as_ref().is_some_and(|h| h.iter().all(|x| x.is_nan())) {

@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[cfg(feature = "zarr")]
-pub use crate::zarr::{ZarrTrace, write_zarr};
+pub use crate::zarr::{ZarrTrace, write_zarr, write_zarr_named};
 
 pub(crate) fn parts(est: &Estimate) -> Result<Vec<&Samples>> {
     let v: Vec<&Samples> = (0..est.n_parts())

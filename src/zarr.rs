@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::estimate::{Estimate, Samples};
+use crate::models::Layout;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use zarrs::array::codec::GzipCodec;
@@ -9,6 +10,19 @@ use zarrs::array::{Array, ArrayBuilder, data_type};
 use zarrs::filesystem::FilesystemStore;
 use zarrs::group::GroupBuilder;
 use zarrs::metadata_ext::group::consolidated_metadata::{ConsolidatedMetadata, ConsolidatedMetadataKind};
+
+/// A posterior variable: columns `offset .. offset + len` of the draws, of shape `shape`.
+#[derive(Debug)]
+struct Var {
+    array: Array<FilesystemStore>,
+    offset: usize,
+    len: usize,
+    shape: Vec<usize>,
+}
+
+/// The root attribute listing the posterior variables in order (name and shape), which
+/// [`ZarrTrace::open`] reads back.
+const VARIABLES_ATTR: &str = "sgmcmc_variables";
 
 fn io(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Io { path: path.display().to_string(), message: e.to_string() }
@@ -53,7 +67,10 @@ fn utc_now_iso8601() -> String {
 /// A Zarr store with the ArviZ InferenceData layout for the draws of `n_chains` chains of
 /// `n_draws` draws in dimension d:
 ///
-/// - group `posterior`: `theta` of dims `(chain, draw, theta_dim_0)`, float64;
+/// - group `posterior`: `theta` of dims `(chain, draw, theta_dim_0)`, float64 — or, for a
+///   trace made by [`create_named`](Self::create_named) / [`write_zarr_named`], one variable
+///   per block of a [`Layout`], with the block's name and shape (dims `chain, draw,
+///   <name>_dim_0, …`), listed in order in the root attribute `sgmcmc_variables`;
 /// - group `sample_stats`: `weight` (the sampler's weight of each draw, e.g. its step size),
 ///   `step_size` (the sampler's step size at each draw, [`Samples::step_sizes`]; NaN where not
 ///   recorded, e.g. for a sampler without a step) and `cost` (the cumulative datum-gradient
@@ -81,7 +98,7 @@ pub struct ZarrTrace {
     n_chains: usize,
     n_draws: usize,
     dim: usize,
-    theta: Array<FilesystemStore>,
+    vars: Vec<Var>,
     weight: Array<FilesystemStore>,
     cost: Array<FilesystemStore>,
     step_size: Array<FilesystemStore>,
@@ -102,7 +119,31 @@ impl ZarrTrace {
         dim: usize,
         with_gradients: bool,
     ) -> Result<Self> {
-        let path = path.as_ref();
+        Self::create_vars(path.as_ref(), n_chains, n_draws, &[("theta".to_string(), vec![dim])], with_gradients)
+    }
+
+    /// As [`create`](Self::create), with one posterior variable per block of `layout` (named
+    /// after it, of its shape, dims `chain, draw, <name>_dim_0, …`; a scalar block has dims
+    /// `chain, draw`), for draws on the constrained scale ([`Layout::constrain_estimate`]);
+    /// [`write_chain`](Self::write_chain) splits each draw into the blocks. No gradients (they
+    /// are on the unconstrained scale).
+    ///
+    /// Errors: as [`Layout::validate`](crate::Layout::validate) and [`create`](Self::create).
+    pub fn create_named(path: impl AsRef<Path>, n_chains: usize, n_draws: usize, layout: &Layout) -> Result<Self> {
+        layout.validate()?;
+        let vars: Vec<(String, Vec<usize>)> =
+            layout.blocks().iter().map(|b| (b.name.clone(), b.shape.clone())).collect();
+        Self::create_vars(path.as_ref(), n_chains, n_draws, &vars, false)
+    }
+
+    fn create_vars(
+        path: &Path,
+        n_chains: usize,
+        n_draws: usize,
+        vars: &[(String, Vec<usize>)],
+        with_gradients: bool,
+    ) -> Result<Self> {
+        let dim: usize = vars.iter().map(|(_, shape)| shape.iter().product::<usize>()).sum();
         if n_chains == 0 || n_draws == 0 || dim == 0 {
             return Err(Error::EmptyData { what: "a Zarr trace needs at least one chain, one draw and one dimension" });
         }
@@ -117,6 +158,9 @@ impl ZarrTrace {
         attrs.insert("inference_library".into(), "sgmcmc".into());
         attrs.insert("inference_library_version".into(), env!("CARGO_PKG_VERSION").into());
         attrs.insert("created_at".into(), created_at.clone().into());
+        let listed: Vec<serde_json::Value> =
+            vars.iter().map(|(name, shape)| serde_json::json!({ "name": name, "shape": shape })).collect();
+        attrs.insert(VARIABLES_ATTR.into(), serde_json::Value::Array(listed));
         root.store_metadata().map_err(|e| io(path, e))?;
         let (c, n, d) = (n_chains as u64, n_draws as u64, dim as u64);
         for group in ["posterior", "sample_stats"] {
@@ -146,7 +190,25 @@ impl ZarrTrace {
             a.store_metadata().map_err(|e| io(path, e))?;
             Ok(a)
         };
-        let theta = f64_3("/posterior/theta")?;
+        let mut posterior = Vec::with_capacity(vars.len());
+        let mut offset = 0;
+        for (name, shape) in vars {
+            let len: usize = shape.iter().product();
+            let mut full = vec![c, n];
+            full.extend(shape.iter().map(|&k| k as u64));
+            let mut chunk = vec![1, n];
+            chunk.extend(shape.iter().map(|&k| k as u64));
+            let mut dims = vec!["chain".to_string(), "draw".to_string()];
+            dims.extend((0..shape.len()).map(|i| format!("{name}_dim_{i}")));
+            let array = ArrayBuilder::new(full, chunk, data_type::float64(), f64::NAN)
+                .dimension_names(Some(dims))
+                .bytes_to_bytes_codecs(vec![gzip()?])
+                .build(store.clone(), &format!("/posterior/{name}"))
+                .map_err(|e| io(path, e))?;
+            array.store_metadata().map_err(|e| io(path, e))?;
+            posterior.push(Var { array, offset, len, shape: shape.clone() });
+            offset += len;
+        }
         let gradient = if with_gradients { Some(f64_3("/sample_stats/gradient")?) } else { None };
         let weight = ArrayBuilder::new(vec![c, n], vec![1, n], data_type::float64(), f64::NAN)
             .dimension_names(Some(["chain", "draw"]))
@@ -190,7 +252,17 @@ impl ZarrTrace {
             g.set_consolidated_metadata(None);
             g.store_metadata().map_err(|e| io(path, e))?;
         }
-        Ok(ZarrTrace { path: path.to_path_buf(), n_chains, n_draws, dim, theta, weight, cost, step_size, gradient })
+        Ok(ZarrTrace {
+            path: path.to_path_buf(),
+            n_chains,
+            n_draws,
+            dim,
+            vars: posterior,
+            weight,
+            cost,
+            step_size,
+            gradient,
+        })
     }
 
     /// Opens a trace made by [`create`](Self::create) (e.g. on another MPI rank) to write chains.
@@ -201,8 +273,36 @@ impl ZarrTrace {
         let store = Arc::new(FilesystemStore::new(path).map_err(|e| io(path, e))?);
         let open =
             |name: &str| Array::open(store.clone(), name).map_err(|e| io(&path.join(name.trim_start_matches('/')), e));
-        let theta = open("/posterior/theta")?;
-        let shape = theta.shape().to_vec();
+        let root = zarrs::group::Group::open(store.clone(), "/").map_err(|e| io(path, e))?;
+        // The variables in order; a trace without the list (written before it existed) has one,
+        // `theta`.
+        let listed: Vec<(String, Vec<usize>)> = match root.attributes().get(VARIABLES_ATTR) {
+            Some(serde_json::Value::Array(items)) => items
+                .iter()
+                .map(|v| {
+                    let name = v.get("name").and_then(|n| n.as_str()).map(str::to_string);
+                    let shape: Option<Vec<usize>> = v
+                        .get("shape")
+                        .and_then(|s| s.as_array())
+                        .map(|s| s.iter().filter_map(|k| k.as_u64().map(|k| k as usize)).collect());
+                    name.zip(shape).ok_or_else(|| Error::CorruptCheckpoint {
+                        reason: format!("Zarr trace {}: unreadable `{VARIABLES_ATTR}` attribute", path.display()),
+                    })
+                })
+                .collect::<Result<_>>()?,
+            _ => {
+                let theta = open("/posterior/theta")?;
+                vec![("theta".to_string(), vec![theta.shape()[2] as usize])]
+            }
+        };
+        let mut vars = Vec::with_capacity(listed.len());
+        let mut offset = 0;
+        for (name, shape) in listed {
+            let len: usize = shape.iter().product();
+            vars.push(Var { array: open(&format!("/posterior/{name}"))?, offset, len, shape });
+            offset += len;
+        }
+        let first = vars[0].array.shape().to_vec();
         let gradient = if path.join("sample_stats/gradient/zarr.json").exists() {
             Some(open("/sample_stats/gradient")?)
         } else {
@@ -210,13 +310,13 @@ impl ZarrTrace {
         };
         Ok(ZarrTrace {
             path: path.to_path_buf(),
-            n_chains: shape[0] as usize,
-            n_draws: shape[1] as usize,
-            dim: shape[2] as usize,
+            n_chains: first[0] as usize,
+            n_draws: first[1] as usize,
+            dim: offset,
             weight: open("/sample_stats/weight")?,
             cost: open("/sample_stats/cost")?,
             step_size: open("/sample_stats/step_size")?,
-            theta,
+            vars,
             gradient,
         })
     }
@@ -245,9 +345,16 @@ impl ZarrTrace {
         crate::error::check_len("dimension of the draws", self.dim, samples.draws().ncols())?;
         let p = &self.path;
         let c = chain as u64;
-        let draws = samples.draws().as_standard_layout().into_owned();
-        let flat = draws.as_slice().ok_or(Error::NotStored { what: "contiguous draws" })?;
-        self.theta.store_chunk(&[c, 0, 0], flat).map_err(|e| io(p, e))?;
+        let draws = samples.draws();
+        for v in &self.vars {
+            let mut block: Vec<f64> = Vec::with_capacity(self.n_draws * v.len);
+            for row in draws.outer_iter() {
+                block.extend(row.iter().skip(v.offset).take(v.len));
+            }
+            let mut at = vec![c, 0];
+            at.extend(std::iter::repeat_n(0, v.shape.len()));
+            v.array.store_chunk(&at, &block).map_err(|e| io(p, e))?;
+        }
         let w: Vec<f64> = samples.weights().to_vec();
         self.weight.store_chunk(&[c, 0], &w).map_err(|e| io(p, e))?;
         let costs: Vec<u64> = samples.costs().map_or_else(|| vec![0; self.n_draws], |x| x.to_vec());
@@ -273,10 +380,19 @@ impl ZarrTrace {
         if chain >= self.n_chains {
             return Err(Error::invalid("chain", chain, "must be below the trace's number of chains"));
         }
-        let v: Vec<f64> =
-            self.theta.retrieve_chunk::<Vec<f64>>(&[chain as u64, 0, 0]).map_err(|e| io(&self.path, e))?;
-        ndarray::Array2::from_shape_vec((self.n_draws, self.dim), v)
-            .map_err(|e| Error::CorruptCheckpoint { reason: format!("chunk of chain {chain}: {e}") })
+        let mut out = ndarray::Array2::zeros((self.n_draws, self.dim));
+        for v in &self.vars {
+            let mut at = vec![chain as u64, 0];
+            at.extend(std::iter::repeat_n(0, v.shape.len()));
+            let block: Vec<f64> = v.array.retrieve_chunk::<Vec<f64>>(&at).map_err(|e| io(&self.path, e))?;
+            if block.len() != self.n_draws * v.len {
+                return Err(Error::CorruptCheckpoint { reason: format!("chunk of chain {chain}: wrong size") });
+            }
+            for (k, row) in block.chunks(v.len.max(1)).enumerate() {
+                out.row_mut(k).as_slice_mut().expect("row-major")[v.offset..v.offset + v.len].copy_from_slice(row);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -305,6 +421,24 @@ pub fn write_zarr(path: impl AsRef<Path>, est: &Estimate) -> Result<ZarrTrace> {
     let parts = crate::export::parts(est)?;
     let with_gradients = parts.iter().all(|s| s.gradients().is_some());
     let trace = ZarrTrace::create(path, parts.len(), parts[0].len(), est.dim(), with_gradients)?;
+    for (k, s) in parts.iter().enumerate() {
+        trace.write_chain(k, s)?;
+    }
+    Ok(trace)
+}
+
+/// Writes the draws of `est`, on the constrained scale of `layout` (dimension
+/// [`Layout::dim`]: map a run's draws with [`Layout::constrain_estimate`] first), with one
+/// posterior variable per block, named and shaped as the block (see
+/// [`ZarrTrace::create_named`]). ArviZ then shows `sigma`, `beta[0]`, … as it does for its own
+/// traces. Returns the trace.
+///
+/// Errors: [`Error::DimensionMismatch`] if `est` is not in the layout's dimension; as
+/// [`write_zarr`].
+pub fn write_zarr_named(path: impl AsRef<Path>, est: &Estimate, layout: &Layout) -> Result<ZarrTrace> {
+    crate::error::check_len("dimension of the draws (the layout's constrained dimension)", layout.dim(), est.dim())?;
+    let parts = crate::export::parts(est)?;
+    let trace = ZarrTrace::create_named(path, parts.len(), parts[0].len(), layout)?;
     for (k, s) in parts.iter().enumerate() {
         trace.write_chain(k, s)?;
     }

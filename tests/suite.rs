@@ -10,6 +10,8 @@ mod posteriors;
 
 #[path = "checkpoint.rs"]
 mod checkpoint;
+#[path = "constrained.rs"]
+mod constrained;
 #[path = "control_variates.rs"]
 mod control_variates;
 #[path = "diagnostics.rs"]

@@ -86,3 +86,44 @@ fn bad_input_is_a_typed_error() {
     assert!(matches!(write_zarr(dir.join("c"), &streaming.estimate), Err(Error::NotStored { .. })));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A model with named, constrained blocks: one Zarr variable per block, named and shaped as the
+/// block, holding the constrained draws bit for bit; `open` finds the variables again.
+#[test]
+fn a_named_block_trace_has_one_variable_per_block() {
+    // Any model of constrained dimension 7 will do: a 2 × 2 real matrix, a scalar, a 2-simplex.
+    let lg = LinearGaussian::synthetic(200, 7, 1.0, 10.0, 3).unwrap();
+    let layout = Layout::new().real("beta", &[2, 2]).positive("sigma", &[]).simplex("w", 2);
+    let model = Constrained::new(lg, layout.clone()).unwrap();
+    let sgld = Sgld::new(SgldSettings::constant(1e-5), Minibatch::new(20)).unwrap();
+    let s = RunSettings { n_iter: 400, burn_in: 100, n_chains: 2, seed: 9, ..Default::default() };
+    let o = run(&model, &sgld, &[0.0; 6], &s).unwrap();
+    let dir = std::env::temp_dir().join(format!("sgmcmc_zarr_named_{}", std::process::id()));
+    let path = dir.join("named.zarr");
+    let trace = model.write_zarr(&path, &o.estimate).unwrap();
+    assert_eq!(trace.shape(), (2, 300, 7));
+    let theta = layout.constrain_estimate(&o.estimate).unwrap();
+    for c in 0..2 {
+        let back = trace.read_chain(c).unwrap();
+        let want = theta.samples(c).unwrap().draws();
+        assert!(back.iter().zip(want.iter()).all(|(a, b)| a.to_bits() == b.to_bits()), "chain {c}");
+    }
+    let meta = |v: &str| json(&path.join(format!("posterior/{v}/zarr.json")));
+    let beta = meta("beta");
+    assert!(beta.contains("\"beta_dim_0\"") && beta.contains("\"beta_dim_1\""), "{beta}");
+    assert!(beta.contains("[\n    2,\n    300,\n    2,\n    2\n  ]") || beta.contains("[2,300,2,2]"), "{beta}");
+    let sigma = meta("sigma");
+    assert!(!sigma.contains("sigma_dim_0"), "a scalar has dims (chain, draw): {sigma}");
+    assert!(meta("w").contains("\"w_dim_0\""));
+    assert!(!path.join("posterior/theta").exists());
+    // Another process opens it and finds the variables and their order.
+    let again = ZarrTrace::open(&path).unwrap();
+    assert_eq!(again.shape(), (2, 300, 7));
+    assert_eq!(again.read_chain(1).unwrap(), trace.read_chain(1).unwrap());
+    // The wrong dimension is refused.
+    assert!(matches!(
+        sgmcmc::export::write_zarr_named(dir.join("x.zarr"), &o.estimate, &layout),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -6,13 +6,17 @@
 //!   prior; analytic gradients, potentials and Hessian-vector products, and a Newton mode finder.
 //! - [`Pmf`]: Bayesian probabilistic matrix factorisation on sparse [`Ratings`] (synthetic
 //!   generator, MovieLens-format loader, held-out RMSE).
+//! - [`Constrained`] with a [`Layout`]: a model written on the constrained scale (positive,
+//!   interval, simplex, ordered blocks) as a model on ℝᵈ, with the log-Jacobian.
 //! - [`Tempered`]: any model at a [`Temperature`] (cold posteriors, likelihood tempering).
 
+mod constrained;
 mod linear_gaussian;
 mod logistic;
 mod pmf;
 mod tempered;
 
+pub use constrained::{Block, Constrained, Constraint, Layout};
 pub use linear_gaussian::LinearGaussian;
 pub use logistic::LogisticRegression;
 pub use pmf::{Pmf, Ratings};

@@ -1,0 +1,740 @@
+//! Constrained parameters: a [`Layout`] of named blocks with constraints, and [`Constrained`],
+//! which turns a model written on the constrained scale into a [`Model`] on ℝᵈ.
+
+use crate::error::{Error, Result, check_len};
+use crate::estimate::{Estimate, Samples};
+use crate::model::Model;
+use std::cell::RefCell;
+
+/// The constraint of a parameter block, and the transform from ℝ that enforces it.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub enum Constraint {
+    /// No constraint: `θ = φ`.
+    Real,
+    /// `θ > 0`: `θ = exp(φ)`, log-Jacobian `φ`.
+    Positive,
+    /// `lower < θ < upper`: `θ = lower + (upper − lower) · logistic(φ)`, log-Jacobian
+    /// `log(upper − lower) + log s + log(1 − s)` with `s = logistic(φ)`.
+    Interval {
+        /// The lower bound (finite).
+        lower: f64,
+        /// The upper bound (finite, `> lower`).
+        upper: f64,
+    },
+    /// A vector of K ≥ 2 positive components summing to 1, from K − 1 unconstrained numbers by
+    /// Stan's stick-breaking: `z_k = logistic(φ_k − log(K − k))`, `θ_k = (1 − Σ_{j<k} θ_j) z_k`
+    /// (k = 1 … K − 1), `θ_K = 1 − Σ_{j<K} θ_j`; log-Jacobian `Σ_k log(z_k (1 − z_k) r_{k−1})`,
+    /// `r_{k−1} = 1 − Σ_{j<k} θ_j`. φ = 0 is the uniform vector.
+    Simplex,
+    /// An increasing vector: `θ_1 = φ_1`, `θ_k = θ_{k−1} + exp(φ_k)`; log-Jacobian `Σ_{k≥2} φ_k`.
+    Ordered,
+}
+
+/// A named block of parameters: its shape (row-major; `[]` for a scalar) and constraint.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Block {
+    /// The name, e.g. `"sigma"` (what summaries and traces call it).
+    pub name: String,
+    /// The shape on the constrained scale (`[]`: a scalar; `[K]` for a simplex or an ordered
+    /// vector).
+    pub shape: Vec<usize>,
+    /// The constraint.
+    pub constraint: Constraint,
+}
+
+impl Block {
+    /// Numbers on the constrained scale.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Whether the block holds no number (refused by [`Layout::validate`]).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Numbers on the unconstrained scale (one fewer than [`len`](Self::len) for a simplex).
+    pub fn unconstrained_len(&self) -> usize {
+        match self.constraint {
+            Constraint::Simplex => self.len().saturating_sub(1),
+            _ => self.len(),
+        }
+    }
+}
+
+/// The parameters of a model as named blocks with shapes and constraints, in order: the
+/// constrained vector θ is the blocks' numbers one after the other (each block row-major), the
+/// unconstrained vector φ likewise on the unconstrained scale.
+///
+/// Build it with the methods named after the constraints; [`Constrained::new`] validates it.
+///
+/// ```
+/// use sgmcmc::{Constraint, Layout};
+///
+/// let layout = Layout::new()
+///     .real("beta", &[3])
+///     .positive("sigma", &[])
+///     .simplex("weights", 4)
+///     .interval("rho", &[], -1.0, 1.0);
+/// assert_eq!(layout.dim(), 3 + 1 + 4 + 1);
+/// assert_eq!(layout.unconstrained_dim(), 3 + 1 + 3 + 1);
+/// assert_eq!(layout.names()[3], "sigma");
+/// assert_eq!(layout.names()[4], "weights[0]");
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Layout {
+    blocks: Vec<Block>,
+}
+
+impl Layout {
+    /// An empty layout.
+    pub fn new() -> Self {
+        Layout::default()
+    }
+
+    /// Adds a block (validated by [`validate`](Self::validate)).
+    pub fn block(mut self, name: &str, shape: &[usize], constraint: Constraint) -> Self {
+        self.blocks.push(Block { name: name.to_string(), shape: shape.to_vec(), constraint });
+        self
+    }
+
+    /// Adds an unconstrained block.
+    pub fn real(self, name: &str, shape: &[usize]) -> Self {
+        self.block(name, shape, Constraint::Real)
+    }
+
+    /// Adds a positive block (log transform).
+    pub fn positive(self, name: &str, shape: &[usize]) -> Self {
+        self.block(name, shape, Constraint::Positive)
+    }
+
+    /// Adds a block bounded to `(lower, upper)` (logit transform).
+    pub fn interval(self, name: &str, shape: &[usize], lower: f64, upper: f64) -> Self {
+        self.block(name, shape, Constraint::Interval { lower, upper })
+    }
+
+    /// Adds a K-simplex (stick-breaking).
+    pub fn simplex(self, name: &str, k: usize) -> Self {
+        self.block(name, &[k], Constraint::Simplex)
+    }
+
+    /// Adds an increasing vector of length K.
+    pub fn ordered(self, name: &str, k: usize) -> Self {
+        self.block(name, &[k], Constraint::Ordered)
+    }
+
+    /// The blocks, in order.
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    /// The dimension of θ (constrained scale).
+    pub fn dim(&self) -> usize {
+        self.blocks.iter().map(Block::len).sum()
+    }
+
+    /// The dimension of φ (unconstrained scale): what samplers see.
+    pub fn unconstrained_dim(&self) -> usize {
+        self.blocks.iter().map(Block::unconstrained_len).sum()
+    }
+
+    /// One name per number of θ: `name` for a scalar, `name[i]` for a vector, `name[i, j]` for
+    /// a matrix (ArviZ's flattened names).
+    pub fn names(&self) -> Vec<String> {
+        let mut out = Vec::with_capacity(self.dim());
+        for b in &self.blocks {
+            if b.shape.is_empty() {
+                out.push(b.name.clone());
+                continue;
+            }
+            let mut index = vec![0usize; b.shape.len()];
+            for _ in 0..b.len() {
+                let idx: Vec<String> = index.iter().map(usize::to_string).collect();
+                out.push(format!("{}[{}]", b.name, idx.join(", ")));
+                for axis in (0..index.len()).rev() {
+                    index[axis] += 1;
+                    if index[axis] < b.shape[axis] {
+                        break;
+                    }
+                    index[axis] = 0;
+                }
+            }
+        }
+        out
+    }
+
+    /// Checks the layout: at least one block; names non-empty and distinct; no empty block;
+    /// finite bounds with `lower < upper`; simplexes of K ≥ 2 and ordered blocks one-dimensional.
+    ///
+    /// Errors: [`Error::InvalidParameter`] named `"layout"`, the value naming the block.
+    pub fn validate(&self) -> Result<()> {
+        if self.blocks.is_empty() {
+            return Err(Error::invalid("layout", "no block", "a layout needs at least one block"));
+        }
+        for (i, b) in self.blocks.iter().enumerate() {
+            let bad = |reason| Err(Error::invalid("layout", format!("block `{}`", b.name), reason));
+            if b.name.is_empty() {
+                return Err(Error::invalid("layout", format!("block {i}"), "a block needs a name"));
+            }
+            if self.blocks[..i].iter().any(|o| o.name == b.name) {
+                return bad("two blocks have this name");
+            }
+            if b.is_empty() {
+                return bad("the block has no number (a zero in its shape)");
+            }
+            match b.constraint {
+                Constraint::Interval { lower, upper } if !(lower.is_finite() && upper.is_finite() && lower < upper) => {
+                    return bad("an interval needs finite bounds with lower < upper");
+                }
+                Constraint::Simplex | Constraint::Ordered if b.shape.len() != 1 => {
+                    return bad("simplex and ordered blocks are vectors (shape [K])");
+                }
+                Constraint::Simplex if b.len() < 2 => return bad("a simplex needs K >= 2 components"),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// θ from φ (`phi` of length [`unconstrained_dim`](Self::unconstrained_dim), `theta` of
+    /// length [`dim`](Self::dim)).
+    ///
+    /// Errors: [`Error::DimensionMismatch`].
+    pub fn constrain(&self, phi: &[f64], theta: &mut [f64]) -> Result<()> {
+        check_len("unconstrained parameters", self.unconstrained_dim(), phi.len())?;
+        check_len("constrained parameters", self.dim(), theta.len())?;
+        self.forward(phi, theta, None);
+        Ok(())
+    }
+
+    /// φ from θ, e.g. to start chains at a point given on the constrained scale.
+    ///
+    /// Errors: [`Error::DimensionMismatch`]; [`Error::InvalidParameter`] (`"theta"`) for a θ
+    /// outside its block's constraint (not positive, outside the interval, not a simplex to
+    /// 1e-9 with positive components, not increasing).
+    pub fn unconstrain(&self, theta: &[f64], phi: &mut [f64]) -> Result<()> {
+        check_len("constrained parameters", self.dim(), theta.len())?;
+        check_len("unconstrained parameters", self.unconstrained_dim(), phi.len())?;
+        let (mut a, mut b) = (0, 0);
+        for blk in &self.blocks {
+            let (n, m) = (blk.len(), blk.unconstrained_len());
+            let (t, p) = (&theta[a..a + n], &mut phi[b..b + m]);
+            let outside = |v: f64| Error::invalid("theta", v, "is outside its block's constraint");
+            match blk.constraint {
+                Constraint::Real => p.copy_from_slice(t),
+                Constraint::Positive => {
+                    for (pi, &ti) in p.iter_mut().zip(t) {
+                        if !(ti > 0.0 && ti.is_finite()) {
+                            return Err(outside(ti));
+                        }
+                        *pi = ti.ln();
+                    }
+                }
+                Constraint::Interval { lower, upper } => {
+                    for (pi, &ti) in p.iter_mut().zip(t) {
+                        if !(ti > lower && ti < upper) {
+                            return Err(outside(ti));
+                        }
+                        let s = (ti - lower) / (upper - lower);
+                        *pi = s.ln() - (-s).ln_1p();
+                    }
+                }
+                Constraint::Simplex => {
+                    let total: f64 = t.iter().sum();
+                    if let Some(&bad) = t.iter().find(|&&v| v.is_nan() || v <= 0.0) {
+                        return Err(outside(bad));
+                    }
+                    if (total - 1.0).abs() > 1e-9 {
+                        return Err(Error::invalid("theta", total, "a simplex block must sum to 1"));
+                    }
+                    let k = n;
+                    let mut r = 1.0;
+                    for (j, pj) in p.iter_mut().enumerate() {
+                        let z = (t[j] / r).clamp(f64::MIN_POSITIVE, 1.0 - f64::EPSILON);
+                        *pj = z.ln() - (-z).ln_1p() + ((k - j - 1) as f64).ln();
+                        r -= t[j];
+                    }
+                }
+                Constraint::Ordered => {
+                    p[0] = t[0];
+                    for j in 1..n {
+                        let gap = t[j] - t[j - 1];
+                        if gap.is_nan() || gap <= 0.0 {
+                            return Err(outside(t[j]));
+                        }
+                        p[j] = gap.ln();
+                    }
+                }
+            }
+            a += n;
+            b += m;
+        }
+        Ok(())
+    }
+
+    /// θ = T(φ); with `log_jac`, also returns `log |det ∂θ/∂φ|` (for a simplex, of the map to
+    /// its first K − 1 components).
+    fn forward(&self, phi: &[f64], theta: &mut [f64], log_jac: Option<&mut f64>) {
+        let (mut a, mut b) = (0, 0);
+        let mut lj = 0.0;
+        for blk in &self.blocks {
+            let (n, m) = (blk.len(), blk.unconstrained_len());
+            let (t, p) = (&mut theta[a..a + n], &phi[b..b + m]);
+            match blk.constraint {
+                Constraint::Real => t.copy_from_slice(p),
+                Constraint::Positive => {
+                    for (ti, &pi) in t.iter_mut().zip(p) {
+                        *ti = pi.exp();
+                        lj += pi;
+                    }
+                }
+                Constraint::Interval { lower, upper } => {
+                    let w = upper - lower;
+                    for (ti, &pi) in t.iter_mut().zip(p) {
+                        let s = logistic(pi);
+                        *ti = lower + w * s;
+                        // log s + log(1 − s) = −softplus(−φ) − softplus(φ), stable for large |φ|.
+                        lj += w.ln() - softplus(-pi) - softplus(pi);
+                    }
+                }
+                Constraint::Simplex => {
+                    let k = n;
+                    let mut r = 1.0;
+                    for j in 0..k - 1 {
+                        let y = p[j] - ((k - j - 1) as f64).ln();
+                        let z = logistic(y);
+                        t[j] = r * z;
+                        lj += -softplus(-y) - softplus(y) + r.ln();
+                        r -= t[j];
+                    }
+                    t[k - 1] = r;
+                }
+                Constraint::Ordered => {
+                    t[0] = p[0];
+                    for j in 1..n {
+                        t[j] = t[j - 1] + p[j].exp();
+                        lj += p[j];
+                    }
+                }
+            }
+            a += n;
+            b += m;
+        }
+        if let Some(l) = log_jac {
+            *l = lj;
+        }
+    }
+
+    /// `out = J_Tᵀ g − jac · ∇_φ log|J|` at φ (θ = T(φ) given): the chain rule back to φ, with
+    /// the log-Jacobian's gradient subtracted `jac` times (1 for the prior part, 0 for data).
+    fn backward(&self, phi: &[f64], theta: &[f64], g: &[f64], jac: f64, out: &mut [f64]) {
+        let (mut a, mut b) = (0, 0);
+        for blk in &self.blocks {
+            let (n, m) = (blk.len(), blk.unconstrained_len());
+            let (t, p, gb, o) = (&theta[a..a + n], &phi[b..b + m], &g[a..a + n], &mut out[b..b + m]);
+            match blk.constraint {
+                Constraint::Real => o.copy_from_slice(gb),
+                Constraint::Positive => {
+                    for ((oi, &ti), &gi) in o.iter_mut().zip(t).zip(gb) {
+                        *oi = gi * ti - jac;
+                    }
+                }
+                Constraint::Interval { lower, upper } => {
+                    let w = upper - lower;
+                    for ((oi, &pi), &gi) in o.iter_mut().zip(p).zip(gb) {
+                        let s = logistic(pi);
+                        *oi = gi * w * s * (1.0 - s) - jac * (1.0 - 2.0 * s);
+                    }
+                }
+                Constraint::Simplex => {
+                    // Reverse pass through the stick-breaking: r̄ is the adjoint of the
+                    // remaining stick r_k. Forward: x_k = r_{k−1} z_k, r_k = r_{k−1}(1 − z_k).
+                    let k = n;
+                    let mut rbar = gb[k - 1];
+                    // r_{k−1} for k = K − 1 … 1, recovered backwards: r_{K−1} = θ_K,
+                    // r_{k−1} = r_k + θ_k.
+                    let mut r_after = t[k - 1];
+                    for j in (0..k - 1).rev() {
+                        let r_before = r_after + t[j];
+                        let y = p[j] - ((k - j - 1) as f64).ln();
+                        let z = logistic(y);
+                        // d/dz of [log z + log(1 − z)] = 1/z − 1/(1 − z); d/dr of log r = 1/r.
+                        // ȳ = z̄ z(1 − z) with z̄ = (g − r̄) r − jac (1 − 2z)/(z(1 − z)).
+                        o[j] = (gb[j] - rbar) * r_before * z * (1.0 - z) - jac * (1.0 - 2.0 * z);
+                        rbar = gb[j] * z + rbar * (1.0 - z) - jac / r_before;
+                        r_after = r_before;
+                    }
+                }
+                Constraint::Ordered => {
+                    let mut tail = 0.0;
+                    for j in (0..n).rev() {
+                        tail += gb[j];
+                        o[j] = if j == 0 { tail } else { tail * p[j].exp() - jac };
+                    }
+                }
+            }
+            a += n;
+            b += m;
+        }
+    }
+
+    /// Whether every block has the second derivatives [`Constrained`]'s Hessian-vector
+    /// products need (all but simplexes).
+    fn has_hvp(&self) -> bool {
+        self.blocks.iter().all(|b| b.constraint != Constraint::Simplex)
+    }
+
+    /// `out = J_Tᵀ h + (Σ_k g_k ∇²T_k) v − jac · ∇² log|J| v`, where `h = H_θ (J_T v)` (every
+    /// block but simplexes).
+    fn backward_hvp(&self, phi: &[f64], g: &[f64], h: &[f64], v: &[f64], jac: f64, out: &mut [f64]) {
+        let mut a = 0;
+        for blk in &self.blocks {
+            let n = blk.len();
+            let (p, gb, hb, vb, o) = (&phi[a..a + n], &g[a..a + n], &h[a..a + n], &v[a..a + n], &mut out[a..a + n]);
+            match blk.constraint {
+                Constraint::Real => o.copy_from_slice(hb),
+                Constraint::Positive => {
+                    for j in 0..n {
+                        let e = p[j].exp();
+                        o[j] = e * hb[j] + gb[j] * e * vb[j];
+                    }
+                }
+                Constraint::Interval { lower, upper } => {
+                    let w = upper - lower;
+                    for j in 0..n {
+                        let s = logistic(p[j]);
+                        let d1 = w * s * (1.0 - s);
+                        let d2 = d1 * (1.0 - 2.0 * s);
+                        o[j] = d1 * hb[j] + gb[j] * d2 * vb[j] + jac * 2.0 * s * (1.0 - s) * vb[j];
+                    }
+                }
+                Constraint::Ordered => {
+                    let (mut tail_h, mut tail_g) = (0.0, 0.0);
+                    for j in (0..n).rev() {
+                        tail_h += hb[j];
+                        tail_g += gb[j];
+                        o[j] = if j == 0 { tail_h } else { p[j].exp() * (tail_h + tail_g * vb[j]) };
+                    }
+                }
+                Constraint::Simplex => unreachable!("checked by has_hvp"),
+            }
+            a += n;
+        }
+    }
+
+    /// `J_T v` (every block but simplexes).
+    fn jvp(&self, phi: &[f64], v: &[f64], out: &mut [f64]) {
+        let mut a = 0;
+        for blk in &self.blocks {
+            let n = blk.len();
+            let (p, vb, o) = (&phi[a..a + n], &v[a..a + n], &mut out[a..a + n]);
+            match blk.constraint {
+                Constraint::Real => o.copy_from_slice(vb),
+                Constraint::Positive => {
+                    for j in 0..n {
+                        o[j] = p[j].exp() * vb[j];
+                    }
+                }
+                Constraint::Interval { lower, upper } => {
+                    for j in 0..n {
+                        let s = logistic(p[j]);
+                        o[j] = (upper - lower) * s * (1.0 - s) * vb[j];
+                    }
+                }
+                Constraint::Ordered => {
+                    let mut acc = vb[0];
+                    o[0] = acc;
+                    for j in 1..n {
+                        acc += p[j].exp() * vb[j];
+                        o[j] = acc;
+                    }
+                }
+                Constraint::Simplex => unreachable!("checked by has_hvp"),
+            }
+            a += n;
+        }
+    }
+
+    /// The draws of `est` on the constrained scale (θ = T(φ) for every draw), with the same
+    /// weights, costs and step sizes; gradients (which are on φ) are dropped.
+    ///
+    /// Errors: [`Error::DimensionMismatch`] if `est` is not in dimension
+    /// [`unconstrained_dim`](Self::unconstrained_dim); [`Error::NotStored`] for a streaming
+    /// (moments-only) part, whose draws are gone.
+    pub fn constrain_estimate(&self, est: &Estimate) -> Result<Estimate> {
+        check_len("dimension of the estimate", self.unconstrained_dim(), est.dim())?;
+        let mut parts = Vec::with_capacity(est.n_parts());
+        for c in 0..est.n_parts() {
+            let s = est.samples(c).ok_or(Error::NotStored { what: "draws (a streaming run keeps only moments)" })?;
+            parts.push(Estimate::from_samples(s.mapped(self.dim(), |phi, theta| self.forward(phi, theta, None))));
+        }
+        Estimate::combine(parts)
+    }
+}
+
+#[inline]
+fn logistic(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// `log(1 + eˣ)`, stable.
+#[inline]
+fn softplus(x: f64) -> f64 {
+    if x > 0.0 { x + (-x).exp().ln_1p() } else { x.exp().ln_1p() }
+}
+
+thread_local! {
+    /// θ, ∇_θ, and two more buffers for Hessian-vector products.
+    static SCRATCH: RefCell<[Vec<f64>; 4]> = const { RefCell::new([Vec::new(), Vec::new(), Vec::new(), Vec::new()]) };
+}
+
+/// Runs `f` with this thread's scratch buffers resized to `(d, d, d, d)` (fresh ones if they
+/// are in use: a model nested in another).
+fn with_scratch<R>(d: usize, f: impl FnOnce(&mut [Vec<f64>; 4]) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut bufs) => {
+            for b in bufs.iter_mut() {
+                b.resize(d, 0.0);
+            }
+            f(&mut bufs)
+        }
+        Err(_) => f(&mut [vec![0.0; d], vec![0.0; d], vec![0.0; d], vec![0.0; d]]),
+    })
+}
+
+/// A model written on the constrained scale, seen on ℝᵈ: samplers move φ, the inner model sees
+/// θ = T(φ) ([`Layout`]), and the potential gains the log-Jacobian,
+///
+/// `U_φ(φ) = U₀(T(φ)) − log |det J_T(φ)| + Σᵢ Uᵢ(T(φ))`.
+///
+/// The log-Jacobian goes with the prior part (so control variates, minibatches and tempering
+/// treat the data part as before); gradients are `J_Tᵀ ∇_θ` (no allocation after a thread's
+/// first call); potentials and Hessian-vector products are provided when the inner model
+/// provides them (Hessian-vector products for every constraint but the simplex, for which the
+/// tuner falls back to differences of gradients). The inner model's `dim()` must be the
+/// layout's [`dim`](Layout::dim).
+///
+/// Draws come out on φ: [`Layout::constrain_estimate`] maps them to θ, and
+/// [`Constrained::summary_table`] names the rows after the blocks.
+///
+/// ```
+/// use sgmcmc::prelude::*;
+/// use sgmcmc::{Constrained, Layout};
+///
+/// /// Exponential data with rate λ > 0, prior Gamma(2, 1): posterior Gamma(2 + N, 1 + Σx).
+/// struct Rate(Vec<f64>);
+/// impl Model for Rate {
+///     fn dim(&self) -> usize { 1 }
+///     fn n_data(&self) -> usize { self.0.len() }
+///     fn grad_prior(&self, t: &[f64], out: &mut [f64]) { out[0] = -1.0 / t[0] + 1.0; }
+///     fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) {
+///         out[0] = idx.iter().map(|&i| -1.0 / t[0] + self.0[i]).sum();
+///     }
+///     fn potential_prior(&self, t: &[f64]) -> Option<f64> { Some(-t[0].ln() + t[0]) }
+///     fn potential_data_sum(&self, t: &[f64], idx: &[usize]) -> Option<f64> {
+///         Some(idx.iter().map(|&i| -t[0].ln() + t[0] * self.0[i]).sum())
+///     }
+/// }
+///
+/// let data: Vec<f64> = (0..20).map(|i| 0.5 + 0.05 * i as f64).collect();
+/// let model = Constrained::new(Rate(data.clone()), Layout::new().positive("lambda", &[]))?;
+/// let mala = Mala::new(MalaSettings::default())?;
+/// let s = RunSettings { n_iter: 21_000, burn_in: 1_000, n_chains: 2, seed: 4, ..Default::default() };
+/// let out = run(&model, &mala, &[0.0], &s)?;
+/// let lambda = model.layout().constrain_estimate(&out.estimate)?;
+/// let exact = (2.0 + 20.0) / (1.0 + data.iter().sum::<f64>());
+/// assert!((lambda.mean()?[0] / exact - 1.0).abs() < 0.03);
+/// println!("{}", model.summary_table(&out.estimate)?);
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Constrained<M> {
+    model: M,
+    layout: Layout,
+    dim: usize,
+}
+
+impl<M: Model> Constrained<M> {
+    /// `model` (on the constrained scale) under `layout`.
+    ///
+    /// Errors: as [`Layout::validate`]; [`Error::DimensionMismatch`] unless
+    /// `model.dim() == layout.dim()`.
+    pub fn new(model: M, layout: Layout) -> Result<Self> {
+        layout.validate()?;
+        check_len("model dimension (the layout's constrained dimension)", layout.dim(), model.dim())?;
+        let dim = layout.unconstrained_dim();
+        Ok(Constrained { model, layout, dim })
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The inner model (constrained scale).
+    pub fn inner(&self) -> &M {
+        &self.model
+    }
+
+    /// φ for a starting point θ on the constrained scale (see [`Layout::unconstrain`]).
+    pub fn unconstrain(&self, theta: &[f64]) -> Result<Vec<f64>> {
+        let mut phi = vec![0.0; self.dim];
+        self.layout.unconstrain(theta, &mut phi)?;
+        Ok(phi)
+    }
+
+    /// The summary table of a run's draws on the constrained scale, one row per number named
+    /// after its block (`sigma`, `beta[0]`, …), as
+    /// [`diagnostics::summary_table`](crate::diagnostics::summary_table).
+    ///
+    /// Errors: as [`Layout::constrain_estimate`] and `summary_table`.
+    pub fn summary_table(&self, est: &Estimate) -> Result<crate::diagnostics::SummaryTable> {
+        let theta = self.layout.constrain_estimate(est)?;
+        crate::diagnostics::summary_table(&theta)?.with_names(&self.layout.names())
+    }
+
+    /// Writes a run's draws (on φ) as a Zarr trace on the constrained scale, one ArviZ
+    /// variable per block with the block's name and shape
+    /// ([`export::write_zarr_named`](crate::export::write_zarr_named)); the unconstrained
+    /// draws stay in `est` (write them with [`export::write_zarr`](crate::export::write_zarr)).
+    ///
+    /// Errors: as [`Layout::constrain_estimate`] and `write_zarr_named`.
+    #[cfg(feature = "zarr")]
+    pub fn write_zarr(&self, path: impl AsRef<std::path::Path>, est: &Estimate) -> Result<crate::export::ZarrTrace> {
+        let theta = self.layout.constrain_estimate(est)?;
+        crate::export::write_zarr_named(path, &theta, &self.layout)
+    }
+
+    /// `out = J_Tᵀ ∇_θ(inner part) − jac ∇ log|J|` at φ.
+    fn pull_back(
+        &self,
+        phi: &[f64],
+        out: &mut [f64],
+        jac: f64,
+        inner: impl FnOnce(&[f64], &mut [f64]) -> Result<()>,
+    ) -> Result<()> {
+        check_len("unconstrained parameters", self.dim, phi.len())?;
+        let d = self.layout.dim();
+        with_scratch(d, |[theta, g, _, _]| {
+            self.layout.forward(phi, theta, None);
+            inner(theta, g)?;
+            self.layout.backward(phi, theta, g, jac, out);
+            Ok(())
+        })
+    }
+
+    fn hvp(
+        &self,
+        phi: &[f64],
+        v: &[f64],
+        out: &mut [f64],
+        jac: f64,
+        grad: impl FnOnce(&[f64], &mut [f64]) -> Result<()>,
+        hvp: impl FnOnce(&[f64], &[f64], &mut [f64]) -> Result<()>,
+    ) -> Result<()> {
+        if !self.layout.has_hvp() {
+            return Err(Error::Unsupported {
+                method: "hvp of a simplex block",
+                needed_by: "a Hessian-vector product through the stick-breaking transform",
+            });
+        }
+        check_len("unconstrained parameters", self.dim, phi.len())?;
+        check_len("hvp direction v", self.dim, v.len())?;
+        let d = self.layout.dim();
+        with_scratch(d, |[theta, g, jv, h]| {
+            self.layout.forward(phi, theta, None);
+            grad(theta, g)?;
+            self.layout.jvp(phi, v, jv);
+            hvp(theta, jv, h)?;
+            self.layout.backward_hvp(phi, g, h, v, jac, out);
+            Ok(())
+        })
+    }
+}
+
+impl<M: Model> Model for Constrained<M> {
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn n_data(&self) -> usize {
+        self.model.n_data()
+    }
+
+    fn grad_prior(&self, phi: &[f64], out: &mut [f64]) {
+        if self.try_grad_prior(phi, out).is_err() {
+            out.fill(f64::NAN);
+        }
+    }
+
+    fn grad_data_sum(&self, phi: &[f64], idx: &[usize], out: &mut [f64]) {
+        if self.try_grad_data_sum(phi, idx, out).is_err() {
+            out.fill(f64::NAN);
+        }
+    }
+
+    fn try_grad_prior(&self, phi: &[f64], out: &mut [f64]) -> Result<()> {
+        self.pull_back(phi, out, 1.0, |t, g| self.model.try_grad_prior(t, g))
+    }
+
+    fn try_grad_data_sum(&self, phi: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.pull_back(phi, out, 0.0, |t, g| self.model.try_grad_data_sum(t, idx, g))
+    }
+
+    fn potential_prior(&self, phi: &[f64]) -> Option<f64> {
+        if phi.len() != self.dim {
+            return None;
+        }
+        with_scratch(self.layout.dim(), |[theta, ..]| {
+            let mut lj = 0.0;
+            self.layout.forward(phi, theta, Some(&mut lj));
+            self.model.potential_prior(theta).map(|u| u - lj)
+        })
+    }
+
+    fn potential_data_sum(&self, phi: &[f64], idx: &[usize]) -> Option<f64> {
+        if phi.len() != self.dim {
+            return None;
+        }
+        with_scratch(self.layout.dim(), |[theta, ..]| {
+            self.layout.forward(phi, theta, None);
+            self.model.potential_data_sum(theta, idx)
+        })
+    }
+
+    fn hvp_prior(&self, phi: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
+        self.hvp(phi, v, out, 1.0, |t, g| self.model.try_grad_prior(t, g), |t, w, h| self.model.hvp_prior(t, w, h))
+    }
+
+    fn hvp_data_sum(&self, phi: &[f64], v: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.hvp(
+            phi,
+            v,
+            out,
+            0.0,
+            |t, g| self.model.try_grad_data_sum(t, idx, g),
+            |t, w, h| self.model.hvp_data_sum(t, w, idx, h),
+        )
+    }
+}
+
+impl Samples {
+    /// The same samples with every draw mapped by `f` into `width` numbers (weights, costs and
+    /// step sizes kept; gradients dropped).
+    pub(crate) fn mapped(&self, width: usize, f: impl Fn(&[f64], &mut [f64])) -> Samples {
+        let n = self.len();
+        let mut draws = ndarray::Array2::zeros((n, width));
+        for (src, mut dst) in self.draws().outer_iter().zip(draws.outer_iter_mut()) {
+            let src = src.to_vec();
+            f(&src, dst.as_slice_mut().expect("row-major"));
+        }
+        self.with_draws(draws)
+    }
+}
