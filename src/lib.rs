@@ -53,7 +53,8 @@ pub use gradient::{FullGradient, GradientEstimator, Minibatch, Subsample, Subsam
 pub use lbfgs::Lbfgs;
 pub use model::Model;
 pub use models::{
-    Block, Constrained, Constraint, Layout, LinearGaussian, LogisticRegression, Pmf, Ratings, Temperature, Tempered,
+    Block, Constrained, Constraint, Family, Glm, GlmSettings, Layout, LinearGaussian, LogisticRegression, Pmf, Ratings,
+    Temperature, Tempered,
 };
 pub use observe::{Control, Observer, Progress};
 pub use optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
@@ -79,12 +80,12 @@ pub mod prelude {
     pub use crate::tune::{PlannedRun, Precondition, TuneSettings, dispersed_starts, tune, tune_rr};
     pub use crate::{
         AdaptiveSettings, Constrained, Constraint, ControlVariate, Cost, CvSettings, CyclicalSettings, CyclicalSgld,
-        Error, Estimate, FullGradient, GradientEstimator, Hamcmc, HamcmcSettings, Layout, LinearGaussian, Lmc,
-        LogisticRegression, Mala, MalaSettings, Metric, Minibatch, MlSgld, MlSgldSettings, ModeSettings, Model,
-        Observer, PreconditionedSgld, Psgld, PsgldSettings, RichardsonRomberg, RmseTarget, RunOutput, RunSettings,
-        Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, Sgnht, SgnhtSettings, Sgrrhmc, Sgrrld, StepSize, Storage,
-        Temperature, Tempered, Whitening, ZvOrder, check_model, diagnostics, export, find_mode, resume, resume_rr, run,
-        run_chains, run_chains_observed, run_observed, run_rr,
+        Error, Estimate, FullGradient, Glm, GlmSettings, GradientEstimator, Hamcmc, HamcmcSettings, Layout,
+        LinearGaussian, Lmc, LogisticRegression, Mala, MalaSettings, Metric, Minibatch, MlSgld, MlSgldSettings,
+        ModeSettings, Model, Observer, PreconditionedSgld, Psgld, PsgldSettings, RichardsonRomberg, RmseTarget,
+        RunOutput, RunSettings, Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, Sgnht, SgnhtSettings, Sgrrhmc,
+        Sgrrld, StepSize, Storage, Temperature, Tempered, Whitening, ZvOrder, check_model, diagnostics, export,
+        find_mode, resume, resume_rr, run, run_chains, run_chains_observed, run_observed, run_rr,
     };
 }
 

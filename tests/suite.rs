@@ -24,6 +24,8 @@ mod errors;
 mod estimators;
 #[path = "foundations.rs"]
 mod foundations;
+#[path = "glm.rs"]
+mod glm;
 #[path = "guards.rs"]
 mod guards;
 #[path = "hamcmc.rs"]

@@ -90,20 +90,20 @@ fn sigmoid_pair(z: f64) -> (f64, f64) {
 
 /// The logistic function `σ(z) = 1 / (1 + exp(−z))`, never NaN for finite or infinite z.
 #[inline(always)]
-fn sigmoid(z: f64) -> f64 {
+pub(super) fn sigmoid(z: f64) -> f64 {
     sigmoid_pair(z).0
 }
 
 /// The residual `σ(z) − y` for a label y ∈ {0, 1}, computed as `σ(z)` for y = 0 and as
 /// `−σ(−z)` for y = 1, which keeps its relative accuracy when it is small.
 #[inline(always)]
-fn residual(z: f64, y: f64) -> f64 {
+pub(super) fn residual(z: f64, y: f64) -> f64 {
     let (s, s_neg) = sigmoid_pair(z);
     if y == 0.0 { s } else { -s_neg }
 }
 
 #[inline(always)]
-fn softplus(z: f64) -> f64 {
+pub(super) fn softplus(z: f64) -> f64 {
     if z > 0.0 { z + (-z).exp().ln_1p() } else { z.exp().ln_1p() }
 }
 

@@ -8,15 +8,19 @@
 //!   generator, MovieLens-format loader, held-out RMSE).
 //! - [`Constrained`] with a [`Layout`]: a model written on the constrained scale (positive,
 //!   interval, simplex, ordered blocks) as a model on ℝᵈ, with the log-Jacobian.
+//! - [`Glm`]: generalised linear models (Gaussian, logistic, probit, Poisson, negative
+//!   binomial) with intercepts, offsets and weights, analytic gradients and HVPs.
 //! - [`Tempered`]: any model at a [`Temperature`] (cold posteriors, likelihood tempering).
 
 mod constrained;
+mod glm;
 mod linear_gaussian;
 mod logistic;
 mod pmf;
 mod tempered;
 
 pub use constrained::{Block, Constrained, Constraint, Layout};
+pub use glm::{Family, Glm, GlmSettings};
 pub use linear_gaussian::LinearGaussian;
 pub use logistic::LogisticRegression;
 pub use pmf::{Pmf, Ratings};
