@@ -132,15 +132,38 @@ pub fn read_npy2(path: impl AsRef<Path>) -> Result<Array2<f64>> {
 /// Writes a long-format CSV: header `chain,draw,weight,cost,theta_0,…[,grad_0,…]`, one row per
 /// draw, numbers printed in Rust's shortest round-trip form (so reading back is exact).
 pub fn write_csv(path: impl AsRef<Path>, est: &Estimate) -> Result<()> {
-    let path = path.as_ref();
+    let names: Vec<String> = (0..est.dim()).map(|j| format!("theta_{j}")).collect();
+    write_csv_inner(path.as_ref(), est, &names)
+}
+
+/// As [`write_csv`], with the draws' columns named `names` (one per coordinate, e.g.
+/// [`Layout::names`](crate::Layout::names) for draws on a layout's constrained scale; a name
+/// with a comma or a quote is quoted as RFC 4180 says).
+///
+/// Errors: [`Error::DimensionMismatch`] unless there is one name per coordinate; as
+/// [`write_csv`].
+pub fn write_csv_named<S: AsRef<str>>(path: impl AsRef<Path>, est: &Estimate, names: &[S]) -> Result<()> {
+    crate::error::check_len("column names", est.dim(), names.len())?;
+    let names: Vec<String> = names
+        .iter()
+        .map(|n| {
+            let n = n.as_ref();
+            if n.contains([',', '"', '\n']) { format!("\"{}\"", n.replace('"', "\"\"")) } else { n.to_string() }
+        })
+        .collect();
+    write_csv_inner(path.as_ref(), est, &names)
+}
+
+fn write_csv_inner(path: &Path, est: &Estimate, names: &[String]) -> Result<()> {
     let p = parts(est)?;
     let with_grad = p.iter().all(|s| s.gradients().is_some());
     let d = est.dim();
     let file = std::fs::File::create(path).map_err(|e| io(path, e))?;
     let mut w = std::io::BufWriter::new(file);
     let mut header = String::from("chain,draw,weight,cost");
-    for j in 0..d {
-        header.push_str(&format!(",theta_{j}"));
+    for name in names {
+        header.push(',');
+        header.push_str(name);
     }
     if with_grad {
         for j in 0..d {

@@ -82,6 +82,13 @@ fn resumed_runs_are_bit_identical() {
     let cv = ControlVariate::at(&lo, &map, CvSettings { batch_size: 50, ..Default::default() }).unwrap();
     let sghmc_cv = Sghmc::new(SghmcSettings::constant(1e-5, 0.1), cv).unwrap();
     check_resume("sghmc_cv", &lo, &sghmc_cv, &map, &settings, 1_234);
+    // A model on the constrained scale (GLM, σ > 0 through its layout) and a tempered one: a
+    // resume needs nothing but the model.
+    let glm = Glm::synthetic(Family::Gaussian, 1_000, 2, 4).unwrap().constrained().unwrap();
+    let sgld_glm = Sgld::new(SgldSettings::constant(2e-4), Minibatch::new(50)).unwrap();
+    check_resume("constrained_glm", &glm, &sgld_glm, &[0.0; 4], &settings, 999);
+    let cold = Tempered::new(&lo, Temperature::posterior(0.5)).unwrap();
+    check_resume("tempered", &cold, &sgld, &[0.0; 4], &settings, 1_500);
     // HAMCMC (L-BFGS memory, history ring, pair iterations).
     let hamcmc =
         Hamcmc::new(HamcmcSettings { step_size: StepSize::Constant(0.2), ..Default::default() }, Minibatch::new(50))
@@ -321,6 +328,13 @@ fn resuming_with_another_model_is_a_typed_error() {
     assert!(matches!(e, Error::CheckpointMismatch { what: "model data size (number of data)", .. }), "{e:?}");
     assert!(e.to_string().contains("2000 in the checkpoint"), "{e}");
     let e = resume(&other, RunOutput::<S>::load(&path).unwrap(), &[]).unwrap_err();
+    assert!(
+        matches!(e, Error::CheckpointMismatch { what, .. } if what.starts_with("model data (fingerprint")),
+        "{e:?}"
+    );
+    // The same model at another temperature is another model (its gradients differ).
+    let hot = Tempered::new(&m, Temperature::posterior(2.0)).unwrap();
+    let e = resume(&hot, RunOutput::<S>::load(&path).unwrap(), &[]).unwrap_err();
     assert!(
         matches!(e, Error::CheckpointMismatch { what, .. } if what.starts_with("model data (fingerprint")),
         "{e:?}"

@@ -445,6 +445,22 @@ fn names_and_errors() {
     let m = Constrained::new(Smooth { d: 3 }, Layout::new().positive("s", &[]).simplex("w", 2)).unwrap();
     assert!(matches!(m.unconstrain(&[-1.0, 0.5, 0.5]), Err(Error::InvalidParameter { name: "theta", .. })));
     assert!(matches!(m.unconstrain(&[1.0, 0.7, 0.5]), Err(Error::InvalidParameter { name: "theta", .. })));
+    // CSV on the constrained scale, columns named after the blocks.
+    let s2 = RunSettings { n_iter: 50, burn_in: 10, seed: 2, ..Default::default() };
+    let sgld2 = Sgld::new(SgldSettings::constant(1e-3), Minibatch::new(2)).unwrap();
+    let o = run(&m, &sgld2, &[0.0, 0.0], &s2).unwrap();
+    let csv = std::env::temp_dir().join(format!("sgmcmc_constrained_{}.csv", std::process::id()));
+    m.write_csv(&csv, &o.estimate).unwrap();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next().unwrap(), "chain,draw,weight,cost,s,w[0],w[1]");
+    let first: Vec<f64> = lines.next().unwrap().split(',').map(|f| f.parse().unwrap()).collect();
+    assert!(first[4] > 0.0 && (first[5] + first[6] - 1.0).abs() < 1e-12, "{first:?}");
+    std::fs::remove_file(&csv).ok();
+    assert!(matches!(
+        sgmcmc::export::write_csv_named(&csv, &o.estimate, &["only one"]),
+        Err(Error::DimensionMismatch { .. })
+    ));
     // A streaming run has no draws to map.
     let s = RunSettings { n_iter: 100, burn_in: 10, storage: Storage::Moments, ..Default::default() };
     let sgld = Sgld::new(SgldSettings::constant(1e-3), Minibatch::new(2)).unwrap();

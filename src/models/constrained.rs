@@ -600,6 +600,15 @@ impl<M: Model> Constrained<M> {
         crate::diagnostics::summary_table(&theta)?.with_names(&self.layout.names())
     }
 
+    /// Writes a run's draws (on φ) as CSV on the constrained scale, the columns named after
+    /// the blocks ([`export::write_csv_named`](crate::export::write_csv_named)).
+    ///
+    /// Errors: as [`Layout::constrain_estimate`] and `write_csv_named`.
+    pub fn write_csv(&self, path: impl AsRef<std::path::Path>, est: &Estimate) -> Result<()> {
+        let theta = self.layout.constrain_estimate(est)?;
+        crate::export::write_csv_named(path, &theta, &self.layout.names())
+    }
+
     /// Writes a run's draws (on φ) as a Zarr trace on the constrained scale, one ArviZ
     /// variable per block with the block's name and shape
     /// ([`export::write_zarr_named`](crate::export::write_zarr_named)); the unconstrained
