@@ -90,6 +90,7 @@ fn every_constraint() -> Layout {
         .interval("rho", &[], -1.0, 3.0)
         .simplex("w", 4)
         .ordered("cut", 3)
+        .cholesky_corr("L", 3)
 }
 
 fn no_simplex() -> Layout {
@@ -133,6 +134,8 @@ fn each_log_jacobian_matches_finite_differences() {
         Layout::new().simplex("w", 2),
         Layout::new().simplex("w", 5),
         Layout::new().ordered("c", 4),
+        Layout::new().cholesky_corr("L", 2),
+        Layout::new().cholesky_corr("L", 4),
         every_constraint(),
     ] {
         let d = layout.dim();
@@ -147,8 +150,15 @@ fn each_log_jacobian_matches_finite_differences() {
         let mut a = 0;
         for b in layout.blocks() {
             let n = b.len();
-            let last = if b.constraint == Constraint::Simplex { n - 1 } else { n };
-            keep.extend(a..a + last);
+            match b.constraint {
+                Constraint::Simplex => keep.extend(a..a + n - 1),
+                // The free entries of a Cholesky factor: strictly below the diagonal.
+                Constraint::CholeskyCorr => {
+                    let k = b.shape[0];
+                    keep.extend((1..k).flat_map(|i| (0..i).map(move |j| a + i * k + j)));
+                }
+                _ => keep.extend(a..a + n),
+            }
             a += n;
         }
         let h = 1e-6;
@@ -213,7 +223,7 @@ fn gradients_and_hvps_match_finite_differences() {
         let v: Vec<f64> = (0..m).map(|j| 0.3 - 0.1 * j as f64).collect();
         let mut hv = vec![0.0; m];
         let res = model.hvp_prior(&phi, &v, &mut hv);
-        if layout.blocks().iter().any(|b| b.constraint == Constraint::Simplex) {
+        if layout.blocks().iter().any(|b| matches!(b.constraint, Constraint::Simplex | Constraint::CholeskyCorr)) {
             assert!(matches!(res, Err(Error::Unsupported { .. })), "{res:?}");
             continue;
         }
@@ -416,6 +426,78 @@ fn an_ordered_pair_is_recovered() {
     check_rows("MALA ordered", &model.summary_table(&out.estimate).unwrap(), &[(-m, sd), (m, sd)]);
 }
 
+/// The LKJ(η) distribution on 3 × 3 correlation matrices, sampled through the Cholesky factor
+/// (Stan's `lkj_corr_cholesky` density on L, `Σ_{i≥1} (K − i − 3 + 2η) log L_ii` with 0-based
+/// i; for K = 2 it is `(1 − r²)^{η−1}` in r = L₁₀, the LKJ density itself): every off-diagonal correlation is marginally
+/// `2 Beta(a, a) − 1` with `a = η − 1 + K/2`: mean 0, variance `1/(2η + K − 1)`.
+struct Lkj {
+    k: usize,
+    eta: f64,
+}
+
+impl Model for Lkj {
+    fn dim(&self) -> usize {
+        self.k * self.k
+    }
+    fn n_data(&self) -> usize {
+        1
+    }
+    fn grad_prior(&self, t: &[f64], out: &mut [f64]) {
+        out.fill(0.0);
+        for i in 1..self.k {
+            out[i * self.k + i] = -((self.k - i) as f64 - 3.0 + 2.0 * self.eta) / t[i * self.k + i];
+        }
+    }
+    fn grad_data_sum(&self, _: &[f64], _: &[usize], out: &mut [f64]) {
+        out.fill(0.0);
+    }
+    fn potential_prior(&self, t: &[f64]) -> Option<f64> {
+        Some((1..self.k).map(|i| -((self.k - i) as f64 - 3.0 + 2.0 * self.eta) * t[i * self.k + i].ln()).sum())
+    }
+    fn potential_data_sum(&self, _: &[f64], _: &[usize]) -> Option<f64> {
+        Some(0.0)
+    }
+}
+
+#[test]
+fn an_lkj_correlation_matrix_is_recovered_through_its_cholesky_factor() {
+    let (k, eta) = (3, 2.0);
+    let model = Constrained::new(Lkj { k, eta }, Layout::new().cholesky_corr("L", k)).unwrap();
+    let mut identity = vec![0.0; k * k];
+    for i in 0..k {
+        identity[i * k + i] = 1.0;
+    }
+    let start = model.unconstrain(&identity).unwrap();
+    let s = RunSettings { n_iter: 41_000, burn_in: 1_000, n_chains: 4, seed: 26, ..Default::default() };
+    let out = run(&model, &Mala::new(MalaSettings::default()).unwrap(), &start, &s).unwrap();
+    // Ω = L Lᵀ's off-diagonal entries, per chain.
+    let l = model.layout().constrain_estimate(&out.estimate).unwrap();
+    let parts: Vec<Estimate> = (0..l.n_parts())
+        .map(|c| {
+            let sm = l.samples(c).unwrap();
+            let d = sm.draws();
+            let omega = ndarray::Array2::from_shape_fn((d.nrows(), 3), |(r, e)| {
+                let (i, j) = [(1, 0), (2, 0), (2, 1)][e];
+                (0..k).map(|m| d[[r, i * k + m]] * d[[r, j * k + m]]).sum()
+            });
+            Estimate::from_weighted(omega, sm.weights().to_owned()).unwrap()
+        })
+        .collect();
+    let omega = Estimate::combine(parts).unwrap();
+    let table =
+        diagnostics::summary_table(&omega).unwrap().with_names(&["Omega[1,0]", "Omega[2,0]", "Omega[2,1]"]).unwrap();
+    let sd = (1.0 / (2.0 * eta + k as f64 - 1.0)).sqrt();
+    check_rows("MALA LKJ(2)", &table, &[(0.0, sd); 3]);
+    // Every draw is a Cholesky factor of a correlation matrix: unit rows, positive diagonal.
+    let d = l.samples(0).unwrap().draws();
+    for r in d.outer_iter().take(1_000) {
+        for i in 0..k {
+            let norm: f64 = (0..k).map(|j| r[i * k + j] * r[i * k + j]).sum();
+            assert!((norm - 1.0).abs() < 1e-12 && r[i * k + i] > 0.0 && (i + 1..k).all(|j| r[i * k + j] == 0.0));
+        }
+    }
+}
+
 /// Names follow the blocks; bad layouts, bad starting points and mismatched models are typed
 /// errors.
 #[test]
@@ -432,6 +514,8 @@ fn names_and_errors() {
         (Layout::new().simplex("w", 1), "block `w`"),
         (Layout::new().block("w", &[2, 2], Constraint::Ordered), "block `w`"),
         (Layout::new().real("z", &[0]), "block `z`"),
+        (Layout::new().block("c", &[2, 3], Constraint::CholeskyCorr), "block `c`"),
+        (Layout::new().cholesky_corr("c", 1), "block `c`"),
     ] {
         match bad(layout) {
             Error::InvalidParameter { name: "layout", value, .. } => assert_eq!(value, what),

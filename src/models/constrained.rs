@@ -29,6 +29,14 @@ pub enum Constraint {
     Simplex,
     /// An increasing vector: `θ_1 = φ_1`, `θ_k = θ_{k−1} + exp(φ_k)`; log-Jacobian `Σ_{k≥2} φ_k`.
     Ordered,
+    /// The Cholesky factor L (K × K, lower triangular, positive diagonal, rows of unit norm) of
+    /// a K × K correlation matrix `Ω = L Lᵀ`, from K(K − 1)/2 unconstrained numbers by Stan's
+    /// canonical partial correlations: `z = tanh(φ)`, row by row `L_ij = z_ij √(1 − Σ_{k<j}
+    /// L_ik²)`, `L_ii = √(1 − Σ_{k<i} L_ik²)`; log-Jacobian `Σ_{i>j} [log(1 − z_ij²) +
+    /// ½ log(1 − Σ_{k<j} L_ik²)]`. The block holds all K² entries of L (zeros above the
+    /// diagonal). With an LKJ(η) prior, write `U₀ = −Σ_{i≥1} (K − i − 3 + 2η) log L_ii` (0-based
+    /// i), Stan's `lkj_corr_cholesky`.
+    CholeskyCorr,
 }
 
 /// A named block of parameters: its shape (row-major; `[]` for a scalar) and constraint.
@@ -58,6 +66,10 @@ impl Block {
     pub fn unconstrained_len(&self) -> usize {
         match self.constraint {
             Constraint::Simplex => self.len().saturating_sub(1),
+            Constraint::CholeskyCorr => {
+                let k = self.shape.first().copied().unwrap_or(0);
+                k * k.saturating_sub(1) / 2
+            }
             _ => self.len(),
         }
     }
@@ -123,6 +135,11 @@ impl Layout {
     /// Adds an increasing vector of length K.
     pub fn ordered(self, name: &str, k: usize) -> Self {
         self.block(name, &[k], Constraint::Ordered)
+    }
+
+    /// Adds the K × K Cholesky factor of a correlation matrix (K ≥ 2).
+    pub fn cholesky_corr(self, name: &str, k: usize) -> Self {
+        self.block(name, &[k, k], Constraint::CholeskyCorr)
     }
 
     /// The blocks, in order.
@@ -192,6 +209,9 @@ impl Layout {
                     return bad("simplex and ordered blocks are vectors (shape [K])");
                 }
                 Constraint::Simplex if b.len() < 2 => return bad("a simplex needs K >= 2 components"),
+                Constraint::CholeskyCorr if b.shape.len() != 2 || b.shape[0] != b.shape[1] || b.shape[0] < 2 => {
+                    return bad("a Cholesky factor of a correlation matrix is K x K with K >= 2");
+                }
                 _ => {}
             }
         }
@@ -267,6 +287,34 @@ impl Layout {
                         p[j] = gap.ln();
                     }
                 }
+                Constraint::CholeskyCorr => {
+                    let k = blk.shape[0];
+                    let not_factor = |v: f64| {
+                        Error::invalid(
+                            "theta",
+                            v,
+                            "not the Cholesky factor of a correlation matrix (lower triangular, positive diagonal, unit rows)",
+                        )
+                    };
+                    let mut at = 0;
+                    for i in 0..k {
+                        let row = &t[i * k..(i + 1) * k];
+                        let norm: f64 = row[..=i].iter().map(|x| x * x).sum();
+                        if row[i].is_nan() || row[i] <= 0.0 || (norm - 1.0).abs() > 1e-9 {
+                            return Err(not_factor(row[i]));
+                        }
+                        if let Some(&u) = row[i + 1..].iter().find(|&&u| u != 0.0) {
+                            return Err(not_factor(u));
+                        }
+                        let mut ss: f64 = 0.0;
+                        for &lij in &row[..i] {
+                            let z = (lij / (1.0 - ss).sqrt()).clamp(-1.0 + f64::EPSILON, 1.0 - f64::EPSILON);
+                            p[at] = z.atanh();
+                            ss += lij * lij;
+                            at += 1;
+                        }
+                    }
+                }
             }
             a += n;
             b += m;
@@ -316,6 +364,26 @@ impl Layout {
                     for j in 1..n {
                         t[j] = t[j - 1] + p[j].exp();
                         lj += p[j];
+                    }
+                }
+                Constraint::CholeskyCorr => {
+                    let k = blk.shape[0];
+                    t.fill(0.0);
+                    t[0] = 1.0;
+                    let mut at = 0;
+                    for i in 1..k {
+                        let mut ss: f64 = 0.0;
+                        for j in 0..i {
+                            let z = p[at].tanh();
+                            let w = (1.0 - ss).sqrt();
+                            let l = z * w;
+                            t[i * k + j] = l;
+                            // log(1 − tanh²y) = 2 (log 2 − y − softplus(−2y)), stable for any y.
+                            lj += 2.0 * (std::f64::consts::LN_2 - p[at] - softplus(-2.0 * p[at])) + w.ln();
+                            ss += l * l;
+                            at += 1;
+                        }
+                        t[i * k + i] = (1.0 - ss).max(0.0).sqrt();
                     }
                 }
             }
@@ -374,6 +442,28 @@ impl Layout {
                         o[j] = if j == 0 { tail } else { tail * p[j].exp() - jac };
                     }
                 }
+                Constraint::CholeskyCorr => {
+                    // Row by row, in reverse: s_j = Σ_{k<j} L_ik², w_j = √(1 − s_j),
+                    // L_ij = z_ij w_j, L_ii = √(1 − s_i); s̄ is the adjoint of s.
+                    let k = blk.shape[0];
+                    let mut at = 0;
+                    for i in 1..k {
+                        let row = &t[i * k..(i + 1) * k];
+                        let mut sbar = -gb[i * k + i] / (2.0 * row[i]);
+                        let mut s_after: f64 = row[..i].iter().map(|x| x * x).sum();
+                        for j in (0..i).rev() {
+                            let l = row[j];
+                            let s_before = s_after - l * l;
+                            let w = (1.0 - s_before).sqrt();
+                            let z = p[at + j].tanh();
+                            let lbar = gb[i * k + j] + 2.0 * l * sbar;
+                            o[at + j] = lbar * w * (1.0 - z * z) + 2.0 * jac * z;
+                            sbar += -lbar * z / (2.0 * w) + jac / (2.0 * (1.0 - s_before));
+                            s_after = s_before;
+                        }
+                        at += i;
+                    }
+                }
             }
             a += n;
             b += m;
@@ -383,7 +473,7 @@ impl Layout {
     /// Whether every block has the second derivatives [`Constrained`]'s Hessian-vector
     /// products need (all but simplexes).
     fn has_hvp(&self) -> bool {
-        self.blocks.iter().all(|b| b.constraint != Constraint::Simplex)
+        self.blocks.iter().all(|b| !matches!(b.constraint, Constraint::Simplex | Constraint::CholeskyCorr))
     }
 
     /// `out = J_Tᵀ h + (Σ_k g_k ∇²T_k) v − jac · ∇² log|J| v`, where `h = H_θ (J_T v)` (every
@@ -418,7 +508,7 @@ impl Layout {
                         o[j] = if j == 0 { tail_h } else { p[j].exp() * (tail_h + tail_g * vb[j]) };
                     }
                 }
-                Constraint::Simplex => unreachable!("checked by has_hvp"),
+                Constraint::Simplex | Constraint::CholeskyCorr => unreachable!("checked by has_hvp"),
             }
             a += n;
         }
@@ -451,7 +541,7 @@ impl Layout {
                         o[j] = acc;
                     }
                 }
-                Constraint::Simplex => unreachable!("checked by has_hvp"),
+                Constraint::Simplex | Constraint::CholeskyCorr => unreachable!("checked by has_hvp"),
             }
             a += n;
         }
@@ -650,8 +740,8 @@ impl<M: Model> Constrained<M> {
     ) -> Result<()> {
         if !self.layout.has_hvp() {
             return Err(Error::Unsupported {
-                method: "hvp of a simplex block",
-                needed_by: "a Hessian-vector product through the stick-breaking transform",
+                method: "hvp of a simplex or Cholesky-correlation block",
+                needed_by: "a Hessian-vector product through the stick-breaking or partial-correlation transform",
             });
         }
         check_len("unconstrained parameters", self.dim, phi.len())?;
