@@ -81,9 +81,18 @@ impl Samples {
         }
     }
 
-    /// The same samples with other draws (same number of rows; any width): weights, costs and
-    /// step sizes kept, gradients dropped.
-    pub(crate) fn with_draws(&self, draws: Array2<f64>) -> Samples {
+    /// The same samples with every draw mapped by `f` into `width` numbers (weights, costs and
+    /// step sizes kept; gradients dropped, as they belong to the old coordinates).
+    pub(crate) fn mapped(&self, width: usize, f: impl Fn(&[f64], &mut [f64])) -> Samples {
+        let mut draws = Array2::zeros((self.len(), width));
+        for (src, mut dst) in self.draws.outer_iter().zip(draws.outer_iter_mut()) {
+            let dst = dst.as_slice_mut().expect("a fresh array is row-major");
+            // Draws a run stored are row-major (no copy); samples built by hand may not be.
+            match src.as_slice() {
+                Some(row) => f(row, dst),
+                None => f(&src.to_vec(), dst),
+            }
+        }
         Samples {
             draws,
             weights: self.weights.clone(),

@@ -7,6 +7,7 @@
 //! ArviZ's estimators), fixed before running; probability ≈ 6·10⁻⁵ per statistic under a correct
 //! sampler with normal errors.
 
+use crate::common::{fd_gradient, max_rel};
 use sgmcmc::*;
 
 const Z: f64 = 4.0;
@@ -177,23 +178,6 @@ fn each_log_jacobian_matches_finite_differences() {
         let fd = det(jac).abs().ln();
         assert!((neg_log_jac + fd).abs() < 1e-7, "{:?}: -log|J| {neg_log_jac} vs FD {}", layout.names(), -fd);
     }
-}
-
-fn fd_gradient(f: impl Fn(&[f64]) -> f64, x: &[f64]) -> Vec<f64> {
-    let h = 1e-6;
-    (0..x.len())
-        .map(|j| {
-            let (mut up, mut down) = (x.to_vec(), x.to_vec());
-            up[j] += h;
-            down[j] -= h;
-            (f(&up) - f(&down)) / (2.0 * h)
-        })
-        .collect()
-}
-
-fn max_rel(a: &[f64], b: &[f64]) -> f64 {
-    let s = b.iter().fold(1.0f64, |m, x| m.max(x.abs()));
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / s
 }
 
 /// Gradients (prior with the log-Jacobian, data) against finite differences of the potentials,

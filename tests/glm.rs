@@ -4,28 +4,12 @@
 //! |posterior mean − truth| ≤ 4 posterior sd per coordinate, fixed before running); CSV input
 //! and typed errors.
 
+use crate::common::{fd_gradient, max_rel};
 use ndarray::{Array1, Array2};
 use sgmcmc::*;
 
 const FAMILIES: [Family; 5] =
     [Family::Gaussian, Family::Logistic, Family::Probit, Family::Poisson, Family::NegativeBinomial];
-
-fn fd(f: &dyn Fn(&[f64]) -> f64, x: &[f64]) -> Vec<f64> {
-    let h = 1e-6;
-    (0..x.len())
-        .map(|j| {
-            let (mut u, mut d) = (x.to_vec(), x.to_vec());
-            u[j] += h;
-            d[j] -= h;
-            (f(&u) - f(&d)) / (2.0 * h)
-        })
-        .collect()
-}
-
-fn rel(a: &[f64], b: &[f64]) -> f64 {
-    let s = b.iter().fold(1.0f64, |m, x| m.max(x.abs()));
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / s
-}
 
 /// A model of `family` with intercept, offsets and weights, on 40 data of `Glm::synthetic`.
 fn decorated(family: Family, intercept: bool) -> Glm {
@@ -59,10 +43,10 @@ fn derivatives_match_finite_differences() {
             let label = format!("{family:?}, intercept {intercept}");
             let mut g = vec![0.0; d];
             m.grad_prior(&theta, &mut g);
-            assert!(rel(&g, &fd(&|t| m.potential_prior(t).unwrap(), &theta)) < 1e-8, "{label}: prior");
+            assert!(max_rel(&g, &fd_gradient(|t| m.potential_prior(t).unwrap(), &theta)) < 1e-8, "{label}: prior");
             m.grad_data_sum(&theta, &idx, &mut g);
-            let want = fd(&|t| m.potential_data_sum(t, &idx).unwrap(), &theta);
-            assert!(rel(&g, &want) < 1e-8, "{label}: data {g:?} vs {want:?}");
+            let want = fd_gradient(|t| m.potential_data_sum(t, &idx).unwrap(), &theta);
+            assert!(max_rel(&g, &want) < 1e-8, "{label}: data {g:?} vs {want:?}");
             let v: Vec<f64> = (0..d).map(|j| 0.5 - 0.3 * j as f64).collect();
             let mut hv = vec![0.0; d];
             m.hvp_data_sum(&theta, &v, &idx, &mut hv).unwrap();
@@ -72,12 +56,12 @@ fn derivatives_match_finite_differences() {
             m.grad_data_sum(&up, &idx, &mut gu);
             m.grad_data_sum(&down, &idx, &mut gd);
             let want: Vec<f64> = gu.iter().zip(&gd).map(|(a, b)| (a - b) / (2.0 * h)).collect();
-            assert!(rel(&hv, &want) < 1e-6, "{label}: HVP {hv:?} vs {want:?}");
+            assert!(max_rel(&hv, &want) < 1e-6, "{label}: HVP {hv:?} vs {want:?}");
             m.hvp_prior(&theta, &v, &mut hv).unwrap();
             m.grad_prior(&up, &mut gu);
             m.grad_prior(&down, &mut gd);
             let want: Vec<f64> = gu.iter().zip(&gd).map(|(a, b)| (a - b) / (2.0 * h)).collect();
-            assert!(rel(&hv, &want) < 1e-6, "{label}: prior HVP");
+            assert!(max_rel(&hv, &want) < 1e-6, "{label}: prior HVP");
         }
     }
     // Probit far in the tails: finite, and its gradient still matches.
@@ -87,7 +71,7 @@ fn derivatives_match_finite_differences() {
     for t in [-45.0, 45.0] {
         let mut g = [0.0];
         m.grad_data_sum(&[t], &[0, 1], &mut g);
-        let want = fd(&|th| m.potential_data_sum(th, &[0, 1]).unwrap(), &[t]);
+        let want = fd_gradient(|th| m.potential_data_sum(th, &[0, 1]).unwrap(), &[t]);
         assert!(g[0].is_finite() && (g[0] - want[0]).abs() / want[0].abs() < 1e-5, "θ = {t}: {g:?} vs {want:?}");
     }
 }
@@ -114,7 +98,7 @@ fn the_logistic_family_is_logistic_regression() {
     assert!((pa - pb).abs() < 1e-12 * pa.abs());
     lr.grad_prior(&theta, &mut a);
     glm.grad_prior(&theta, &mut b);
-    assert!(rel(&a, &b) < 1e-15);
+    assert!(max_rel(&a, &b) < 1e-15);
 }
 
 /// Each family recovers the parameters of a synthetic data set (N = 3 000, p = 3): the default

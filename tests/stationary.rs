@@ -25,16 +25,7 @@ fn model() -> LinearGaussian {
 }
 
 fn settings(n_iter: u64, burn_in: u64, thin: u64, seed: u64) -> RunSettings {
-    RunSettings {
-        n_iter,
-        burn_in,
-        thin,
-        n_chains: R,
-        seed,
-        storage: Storage::Samples,
-        parallel: true,
-        ..Default::default()
-    }
+    replicates(R, n_iter, burn_in, thin, seed)
 }
 
 /// Largest |z| of the covariance entries against `cov`.

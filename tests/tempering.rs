@@ -31,16 +31,7 @@ fn equivalent(m: &LinearGaussian, t: Temperature) -> LinearGaussian {
 }
 
 fn settings(n_iter: u64, burn_in: u64, thin: u64, seed: u64) -> RunSettings {
-    RunSettings {
-        n_iter,
-        burn_in,
-        thin,
-        n_chains: R,
-        seed,
-        storage: Storage::Samples,
-        parallel: true,
-        ..Default::default()
-    }
+    replicates(R, n_iter, burn_in, thin, seed)
 }
 
 fn max_cov_z(est: &Estimate, mu: &Array1<f64>, cov: &Array2<f64>) -> f64 {

@@ -1,8 +1,9 @@
 //! Constrained parameters: a [`Layout`] of named blocks with constraints, and [`Constrained`],
 //! which turns a model written on the constrained scale into a [`Model`] on ℝᵈ.
 
+use super::logistic::{sigmoid as logistic, softplus};
 use crate::error::{Error, Result, check_len};
-use crate::estimate::{Estimate, Samples};
+use crate::estimate::Estimate;
 use crate::model::Model;
 use std::cell::RefCell;
 
@@ -564,22 +565,6 @@ impl Layout {
     }
 }
 
-#[inline]
-fn logistic(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
-}
-
-/// `log(1 + eˣ)`, stable.
-#[inline]
-fn softplus(x: f64) -> f64 {
-    if x > 0.0 { x + (-x).exp().ln_1p() } else { x.exp().ln_1p() }
-}
-
 thread_local! {
     /// θ, ∇_θ, and two more buffers for Hessian-vector products.
     static SCRATCH: RefCell<[Vec<f64>; 4]> = const { RefCell::new([Vec::new(), Vec::new(), Vec::new(), Vec::new()]) };
@@ -821,19 +806,5 @@ impl<M: Model> Model for Constrained<M> {
             |t, g| self.model.try_grad_data_sum(t, idx, g),
             |t, w, h| self.model.hvp_data_sum(t, w, idx, h),
         )
-    }
-}
-
-impl Samples {
-    /// The same samples with every draw mapped by `f` into `width` numbers (weights, costs and
-    /// step sizes kept; gradients dropped).
-    pub(crate) fn mapped(&self, width: usize, f: impl Fn(&[f64], &mut [f64])) -> Samples {
-        let n = self.len();
-        let mut draws = ndarray::Array2::zeros((n, width));
-        for (src, mut dst) in self.draws().outer_iter().zip(draws.outer_iter_mut()) {
-            let src = src.to_vec();
-            f(&src, dst.as_slice_mut().expect("row-major"));
-        }
-        self.with_draws(draws)
     }
 }

@@ -230,6 +230,39 @@ pub fn assert_z(label: &str, rows: &[(String, f64, f64, f64, f64)], limit: f64) 
     }
 }
 
+/// Central finite differences (step 1e-6) of `f` at `x`, coordinate by coordinate.
+pub fn fd_gradient(f: impl Fn(&[f64]) -> f64, x: &[f64]) -> Vec<f64> {
+    let h = 1e-6;
+    (0..x.len())
+        .map(|j| {
+            let (mut up, mut down) = (x.to_vec(), x.to_vec());
+            up[j] += h;
+            down[j] -= h;
+            (f(&up) - f(&down)) / (2.0 * h)
+        })
+        .collect()
+}
+
+/// Largest absolute difference of `a` and `b`, relative to `max(1, max |b|)`.
+pub fn max_rel(a: &[f64], b: &[f64]) -> f64 {
+    let s = b.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / s
+}
+
+/// Settings for `r` independent replicate chains (stored samples, run in parallel).
+pub fn replicates(r: usize, n_iter: u64, burn_in: u64, thin: u64, seed: u64) -> sgmcmc::RunSettings {
+    sgmcmc::RunSettings {
+        n_iter,
+        burn_in,
+        thin,
+        n_chains: r,
+        seed,
+        storage: sgmcmc::Storage::Samples,
+        parallel: true,
+        ..Default::default()
+    }
+}
+
 /// Wraps a model and changes what it reports: the model-check tests' wrong models.
 pub struct Altered<'a, M> {
     pub inner: &'a M,
