@@ -8,8 +8,9 @@
 //!   N = 10⁴, n = 100): hand-written backpropagation (below), the candle adapter, and the
 //!   forward-mode adapter (35 passes of 32-wide vector duals; timed on 10 samples).
 //! - "forward-ad-per-coordinate": the forward-mode adapter as it was before vector duals (one
-//!   scalar-dual pass per coordinate, re-implemented below on the same density), so that the
-//!   change is measured before/after in one run.
+//!   scalar-dual pass per coordinate, re-implemented below on the same density), and
+//!   "forward-ad-num-dual": as it was before the crate's own vector dual (num-dual's
+//!   `DualSVec64<10>` chunks), so that each change is measured before/after in one run.
 //! - Logistic regression at d = 30, 100 and 300 (N = 10⁴): hand-written, forward-ad, candle — the
 //!   crossover between forward and reverse mode.
 //!
@@ -19,7 +20,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use sgmcmc::ad::candle_core::{Device, Tensor};
-use sgmcmc::ad::num_dual::{Dual64, DualNum};
+use sgmcmc::ad::num_dual::{Dual64, DualNum, DualSVec64};
 use sgmcmc::ad::{CandleModel, DualDensity, ForwardAd, Prior};
 use sgmcmc::rng::{fill_standard_normal, stream};
 use sgmcmc::{LogisticRegression, Model};
@@ -73,6 +74,54 @@ impl<T: DualDensity> Model for PerCoordinate<T> {
             buf[j].eps = 1.0;
             *o = idx.iter().fold(0.0, |s, &i| s + self.0.datum(&buf, i).eps);
             buf[j].eps = 0.0;
+        }
+    }
+}
+
+/// The forward-mode adapter of the previous release: num-dual's `DualSVec64<10>` in chunks of
+/// 10 coordinates (one pass at d = 10; its balanced chunks are also 10 wide for the MLP's 1 101
+/// coordinates but one), so that the change to the crate's plain-array dual is measured
+/// before/after in one run.
+struct NumDualVector<T>(T);
+
+impl<T: DualDensity> Model for NumDualVector<T> {
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+    fn n_data(&self) -> usize {
+        self.0.n_data()
+    }
+    fn grad_prior(&self, _: &[f64], out: &mut [f64]) {
+        out.fill(0.0);
+    }
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+        thread_local! {
+            static BUF: std::cell::RefCell<Vec<DualSVec64<10>>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        BUF.with_borrow_mut(|buf| self.chunks(buf, theta, idx, out));
+    }
+}
+
+impl<T: DualDensity> NumDualVector<T> {
+    /// The passes, on a reused buffer (as the adapter did).
+    fn chunks(&self, buf: &mut Vec<DualSVec64<10>>, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+        buf.clear();
+        buf.extend(theta.iter().map(|&t| DualSVec64::from_re(t)));
+        for start in (0..theta.len()).step_by(10) {
+            let end = (start + 10).min(theta.len());
+            for (k, j) in (start..end).enumerate() {
+                buf[j] = DualSVec64::from_re(theta[j]).derivative(k);
+            }
+            let mut it = idx.iter();
+            let first = self.0.datum(buf, *it.next().expect("a minibatch"));
+            let r = it.fold(first, |s, &i| s + self.0.datum(buf, i));
+            match r.eps.0 {
+                Some(g) => out[start..end].copy_from_slice(&g.as_slice()[..end - start]),
+                None => out[start..end].fill(0.0),
+            }
+            for j in start..end {
+                buf[j] = DualSVec64::from_re(theta[j]);
+            }
         }
     }
 }
@@ -205,6 +254,13 @@ fn adapters(c: &mut Criterion) {
     group.bench_function("logistic_S1/forward-ad-per-coordinate", |b| {
         b.iter(|| old.grad_data_sum(black_box(&theta), &idx, &mut g))
     });
+    let nd = NumDualVector(old.0);
+    nd.grad_data_sum(&theta, &idx, &mut g2);
+    fwd.try_grad_data_sum(&theta, &idx, &mut g).expect("ok");
+    assert_eq!(g, g2, "the crate's dual and num-dual's differ");
+    group.bench_function("logistic_S1/forward-ad-num-dual", |b| {
+        b.iter(|| nd.grad_data_sum(black_box(&theta), &idx, &mut g))
+    });
 
     // Logistic at larger d: where forward mode meets reverse mode.
     for d in [30, 100, 300] {
@@ -282,6 +338,10 @@ fn adapters(c: &mut Criterion) {
     let old = PerCoordinate(MlpDensity { x: mlp.x.clone(), y: mlp.y.clone() });
     group.bench_function("mlp_20-50-1/forward-ad-per-coordinate", |b| {
         b.iter(|| old.grad_data_sum(black_box(&theta), &idx, &mut g))
+    });
+    let nd = NumDualVector(old.0);
+    group.bench_function("mlp_20-50-1/forward-ad-num-dual", |b| {
+        b.iter(|| nd.grad_data_sum(black_box(&theta), &idx, &mut g))
     });
     group.finish();
 }

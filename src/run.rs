@@ -63,8 +63,12 @@ pub struct RunSettings {
     /// The runaway detector: a chain whose ‖θ‖ exceeds this factor times the largest ‖θ‖ of
     /// the first half of the chain so far (checked from iteration 64 on) stops with
     /// [`Error::Runaway`] — a correct sampler moves at most linearly away from its start, a
-    /// wrong-sign gradient or an unstable step grows geometrically. `None` turns it off.
-    /// Default `Some(1e3)`.
+    /// wrong-sign gradient or an unstable step grows geometrically. When the model has
+    /// potentials, a trigger is confirmed first: if the full-data potential there is below the
+    /// one at the chain's start, the chain is travelling downhill from a start far below the
+    /// posterior's scale (with an adapting step, that growth is geometric too) and the detector
+    /// takes the new norm as its scale instead of stopping it (two full-data potentials, not
+    /// counted in the cost). `None` turns it off. Default `Some(1e3)`.
     pub runaway_factor: Option<f64>,
 }
 
@@ -583,23 +587,51 @@ fn norm2(x: &[f64]) -> f64 {
 /// Watches ‖θ‖ for geometric growth: the largest norm up to each power of two is remembered, and
 /// from iteration 64 on, ‖θ_k‖ is compared with the largest norm up to the power of two below
 /// k/2 (so at least a quarter and at most half of the chain so far).
-#[derive(Debug, Clone, Copy, Default)]
+///
+/// Growth alone is not proof: a chain started far below the scale of its posterior (θ₀ = 0 for a
+/// posterior whose intercept is −40, say) with a step that adapts upwards (MALA's warm-up) also
+/// grows geometrically for a while, downhill. So when the model has potentials, a trigger is
+/// confirmed by the full-data potential: a chain whose `U(θ_k)` is below `U` at its start is
+/// moving towards the posterior, not away from it, and the detector accepts the new scale
+/// (later growth is measured from it). Those potential evaluations (two full passes over the data
+/// per dismissed trigger; at most a handful per chain, as each one raises the scale by the
+/// factor) are not counted in the run's cost, like [`check_model`](crate::check_model)'s.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct RunawayDetector {
     max_so_far: f64,
     at_last_power: f64,
     reference: f64,
+    /// The scale accepted at a dismissed trigger (0 if none).
+    floor: f64,
+    /// Where the chain started (or resumed), and `U` there once computed.
+    start: Vec<f64>,
+    start_potential: Option<Option<f64>>,
 }
 
 impl RunawayDetector {
     /// Starts watching at ‖θ‖ (the start, or the resume point).
     pub(crate) fn new(theta: &[f64]) -> Self {
         let n = norm2(theta);
-        RunawayDetector { max_so_far: n, at_last_power: n, reference: n }
+        RunawayDetector {
+            max_so_far: n,
+            at_last_power: n,
+            reference: n,
+            floor: 0.0,
+            start: theta.to_vec(),
+            start_potential: None,
+        }
     }
 
     /// Records ‖θ‖ at iteration `k` and errors if it ran away.
     #[inline]
-    pub(crate) fn check(&mut self, k: u64, theta: &[f64], gradient: Option<&[f64]>, factor: Option<f64>) -> Result<()> {
+    pub(crate) fn check<M: Model + ?Sized>(
+        &mut self,
+        model: &M,
+        k: u64,
+        theta: &[f64],
+        gradient: Option<&[f64]>,
+        factor: Option<f64>,
+    ) -> Result<()> {
         let Some(factor) = factor else { return Ok(()) };
         let n = norm2(theta);
         if k.is_power_of_two() {
@@ -607,17 +639,48 @@ impl RunawayDetector {
             self.at_last_power = self.max_so_far;
         }
         self.max_so_far = self.max_so_far.max(n);
-        if k >= 64 && self.reference > 0.0 && n > factor * self.reference {
+        let reference = self.reference.max(self.floor);
+        if k >= 64 && reference > 0.0 && n > factor * reference {
+            if self.downhill(model, theta) {
+                self.floor = n;
+                return Ok(());
+            }
             // Evidence for the cause: far out, a correct ∇U points outwards (θ·∇U > 0) and the
             // chain overshoots (step too large); ∇log p in its place points back inwards.
             let gradient_outward = gradient.and_then(|g| {
                 let c = crate::linalg::dot(theta, g);
                 c.is_finite().then_some(c > 0.0)
             });
-            return Err(Error::Runaway { iteration: k, norm: n, reference: self.reference, gradient_outward });
+            return Err(Error::Runaway { iteration: k, norm: n, reference, gradient_outward });
         }
         Ok(())
     }
+
+    /// Whether the full-data potential at θ is finite and below the one at the start (false if
+    /// the model has no potentials).
+    #[cold]
+    fn downhill<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64]) -> bool {
+        let start = &self.start;
+        let u0 = *self.start_potential.get_or_insert_with(|| full_potential(model, start));
+        match (u0, full_potential(model, theta)) {
+            (Some(u0), Some(u)) => u0.is_finite() && u.is_finite() && u < u0,
+            _ => false,
+        }
+    }
+}
+
+/// `U(θ)` over all the data, in blocks of 4 096 items (`None` without potentials).
+fn full_potential<M: Model + ?Sized>(model: &M, theta: &[f64]) -> Option<f64> {
+    const BLOCK: usize = 4_096;
+    let n = model.n_data();
+    let mut u = model.potential_prior(theta)?;
+    let mut idx = Vec::with_capacity(n.min(BLOCK));
+    for start in (0..n).step_by(BLOCK) {
+        idx.clear();
+        idx.extend(start..(start + BLOCK).min(n));
+        u += model.potential_data_sum(theta, &idx)?;
+    }
+    Some(u)
 }
 
 /// What the runner needs of a chain (or Richardson–Romberg pair) to drive it.
@@ -661,7 +724,7 @@ impl<S: Sampler> Unit for ChainUnit<S> {
         let s = &mut self.sampler;
         for k in self.iteration + 1..=to {
             s.step(model, &mut self.rng)?;
-            self.runaway.check(k, s.position(), s.gradient(), settings.runaway_factor)?;
+            self.runaway.check(model, k, s.position(), s.gradient(), settings.runaway_factor)?;
             self.iteration = k;
             // A weight of exactly 0 marks a draw the sampler does not keep (cSGLD's exploration).
             if settings.keeps(k) && s.weight() != 0.0 {
@@ -1009,5 +1072,60 @@ impl Recorder {
             (_, Some(m)) => Estimate::from_moments(m),
             (None, None) => Estimate::from_moments(Moments::new(0)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `U(θ) = (θ − m)²/2` in one dimension, one datum.
+    struct Far(f64);
+
+    impl Model for Far {
+        fn dim(&self) -> usize {
+            1
+        }
+        fn n_data(&self) -> usize {
+            1
+        }
+        fn grad_prior(&self, _: &[f64], out: &mut [f64]) {
+            out[0] = 0.0;
+        }
+        fn grad_data_sum(&self, t: &[f64], _: &[usize], out: &mut [f64]) {
+            out[0] = t[0] - self.0;
+        }
+        fn potential_prior(&self, _: &[f64]) -> Option<f64> {
+            Some(0.0)
+        }
+        fn potential_data_sum(&self, t: &[f64], _: &[usize]) -> Option<f64> {
+            Some(0.5 * (t[0] - self.0).powi(2))
+        }
+    }
+
+    /// Geometric growth from 0 (‖θ_k‖ = 1.1^k, k ≤ 400) is a runaway when it climbs the
+    /// potential and not when it descends towards a mode far out.
+    #[test]
+    fn runaway_is_confirmed_by_the_potential() {
+        let path = |model: &dyn Model| -> Result<f64> {
+            let mut det = RunawayDetector::new(&[0.0]);
+            for k in 1..=400u64 {
+                det.check(model, k, &[1.1f64.powi(k as i32)], None, Some(1e3))?;
+            }
+            Ok(det.floor)
+        };
+        // Uphill (mode at 0): stopped at the first trigger, with the right iteration.
+        let e = path(&Far(0.0)).unwrap_err();
+        let Error::Runaway { iteration, norm, reference, .. } = e else { panic!("{e:?}") };
+        assert_eq!(iteration, 104, "{norm} {reference}");
+        assert!(norm > 1e3 * reference);
+        // Downhill towards m = 1e18 (1.1^400 = 3.7e16): the triggers at k = 104, 177, 250, 323
+        // and 396 are dismissed, each raising the accepted scale to the norm then.
+        let floor = path(&Far(1e18)).unwrap();
+        assert!((floor / 1.1f64.powi(396) - 1.0).abs() < 1e-12, "{floor}");
+        // Towards m = 1e11 the path passes U(0)'s level at 2e11 (k = 273): the triggers at 104,
+        // 177 and 250 are dismissed, the one at 323 (1000 × the scale accepted at 250) is not.
+        let e = path(&Far(1e11)).unwrap_err();
+        assert!(matches!(e, Error::Runaway { iteration: 323, .. }), "{e:?}");
     }
 }

@@ -1,8 +1,9 @@
 //! Forward-mode automatic differentiation with num-dual: [`ForwardAd`].
 
+use super::grad_dual::GradDual;
 use crate::error::{Error, Result};
 use crate::model::Model;
-use num_dual::{DualNum, DualSVec64, HyperDual64};
+use num_dual::{DualNum, HyperDual64};
 use std::cell::RefCell;
 
 /// A posterior written as per-datum negative log-densities, generic over the scalar, for
@@ -53,11 +54,13 @@ pub trait DualDensity: Sync {
 /// Hessian-vector products by hyper-dual numbers, potentials on `f64`.
 ///
 /// Cost: a gradient on n items is `p · n` evaluations of `datum` on vector dual numbers
-/// (num-dual's statically sized `DualSVec64<C>`), `p = ⌈d/10⌉` passes of `C = ⌈d/p⌉`
+/// (statically sized: a value and `[f64; C]`, the crate's own implementation of num-dual's
+/// [`DualNum`], faster than num-dual's `DualSVec64<C>` with the same values), `p = ⌈d/10⌉`
+/// passes of `C = ⌈d/p⌉`
 /// coordinates each: one pass up to d = 10, then balanced chunks (the chunked forward mode of
 /// ForwardDiff.jl; widths above 10 measured slower per coordinate). So the cost grows as d² per
 /// datum: measured against hand-written gradients and candle in the README (logistic d = 10 to
-/// 300, an MLP of 1 101 parameters) — forward mode is the faster adapter up to d ≈ 30 on a
+/// 300, an MLP of 1 101 parameters) — forward mode is the faster adapter up to d ≈ 30–50 on a
 /// GLM; for larger models and neural networks use reverse mode (feature `candle`). A
 /// Hessian-vector product is `d · n` evaluations on hyper-dual numbers. Summation: coordinate j
 /// of a gradient is the sum over `idx` in the order given.
@@ -109,14 +112,17 @@ enum Term<'a> {
 
 impl Term<'_> {
     /// The term on scalars `D`, data summed in the order of `idx`.
-    #[inline]
+    #[inline(always)]
     fn eval<T: DualDensity, D: DualNum<Primitive = f64> + Copy>(self, density: &T, x: &[D]) -> D {
         match self {
             Term::Prior => density.prior(x),
             Term::Data(idx) => {
-                let mut it = idx.iter();
-                let Some(&first) = it.next() else { return D::from(0.0) };
-                it.fold(density.datum(x, first), |s, &i| s + density.datum(x, i))
+                let Some((&first, rest)) = idx.split_first() else { return D::from(0.0) };
+                let mut s = density.datum(x, first);
+                for &i in rest {
+                    s += density.datum(x, i);
+                }
+                s
             }
         }
     }
@@ -130,7 +136,7 @@ const MAX_CHUNK: usize = 10;
 macro_rules! chunk_buffers {
     ($($name:ident: $c:literal),*) => {
         thread_local! {
-            $(static $name: RefCell<Vec<DualSVec64<$c>>> = const { RefCell::new(Vec::new()) };)*
+            $(static $name: RefCell<Vec<GradDual<$c>>> = const { RefCell::new(Vec::new()) };)*
         }
     };
 }
@@ -138,9 +144,9 @@ chunk_buffers!(C1: 1, C2: 2, C3: 3, C4: 4, C5: 5, C6: 6, C7: 7, C8: 8, C9: 9, C1
 
 /// The gradient of `term` in chunks of `C` coordinates: one pass of `C`-wide vector duals per
 /// chunk (the other coordinates are constants, which carry no derivative).
-#[inline]
+#[inline(always)]
 fn chunked_gradient<T: DualDensity, const C: usize>(
-    key: &'static std::thread::LocalKey<RefCell<Vec<DualSVec64<C>>>>,
+    key: &'static std::thread::LocalKey<RefCell<Vec<GradDual<C>>>>,
     density: &T,
     theta: &[f64],
     out: &mut [f64],
@@ -148,21 +154,18 @@ fn chunked_gradient<T: DualDensity, const C: usize>(
 ) {
     with_buffer(key, |buf| {
         buf.clear();
-        buf.extend(theta.iter().map(|&t| DualSVec64::<C>::from_re(t)));
+        buf.extend(theta.iter().map(|&t| GradDual::<C>::constant(t)));
         let d = theta.len();
         let mut start = 0;
         while start < d {
             let end = (start + C).min(d);
             for (k, j) in (start..end).enumerate() {
-                buf[j] = DualSVec64::<C>::from_re(theta[j]).derivative(k);
+                buf[j] = GradDual::<C>::variable(theta[j], k);
             }
             let r = term.eval(density, buf);
-            match r.eps.0 {
-                Some(g) => out[start..end].copy_from_slice(&g.as_slice()[..end - start]),
-                None => out[start..end].fill(0.0),
-            }
+            out[start..end].copy_from_slice(&r.eps[..end - start]);
             for j in start..end {
-                buf[j] = DualSVec64::<C>::from_re(theta[j]);
+                buf[j] = GradDual::<C>::constant(theta[j]);
             }
             start = end;
         }

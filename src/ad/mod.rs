@@ -22,6 +22,8 @@ use std::sync::Arc;
 #[cfg(feature = "forward-ad")]
 mod forward;
 #[cfg(feature = "forward-ad")]
+mod grad_dual;
+#[cfg(feature = "forward-ad")]
 pub use forward::{DualDensity, ForwardAd};
 /// The `num-dual` crate this adapter is built on (its `DualNum` trait bounds the scalar of a
 /// [`DualDensity`]).

@@ -348,18 +348,7 @@ impl Layout {
                         lj += w.ln() - softplus(-pi) - softplus(pi);
                     }
                 }
-                Constraint::Simplex => {
-                    let k = n;
-                    let mut r = 1.0;
-                    for j in 0..k - 1 {
-                        let y = p[j] - ((k - j - 1) as f64).ln();
-                        let z = logistic(y);
-                        t[j] = r * z;
-                        lj += -softplus(-y) - softplus(y) + r.ln();
-                        r -= t[j];
-                    }
-                    t[k - 1] = r;
-                }
+                Constraint::Simplex => simplex_forward(p, t, &mut lj),
                 Constraint::Ordered => {
                     t[0] = p[0];
                     for j in 1..n {
@@ -367,26 +356,7 @@ impl Layout {
                         lj += p[j];
                     }
                 }
-                Constraint::CholeskyCorr => {
-                    let k = blk.shape[0];
-                    t.fill(0.0);
-                    t[0] = 1.0;
-                    let mut at = 0;
-                    for i in 1..k {
-                        let mut ss: f64 = 0.0;
-                        for j in 0..i {
-                            let z = p[at].tanh();
-                            let w = (1.0 - ss).sqrt();
-                            let l = z * w;
-                            t[i * k + j] = l;
-                            // log(1 − tanh²y) = 2 (log 2 − y − softplus(−2y)), stable for any y.
-                            lj += 2.0 * (std::f64::consts::LN_2 - p[at] - softplus(-2.0 * p[at])) + w.ln();
-                            ss += l * l;
-                            at += 1;
-                        }
-                        t[i * k + i] = (1.0 - ss).max(0.0).sqrt();
-                    }
-                }
+                Constraint::CholeskyCorr => cholesky_forward(blk.shape[0], p, t, &mut lj),
             }
             a += n;
             b += m;
@@ -417,25 +387,7 @@ impl Layout {
                         *oi = gi * w * s * (1.0 - s) - jac * (1.0 - 2.0 * s);
                     }
                 }
-                Constraint::Simplex => {
-                    // Reverse pass through the stick-breaking: r̄ is the adjoint of the
-                    // remaining stick r_k. Forward: x_k = r_{k−1} z_k, r_k = r_{k−1}(1 − z_k).
-                    let k = n;
-                    let mut rbar = gb[k - 1];
-                    // r_{k−1} for k = K − 1 … 1, recovered backwards: r_{K−1} = θ_K,
-                    // r_{k−1} = r_k + θ_k.
-                    let mut r_after = t[k - 1];
-                    for j in (0..k - 1).rev() {
-                        let r_before = r_after + t[j];
-                        let y = p[j] - ((k - j - 1) as f64).ln();
-                        let z = logistic(y);
-                        // d/dz of [log z + log(1 − z)] = 1/z − 1/(1 − z); d/dr of log r = 1/r.
-                        // ȳ = z̄ z(1 − z) with z̄ = (g − r̄) r − jac (1 − 2z)/(z(1 − z)).
-                        o[j] = (gb[j] - rbar) * r_before * z * (1.0 - z) - jac * (1.0 - 2.0 * z);
-                        rbar = gb[j] * z + rbar * (1.0 - z) - jac / r_before;
-                        r_after = r_before;
-                    }
-                }
+                Constraint::Simplex => simplex_backward(p, t, gb, jac, o),
                 Constraint::Ordered => {
                     let mut tail = 0.0;
                     for j in (0..n).rev() {
@@ -443,47 +395,24 @@ impl Layout {
                         o[j] = if j == 0 { tail } else { tail * p[j].exp() - jac };
                     }
                 }
-                Constraint::CholeskyCorr => {
-                    // Row by row, in reverse: s_j = Σ_{k<j} L_ik², w_j = √(1 − s_j),
-                    // L_ij = z_ij w_j, L_ii = √(1 − s_i); s̄ is the adjoint of s.
-                    let k = blk.shape[0];
-                    let mut at = 0;
-                    for i in 1..k {
-                        let row = &t[i * k..(i + 1) * k];
-                        let mut sbar = -gb[i * k + i] / (2.0 * row[i]);
-                        let mut s_after: f64 = row[..i].iter().map(|x| x * x).sum();
-                        for j in (0..i).rev() {
-                            let l = row[j];
-                            let s_before = s_after - l * l;
-                            let w = (1.0 - s_before).sqrt();
-                            let z = p[at + j].tanh();
-                            let lbar = gb[i * k + j] + 2.0 * l * sbar;
-                            o[at + j] = lbar * w * (1.0 - z * z) + 2.0 * jac * z;
-                            sbar += -lbar * z / (2.0 * w) + jac / (2.0 * (1.0 - s_before));
-                            s_after = s_before;
-                        }
-                        at += i;
-                    }
-                }
+                Constraint::CholeskyCorr => cholesky_backward(blk.shape[0], p, t, gb, jac, o),
             }
             a += n;
             b += m;
         }
     }
 
-    /// Whether every block has the second derivatives [`Constrained`]'s Hessian-vector
-    /// products need (all but simplexes).
-    fn has_hvp(&self) -> bool {
-        self.blocks.iter().all(|b| !matches!(b.constraint, Constraint::Simplex | Constraint::CholeskyCorr))
-    }
-
-    /// `out = J_Tᵀ h + (Σ_k g_k ∇²T_k) v − jac · ∇² log|J| v`, where `h = H_θ (J_T v)` (every
-    /// block but simplexes).
-    fn backward_hvp(&self, phi: &[f64], g: &[f64], h: &[f64], v: &[f64], jac: f64, out: &mut [f64]) {
-        let mut a = 0;
+    /// `out = J_Tᵀ h + (Σ_k g_k ∇²T_k) v − jac · ∇² log|J| v`, where `h = H_θ (J_T v)`: by
+    /// hand-derived second derivatives for the elementwise and ordered blocks, and for simplex
+    /// and Cholesky-correlation blocks by their reverse pass evaluated on [`Fd`] numbers along
+    /// v (forward over reverse: exact, no differences).
+    #[allow(clippy::too_many_arguments)]
+    fn backward_hvp(&self, phi: &[f64], theta: &[f64], g: &[f64], h: &[f64], v: &[f64], jac: f64, out: &mut [f64]) {
+        let (mut a, mut b) = (0, 0);
         for blk in &self.blocks {
-            let n = blk.len();
-            let (p, gb, hb, vb, o) = (&phi[a..a + n], &g[a..a + n], &h[a..a + n], &v[a..a + n], &mut out[a..a + n]);
+            let (n, m) = (blk.len(), blk.unconstrained_len());
+            let (p, vb, o) = (&phi[b..b + m], &v[b..b + m], &mut out[b..b + m]);
+            let (t, gb, hb) = (&theta[a..a + n], &g[a..a + n], &h[a..a + n]);
             match blk.constraint {
                 Constraint::Real => o.copy_from_slice(hb),
                 Constraint::Positive => {
@@ -509,18 +438,47 @@ impl Layout {
                         o[j] = if j == 0 { tail_h } else { p[j].exp() * (tail_h + tail_g * vb[j]) };
                     }
                 }
-                Constraint::Simplex | Constraint::CholeskyCorr => unreachable!("checked by has_hvp"),
+                Constraint::Simplex | Constraint::CholeskyCorr => {
+                    let k = blk.shape[0];
+                    let simplex = blk.constraint == Constraint::Simplex;
+                    // J_Tᵀ h at φ.
+                    if simplex {
+                        simplex_backward(p, t, hb, 0.0, o);
+                    } else {
+                        cholesky_backward(k, p, t, hb, 0.0, o);
+                    }
+                    // The derivative along v of J_T(φ)ᵀ g − jac ∇ log|J|(φ), g held fixed.
+                    with_duals(2 * m + n, |buf| {
+                        let (pd, rest) = buf.split_at_mut(m);
+                        let (td, od) = rest.split_at_mut(n);
+                        for ((x, &pj), &vj) in pd.iter_mut().zip(p).zip(vb) {
+                            *x = Fd { v: pj, d: vj };
+                        }
+                        let mut lj = Fd::c(0.0);
+                        if simplex {
+                            simplex_forward(pd, td, &mut lj);
+                            simplex_backward(pd, td, gb, jac, od);
+                        } else {
+                            cholesky_forward(k, pd, td, &mut lj);
+                            cholesky_backward(k, pd, td, gb, jac, od);
+                        }
+                        for (oj, x) in o.iter_mut().zip(od.iter()) {
+                            *oj += x.d;
+                        }
+                    });
+                }
             }
             a += n;
+            b += m;
         }
     }
 
-    /// `J_T v` (every block but simplexes).
+    /// `J_T v`.
     fn jvp(&self, phi: &[f64], v: &[f64], out: &mut [f64]) {
-        let mut a = 0;
+        let (mut a, mut b) = (0, 0);
         for blk in &self.blocks {
-            let n = blk.len();
-            let (p, vb, o) = (&phi[a..a + n], &v[a..a + n], &mut out[a..a + n]);
+            let (n, m) = (blk.len(), blk.unconstrained_len());
+            let (p, vb, o) = (&phi[b..b + m], &v[b..b + m], &mut out[a..a + n]);
             match blk.constraint {
                 Constraint::Real => o.copy_from_slice(vb),
                 Constraint::Positive => {
@@ -542,9 +500,24 @@ impl Layout {
                         o[j] = acc;
                     }
                 }
-                Constraint::Simplex | Constraint::CholeskyCorr => unreachable!("checked by has_hvp"),
+                Constraint::Simplex | Constraint::CholeskyCorr => with_duals(m + n, |buf| {
+                    let (pd, td) = buf.split_at_mut(m);
+                    for ((x, &pj), &vj) in pd.iter_mut().zip(p).zip(vb) {
+                        *x = Fd { v: pj, d: vj };
+                    }
+                    let mut lj = Fd::c(0.0);
+                    if blk.constraint == Constraint::Simplex {
+                        simplex_forward(pd, td, &mut lj);
+                    } else {
+                        cholesky_forward(blk.shape[0], pd, td, &mut lj);
+                    }
+                    for (oj, x) in o.iter_mut().zip(td.iter()) {
+                        *oj = x.d;
+                    }
+                }),
             }
             a += n;
+            b += m;
         }
     }
 
@@ -565,9 +538,233 @@ impl Layout {
     }
 }
 
+/// The scalars the stick-breaking and partial-correlation transforms are written on: `f64`, and
+/// [`Fd`] (a value with one directional derivative) for their second derivatives. On `f64` every
+/// operation is the plain one, in the same order as before these transforms were generic.
+trait Scalar:
+    Copy
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
+{
+    fn c(x: f64) -> Self;
+    fn ln(self) -> Self;
+    fn tanh(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn max0(self) -> Self;
+    fn logistic(self) -> Self;
+    fn softplus(self) -> Self;
+}
+
+impl Scalar for f64 {
+    #[inline(always)]
+    fn c(x: f64) -> Self {
+        x
+    }
+    #[inline(always)]
+    fn ln(self) -> Self {
+        f64::ln(self)
+    }
+    #[inline(always)]
+    fn tanh(self) -> Self {
+        f64::tanh(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        f64::sqrt(self)
+    }
+    #[inline(always)]
+    fn max0(self) -> Self {
+        self.max(0.0)
+    }
+    #[inline(always)]
+    fn logistic(self) -> Self {
+        logistic(self)
+    }
+    #[inline(always)]
+    fn softplus(self) -> Self {
+        softplus(self)
+    }
+}
+
+/// `v + d ε` (ε² = 0): a value and its derivative along one direction.
+#[derive(Clone, Copy, Debug, Default)]
+struct Fd {
+    v: f64,
+    d: f64,
+}
+
+impl Fd {
+    #[inline]
+    fn chain(self, v: f64, dv: f64) -> Self {
+        Fd { v, d: self.d * dv }
+    }
+}
+
+impl std::ops::Add for Fd {
+    type Output = Self;
+    fn add(self, o: Self) -> Self {
+        Fd { v: self.v + o.v, d: self.d + o.d }
+    }
+}
+impl std::ops::Sub for Fd {
+    type Output = Self;
+    fn sub(self, o: Self) -> Self {
+        Fd { v: self.v - o.v, d: self.d - o.d }
+    }
+}
+impl std::ops::Mul for Fd {
+    type Output = Self;
+    fn mul(self, o: Self) -> Self {
+        Fd { v: self.v * o.v, d: self.d * o.v + self.v * o.d }
+    }
+}
+impl std::ops::Div for Fd {
+    type Output = Self;
+    fn div(self, o: Self) -> Self {
+        let q = self.v / o.v;
+        Fd { v: q, d: (self.d - q * o.d) / o.v }
+    }
+}
+impl std::ops::Neg for Fd {
+    type Output = Self;
+    fn neg(self) -> Self {
+        Fd { v: -self.v, d: -self.d }
+    }
+}
+
+impl Scalar for Fd {
+    fn c(x: f64) -> Self {
+        Fd { v: x, d: 0.0 }
+    }
+    fn ln(self) -> Self {
+        self.chain(self.v.ln(), 1.0 / self.v)
+    }
+    fn tanh(self) -> Self {
+        let t = self.v.tanh();
+        self.chain(t, 1.0 - t * t)
+    }
+    fn sqrt(self) -> Self {
+        let r = self.v.sqrt();
+        self.chain(r, 0.5 / r)
+    }
+    fn max0(self) -> Self {
+        if self.v > 0.0 { self } else { Fd::c(0.0) }
+    }
+    fn logistic(self) -> Self {
+        let z = logistic(self.v);
+        self.chain(z, z * (1.0 - z))
+    }
+    fn softplus(self) -> Self {
+        self.chain(softplus(self.v), logistic(self.v))
+    }
+}
+
+/// Stick-breaking, `θ = T(φ)` for one simplex block of K = `t.len()` components, adding the
+/// block's log-Jacobian to `lj` term by term.
+fn simplex_forward<T: Scalar>(p: &[T], t: &mut [T], lj: &mut T) {
+    let k = t.len();
+    let mut r = T::c(1.0);
+    for j in 0..k - 1 {
+        let y = p[j] - T::c(((k - j - 1) as f64).ln());
+        let z = y.logistic();
+        t[j] = r * z;
+        *lj = *lj + (-(-y).softplus() - y.softplus() + r.ln());
+        r = r - t[j];
+    }
+    t[k - 1] = r;
+}
+
+/// `o = J_Tᵀ g − jac ∇ log|J|` for one simplex block (θ = `t` given).
+fn simplex_backward<T: Scalar>(p: &[T], t: &[T], gb: &[f64], jac: f64, o: &mut [T]) {
+    // Reverse pass through the stick-breaking: r̄ is the adjoint of the remaining stick r_k.
+    // Forward: x_k = r_{k−1} z_k, r_k = r_{k−1}(1 − z_k).
+    let k = t.len();
+    let (one, jac) = (T::c(1.0), T::c(jac));
+    let mut rbar = T::c(gb[k - 1]);
+    // r_{k−1} for k = K − 1 … 1, recovered backwards: r_{K−1} = θ_K, r_{k−1} = r_k + θ_k.
+    let mut r_after = t[k - 1];
+    for j in (0..k - 1).rev() {
+        let r_before = r_after + t[j];
+        let y = p[j] - T::c(((k - j - 1) as f64).ln());
+        let z = y.logistic();
+        // d/dz of [log z + log(1 − z)] = 1/z − 1/(1 − z); d/dr of log r = 1/r.
+        // ȳ = z̄ z(1 − z) with z̄ = (g − r̄) r − jac (1 − 2z)/(z(1 − z)).
+        let g = T::c(gb[j]);
+        o[j] = (g - rbar) * r_before * z * (one - z) - jac * (one - T::c(2.0) * z);
+        rbar = g * z + rbar * (one - z) - jac / r_before;
+        r_after = r_before;
+    }
+}
+
+/// The Cholesky factor of a K × K correlation matrix (row-major in `t`) from its canonical
+/// partial correlations `tanh(p)`, adding the log-Jacobian to `lj` term by term.
+fn cholesky_forward<T: Scalar>(k: usize, p: &[T], t: &mut [T], lj: &mut T) {
+    let (zero, one) = (T::c(0.0), T::c(1.0));
+    t.fill(zero);
+    t[0] = one;
+    let mut at = 0;
+    for i in 1..k {
+        let mut ss = zero;
+        for j in 0..i {
+            let z = p[at].tanh();
+            let w = (one - ss).sqrt();
+            let l = z * w;
+            t[i * k + j] = l;
+            // log(1 − tanh²y) = 2 (log 2 − y − softplus(−2y)), stable for any y.
+            *lj = *lj + (T::c(2.0) * (T::c(std::f64::consts::LN_2) - p[at] - (T::c(-2.0) * p[at]).softplus()) + w.ln());
+            ss = ss + l * l;
+            at += 1;
+        }
+        t[i * k + i] = (one - ss).max0().sqrt();
+    }
+}
+
+/// `o = J_Tᵀ g − jac ∇ log|J|` for one Cholesky-correlation block (θ = `t` given).
+fn cholesky_backward<T: Scalar>(k: usize, p: &[T], t: &[T], gb: &[f64], jac: f64, o: &mut [T]) {
+    // Row by row, in reverse: s_j = Σ_{k<j} L_ik², w_j = √(1 − s_j), L_ij = z_ij w_j,
+    // L_ii = √(1 − s_i); s̄ is the adjoint of s.
+    let (one, two) = (T::c(1.0), T::c(2.0));
+    let mut at = 0;
+    for i in 1..k {
+        let row = &t[i * k..(i + 1) * k];
+        let mut sbar = T::c(-gb[i * k + i]) / (two * row[i]);
+        let mut s_after = row[..i].iter().fold(T::c(0.0), |acc, &x| acc + x * x);
+        for j in (0..i).rev() {
+            let l = row[j];
+            let s_before = s_after - l * l;
+            let w = (one - s_before).sqrt();
+            let z = p[at + j].tanh();
+            let lbar = T::c(gb[i * k + j]) + two * l * sbar;
+            o[at + j] = lbar * w * (one - z * z) + T::c(2.0 * jac) * z;
+            sbar = sbar + (-lbar * z / (two * w) + T::c(jac) / (two * (one - s_before)));
+            s_after = s_before;
+        }
+        at += i;
+    }
+}
+
 thread_local! {
     /// θ, ∇_θ, and two more buffers for Hessian-vector products.
     static SCRATCH: RefCell<[Vec<f64>; 4]> = const { RefCell::new([Vec::new(), Vec::new(), Vec::new(), Vec::new()]) };
+}
+
+thread_local! {
+    /// Dual numbers for the second derivatives of simplex and Cholesky-correlation blocks.
+    static DUALS: RefCell<Vec<Fd>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's [`Fd`] buffer resized to `len` (a fresh one if it is in use).
+fn with_duals<R>(len: usize, f: impl FnOnce(&mut [Fd]) -> R) -> R {
+    DUALS.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            buf.resize(len, Fd::default());
+            f(&mut buf[..len])
+        }
+        Err(_) => f(&mut vec![Fd::default(); len]),
+    })
 }
 
 /// Runs `f` with this thread's scratch buffers resized to `(d, d, d, d)` (fresh ones if they
@@ -592,9 +789,10 @@ fn with_scratch<R>(d: usize, f: impl FnOnce(&mut [Vec<f64>; 4]) -> R) -> R {
 /// The log-Jacobian goes with the prior part (so control variates, minibatches and tempering
 /// treat the data part as before); gradients are `J_Tᵀ ∇_θ` (no allocation after a thread's
 /// first call); potentials and Hessian-vector products are provided when the inner model
-/// provides them (Hessian-vector products for every constraint but the simplex, for which the
-/// tuner falls back to differences of gradients). The inner model's `dim()` must be the
-/// layout's [`dim`](Layout::dim).
+/// provides them (Hessian-vector products for every constraint: simplex and
+/// Cholesky-correlation blocks by their reverse pass evaluated on dual numbers along v, exact and
+/// allocation-free after a thread's first call). The inner model's `dim()` must be the layout's
+/// [`dim`](Layout::dim).
 ///
 /// Draws come out on φ: [`Layout::constrain_estimate`] maps them to θ, and
 /// [`Constrained::summary_table`] names the rows after the blocks.
@@ -723,12 +921,6 @@ impl<M: Model> Constrained<M> {
         grad: impl FnOnce(&[f64], &mut [f64]) -> Result<()>,
         hvp: impl FnOnce(&[f64], &[f64], &mut [f64]) -> Result<()>,
     ) -> Result<()> {
-        if !self.layout.has_hvp() {
-            return Err(Error::Unsupported {
-                method: "hvp of a simplex or Cholesky-correlation block",
-                needed_by: "a Hessian-vector product through the stick-breaking or partial-correlation transform",
-            });
-        }
         check_len("unconstrained parameters", self.dim, phi.len())?;
         check_len("hvp direction v", self.dim, v.len())?;
         let d = self.layout.dim();
@@ -737,7 +929,7 @@ impl<M: Model> Constrained<M> {
             grad(theta, g)?;
             self.layout.jvp(phi, v, jv);
             hvp(theta, jv, h)?;
-            self.layout.backward_hvp(phi, g, h, v, jac, out);
+            self.layout.backward_hvp(phi, theta, g, h, v, jac, out);
             Ok(())
         })
     }
