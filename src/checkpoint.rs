@@ -23,8 +23,8 @@
 //! Resuming ([`resume`](crate::resume()), [`resume_rr`](crate::resume_rr),
 //! [`MlSgld::advance_fixed`](crate::MlSgld::advance_fixed)) checks the model passed against the
 //! one the run was made with — its dimension, its number of data and a fingerprint of its data
-//! (two weighted sums of the gradients of its first, middle and last datum at a fixed point) —
-//! and returns [`Error::CheckpointMismatch`] naming what differs, before any step is taken.
+//! and prior (two weighted sums of the gradients of its first, middle and last datum and of its
+//! prior at a fixed point) — and returns [`Error::CheckpointMismatch`] naming what differs, before any step is taken.
 //!
 //! Saving is safe against crashes and concurrent saves: each save writes a temporary file of its
 //! own (`<file>.<pid>.<n>.tmp`), flushes it to disk, renames it over the target and flushes the
@@ -234,19 +234,26 @@ impl<S: crate::Discretisation + Serialize + DeserializeOwned> crate::RrOutput<S>
 
 /// What a checkpoint remembers of the model it was made with, so that resuming with another
 /// model is a typed error ([`Error::CheckpointMismatch`]) instead of a wrong answer or a panic:
-/// the dimension, the number of data, and a cheap fingerprint of the data — two weighted sums
-/// of the gradients of three data (the first, the middle and the last) at a fixed point.
+/// the dimension, the number of data, and a cheap fingerprint of the data and the prior — two
+/// weighted sums of the gradients of three data (the first, the middle and the last) and of the
+/// prior's gradient, at a fixed point.
 ///
-/// The fingerprint costs three single-datum gradients when a run is assembled and three more
-/// when it is resumed (not counted in the run's cost). A model whose gradient fails at the fixed
-/// point is remembered by its dimension and data size alone.
+/// The fingerprint costs three single-datum gradients and a prior gradient when a run is
+/// assembled and as many when it is resumed (not counted in the run's cost). A model whose data
+/// gradient fails at the fixed point is remembered by its dimension and data size alone; one
+/// whose prior gradient fails, without the prior. Checkpoints written before the prior was
+/// fingerprinted (same format version) are checked on their data alone.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ModelFingerprint {
     pub(crate) dim: usize,
     pub(crate) n_data: usize,
-    /// (datum, Σ w_j g_j, Σ |g_j|) per fingerprinted datum.
+    /// (datum, Σ w_j g_j, Σ |g_j|) per fingerprinted datum; the prior's entry has datum
+    /// [`PRIOR`].
     data: Vec<(usize, f64, f64)>,
 }
+
+/// The datum index that marks the prior's entry in a fingerprint.
+const PRIOR: usize = usize::MAX;
 
 /// Relative tolerance of the fingerprint comparison: a datum's gradient is computed by the same
 /// code at the same point, so only a change of compiler or platform can move it, by rounding.
@@ -269,14 +276,22 @@ impl ModelFingerprint {
         let mut g = vec![0.0; d];
         let mut idx = vec![0, n / 2, n - 1];
         idx.dedup();
+        let sums = |g: &[f64]| {
+            let weighted = g.iter().enumerate().map(|(j, v)| (1.0 + (j % 3) as f64) * v).sum::<f64>();
+            (weighted, g.iter().map(|v| v.abs()).sum::<f64>())
+        };
         for i in idx {
             g.iter_mut().for_each(|v| *v = 0.0);
             if model.try_grad_data_sum(&theta, &[i], &mut g).is_err() {
                 return ModelFingerprint::shape(d, n);
             }
-            let weighted = g.iter().enumerate().map(|(j, v)| (1.0 + (j % 3) as f64) * v).sum::<f64>();
-            let size = g.iter().map(|v| v.abs()).sum::<f64>();
+            let (weighted, size) = sums(&g);
             fp.data.push((i, weighted, size));
+        }
+        g.iter_mut().for_each(|v| *v = 0.0);
+        if model.try_grad_prior(&theta, &mut g).is_ok() {
+            let (weighted, size) = sums(&g);
+            fp.data.push((PRIOR, weighted, size));
         }
         fp
     }
@@ -304,22 +319,31 @@ impl ModelFingerprint {
             return Ok(());
         }
         let now = ModelFingerprint::of(model);
-        if now.data.len() != self.data.len() {
-            return Err(mismatch(
-                "model data (the model's gradient fails where it did not)",
-                "an error".into(),
-                "a finite gradient".into(),
-            ));
-        }
-        for (&(i, w0, s0), &(_, w1, s1)) in self.data.iter().zip(&now.data) {
+        for &(i, w0, s0) in &self.data {
+            let (what, whose) = if i == PRIOR {
+                ("model prior (fingerprint: the prior's gradient at a fixed point differs)", "prior".to_string())
+            } else {
+                ("model data (fingerprint: a datum's gradient at a fixed point differs)", format!("datum {i}"))
+            };
+            let Some(&(_, w1, s1)) = now.data.iter().find(|e| e.0 == i) else {
+                return Err(mismatch(
+                    if i == PRIOR {
+                        "model prior (the prior's gradient fails where it did not)"
+                    } else {
+                        "model data (the model's gradient fails where it did not)"
+                    },
+                    "an error".into(),
+                    "a finite gradient".into(),
+                ));
+            };
             let close = |a: f64, b: f64| {
                 (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= FINGERPRINT_RTOL * (s0.abs() + s1.abs())
             };
             if !close(w0, w1) || !close(s0, s1) {
                 return Err(mismatch(
-                    "model data (fingerprint: a datum's gradient at a fixed point differs)",
-                    format!("datum {i}: weighted sum {w1:e}, size {s1:e}"),
-                    format!("datum {i}: weighted sum {w0:e}, size {s0:e}"),
+                    what,
+                    format!("{whose}: weighted sum {w1:e}, size {s1:e}"),
+                    format!("{whose}: weighted sum {w0:e}, size {s0:e}"),
                 ));
             }
         }

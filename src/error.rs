@@ -332,6 +332,20 @@ impl Error {
         }
     }
 
+    /// Whether the error (looking through chain and rank wrappers) is a divergence of the
+    /// chain — a non-finite state or gradient, or a runaway — rather than a failure of the
+    /// settings, the model or the machine: what [`OnDivergence::Report`](crate::OnDivergence)
+    /// turns into a report and what the tuners read as "this step is too large".
+    ///
+    /// ```
+    /// use sgmcmc::Error;
+    /// assert!(Error::NonFiniteState { iteration: 3 }.is_divergence());
+    /// assert!(!Error::EmptyData { what: "no data" }.is_divergence());
+    /// ```
+    pub fn is_divergence(&self) -> bool {
+        matches!(self.root(), Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. } | Error::Runaway { .. })
+    }
+
     /// The iteration the error names, if any (looking through chain and rank wrappers).
     pub fn iteration(&self) -> Option<u64> {
         match self.root() {

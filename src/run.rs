@@ -874,11 +874,9 @@ fn drive_one<M: Model + ?Sized, U: Unit>(
             finish(&mut u);
             Ok(Finished::Ran(u, stopped))
         }
-        Err(e @ (Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. } | Error::Runaway { .. }))
-            if settings.on_divergence == OnDivergence::Report =>
-        {
+        Err(e) if e.is_divergence() && settings.on_divergence == OnDivergence::Report => {
             finish(&mut u);
-            let (iteration, non_finite_state) = match e {
+            let (iteration, non_finite_state) = match *e.root() {
                 Error::NonFiniteState { iteration } => (iteration, true),
                 Error::NonFiniteGradient { iteration } => (iteration, false),
                 Error::Runaway { iteration, .. } => (iteration, false),

@@ -1177,8 +1177,7 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
     let out = match run(model, &s, mode, &rs) {
         Ok(out) => out,
         Err(e) => {
-            let root = e.root();
-            if matches!(root, Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. } | Error::Runaway { .. }) {
+            if e.is_divergence() {
                 return Ok(Trial {
                     step_size: step,
                     ksd: None,
@@ -1511,12 +1510,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
                 };
                 match run_rr(model, &r, start, &rs) {
                     Ok(out) => outs.push(out),
-                    Err(e)
-                        if matches!(
-                            e.root(),
-                            Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. } | Error::Runaway { .. }
-                        ) =>
-                    {
+                    Err(e) if e.is_divergence() => {
                         return Ok((h, None, Some(e.to_string()), Cost::default()));
                     }
                     Err(e) => return Err(e),

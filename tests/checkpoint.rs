@@ -339,6 +339,15 @@ fn resuming_with_another_model_is_a_typed_error() {
         matches!(e, Error::CheckpointMismatch { what, .. } if what.starts_with("model data (fingerprint")),
         "{e:?}"
     );
+    // At another prior temperature alone (the data's gradients are the same): the prior's
+    // fingerprint differs.
+    let cold_prior = Tempered::new(&m, Temperature::new(1.0, 0.5)).unwrap();
+    let e = resume(&cold_prior, RunOutput::<S>::load(&path).unwrap(), &[]).unwrap_err();
+    assert!(
+        matches!(e, Error::CheckpointMismatch { what, .. } if what.starts_with("model prior (fingerprint")),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("prior: weighted sum"), "{e}");
     assert!(resume(&m, RunOutput::<S>::load(&path).unwrap(), &[]).unwrap().is_complete());
 
     let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap());

@@ -73,9 +73,9 @@ impl Temperature {
 /// is the run on `U` with step `h` and its injected noise scaled by `√T` (what the
 /// `temperature` of BlackJAX and of `posteriors` does): to keep a step tuned at T = 1, multiply
 /// it by T. [`tune`](crate::tune::tune) on the tempered model derives its steps from `U_T`, so
-/// it needs nothing. A checkpoint remembers the model's fingerprint (its data's gradients at a
-/// fixed point), so resuming at another likelihood temperature is a `CheckpointMismatch`; a
-/// change of the prior temperature alone is not detected.
+/// it needs nothing. A checkpoint remembers the model's fingerprint (its data's and its prior's
+/// gradients at a fixed point), so resuming at another likelihood or prior temperature is a
+/// `CheckpointMismatch`.
 ///
 /// **Why.** Bayesian neural networks with standard priors often predict better at `T < 1`
 /// (the "cold posterior effect", F. Wenzel et al., *How good is the Bayes posterior in deep
