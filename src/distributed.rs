@@ -157,6 +157,22 @@ fn all_gather_bytes(mine: &[u8]) -> Result<Vec<Vec<u8>>> {
     Ok(counts.iter().zip(&displs).map(|(&c, &d)| buf[d as usize..(d + c) as usize].to_vec()).collect())
 }
 
+/// Every rank's `mine`, in rank order: encoded, all-gathered and decoded — the one exchange of
+/// structured values between ranks.
+///
+/// Errors: [`Error::Wire`] if this rank's value does not encode or another rank's bytes do not
+/// decode (naming that rank).
+fn exchange<T: Serialize + serde::de::DeserializeOwned>(mine: &T, what: &'static str) -> Result<Vec<T>> {
+    let bytes = postcard::to_stdvec(mine).map_err(|e| Error::Wire { rank: None, what, reason: e.to_string() })?;
+    all_gather_bytes(&bytes)?
+        .iter()
+        .enumerate()
+        .map(|(rank, b)| {
+            postcard::from_bytes(b).map_err(|e| Error::Wire { rank: Some(rank), what, reason: e.to_string() })
+        })
+        .collect()
+}
+
 /// What a rank reports of a failure.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Failure {
@@ -209,14 +225,10 @@ fn distribute<T: Serialize + DeserializeOwned>(
         }
     };
     let report = RankReport { units, output, failure: mine.as_ref().map(Failure::of) };
-    let bytes = postcard::to_stdvec(&report)
-        .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot encode this rank's output: {e}") })?;
-    let all = all_gather_bytes(&bytes)?;
+    let all: Vec<RankReport<T>> = exchange(&report, "run outputs")?;
     let mut parts = Vec::with_capacity(size);
     let mut failures = Vec::new();
-    for (rank, b) in all.iter().enumerate() {
-        let r: RankReport<T> = postcard::from_bytes(b)
-            .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot decode rank {rank}'s output: {e}") })?;
+    for (rank, r) in all.into_iter().enumerate() {
         if let Some(f) = r.failure {
             failures.push((rank, f));
         } else if let Some(out) = r.output {
@@ -617,17 +629,7 @@ pub fn run_mf_mpi(
         update: *update,
         run: *run,
     };
-    let bytes = postcard::to_stdvec(&mine)
-        .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot encode this rank's set-up: {e}") })?;
-    let all = all_gather_bytes(&bytes)?;
-    let setups: Vec<Setup> = all
-        .iter()
-        .enumerate()
-        .map(|(r, b)| {
-            postcard::from_bytes(b)
-                .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot decode rank {r}'s set-up: {e}") })
-        })
-        .collect::<Result<_>>()?;
+    let setups: Vec<Setup> = exchange(&mine, "matrix-factorisation set-ups")?;
     let check = |r: usize, s: &Setup| -> Result<()> {
         s.model.validate()?;
         s.update.validate()?;
@@ -717,24 +719,13 @@ impl crate::coupled::mlsgld::SampleExec for OverRanks {
                 }
             }
         }
-        let exchanged = postcard::to_stdvec(&report)
-            .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot encode this rank's samples: {e}") })
-            .and_then(|b| all_gather_bytes(&b));
-        let all = match exchanged {
+        let all: Vec<SampleReport> = match exchange(&report, "multilevel samples") {
             Ok(all) => all,
             Err(e) => return vec![Err(e)],
         };
         let mut samples = Vec::with_capacity((range.end - range.start) as usize);
         let mut first_failure: Option<(u64, usize, Failure)> = None;
-        for (rank, b) in all.iter().enumerate() {
-            let r: SampleReport = match postcard::from_bytes(b) {
-                Ok(r) => r,
-                Err(e) => {
-                    return vec![Err(Error::CorruptCheckpoint {
-                        reason: format!("cannot decode rank {rank}'s samples: {e}"),
-                    })];
-                }
-            };
+        for (rank, r) in all.into_iter().enumerate() {
             samples.extend(r.samples);
             if let Some((i, f)) = r.failure
                 && first_failure.as_ref().is_none_or(|(j, _, _)| i < *j)
@@ -804,17 +795,11 @@ where
 #[cfg(feature = "zarr")]
 fn agree<T>(cluster: &Cluster, local: Result<T>) -> Result<T> {
     let failure = local.as_ref().err().map(Failure::of);
-    let bytes = postcard::to_stdvec(&failure)
-        .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot encode this rank's status: {e}") })?;
-    let all = all_gather_bytes(&bytes)?;
-    let mut failures = Vec::new();
-    for (rank, b) in all.iter().enumerate() {
-        let f: Option<Failure> = postcard::from_bytes(b)
-            .map_err(|e| Error::CorruptCheckpoint { reason: format!("cannot decode rank {rank}'s status: {e}") })?;
-        if let Some(f) = f {
-            failures.push((rank, f));
-        }
-    }
+    let failures: Vec<(usize, Failure)> = exchange(&failure, "step statuses")?
+        .into_iter()
+        .enumerate()
+        .filter_map(|(rank, f)| f.map(|f| (rank, f)))
+        .collect();
     match local {
         Ok(v) if failures.is_empty() => Ok(v),
         Ok(_) => Err(rank_error(cluster.rank, None, &failures).unwrap_or(Error::NotInitialised)),

@@ -309,6 +309,23 @@ pub enum Error {
         /// Its error message.
         message: String,
     },
+    /// A message between MPI ranks (feature `mpi`) could not be encoded on this rank or decoded
+    /// from another: ranks built from different versions of the program, or a corrupted
+    /// transfer.
+    ///
+    /// ```
+    /// let e = sgmcmc::Error::Wire { rank: Some(2), what: "run outputs", reason: "unexpected end".into() };
+    /// assert_eq!(e.to_string(), "MPI exchange of run outputs: cannot decode rank 2's message (unexpected end)");
+    /// ```
+    #[error("MPI exchange of {what}: cannot {} ({reason})", rank.map_or_else(|| "encode this rank's message".to_string(), |r| format!("decode rank {r}'s message")))]
+    Wire {
+        /// The rank whose message did not decode; `None` if this rank's did not encode.
+        rank: Option<usize>,
+        /// What was exchanged (`"chain outputs"`, `"set-ups"`, …).
+        what: &'static str,
+        /// The encoder's or decoder's message.
+        reason: String,
+    },
     /// An error raised inside one chain of a multi-chain run.
     #[error("chain {chain}: {source}")]
     Chain {
