@@ -12,7 +12,7 @@
 //!    study compares steps of the samplers as given; the default path whitens, see the
 //!    `validation` example) and a planned run of one evaluation run: [`tune::tune`] (KSD — IMQ plus
 //!    Stein moment terms — of pilot runs on the default grid `2⁻⁶ … 2¹` × the curvature step, the
-//!    winner the minimiser of a fit across the grid), and for SGRRLD [`tune::tune_rr`]
+//!    winner the minimiser of a fit across the grid), and for SGRRLD [`sgmcmc::tune_rr`]
 //!    (the Stein moment discrepancy of the extrapolated measure). Pilots are as long as the evaluation runs (10 000 iterations, 1 000 of
 //!    burn-in), so that "best" means the same budget. The pilot cost (datum gradients, scoring
 //!    included) is printed.
@@ -246,7 +246,7 @@ fn study(ill: bool) -> Result<(f64, Reference, Vec<Row>)> {
     // SGRRLD: tuned on its bias estimate.
     let t = Instant::now();
     let base = Sgld::new(SgldSettings::default(), mb)?;
-    let tuned = tune::tune_rr(&m, &RichardsonRomberg::new(base.clone()), &[0.0; D], &settings)?;
+    let tuned = sgmcmc::tune_rr(&m, &RichardsonRomberg::new(base.clone()), &[0.0; D], &settings)?;
     let err = eval_rr(&m, &base, tuned.step_size, &tuned.mode, &r)?;
     let mut best = (f64::INFINITY, f64::NAN);
     for f in &grid {

@@ -39,7 +39,8 @@ mod posteriors;
 
 use posteriors::{LinReg, PoissonReg, Reference, diagnosis_logistic};
 use sgmcmc::prelude::*;
-use sgmcmc::tune::{PlannedRun, Tunable, tune_rr};
+use sgmcmc::tune::{PlannedRun, Tunable};
+use sgmcmc::tune_rr;
 use sgmcmc::{
     AdaptiveSettings, Discretisation, MlSgld, MlSgldSettings, Psgld, PsgldSettings, RichardsonRomberg, Sghmc,
     SghmcSettings, Sgnht, SgnhtSettings, discretisation_bias, run_rr,

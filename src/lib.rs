@@ -47,6 +47,7 @@ pub use coupled::richardson::{
     BiasReport, NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, discretisation_bias, resume_rr, run_rr,
     run_rr_observed,
 };
+pub use coupled::tune_rr::{RrTrial, TunedRr, tune_rr};
 pub use error::{Error, Result};
 pub use estimate::{Estimate, Moments, Samples};
 pub use gradient::{FullGradient, GradientEstimator, Minibatch, Subsample, SubsampledEstimator};
@@ -77,7 +78,8 @@ pub use zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
 /// methods (Richardson–Romberg, multilevel) with their runners, the tuners, the estimators, the
 /// runners and the output types.
 pub mod prelude {
-    pub use crate::tune::{PlannedRun, Precondition, TuneSettings, dispersed_starts, tune, tune_rr};
+    pub use crate::tune::{PlannedRun, Precondition, TuneSettings, dispersed_starts, tune};
+    pub use crate::tune_rr;
     pub use crate::{
         AdaptiveSettings, Constrained, Constraint, ControlVariate, Cost, CvSettings, CyclicalSettings, CyclicalSgld,
         Error, Estimate, FullGradient, Glm, GlmSettings, GradientEstimator, Hamcmc, HamcmcSettings, Layout,

@@ -8,9 +8,7 @@ use common::Altered;
 use posteriors::{LinReg, Quadratic, diagnosis_logistic};
 use sgmcmc::ndarray::Array1;
 use sgmcmc::tune;
-use sgmcmc::tune::{
-    CurvatureSettings, DENSE_CURVATURE_MAX_DIM, PlannedRun, TuneSettings, curvature, dispersed_starts, tune_rr,
-};
+use sgmcmc::tune::{CurvatureSettings, DENSE_CURVATURE_MAX_DIM, PlannedRun, TuneSettings, curvature, dispersed_starts};
 use sgmcmc::*;
 
 /// A logistic regression whose features have scale 10⁴ (the case that made `run` refuse to start).

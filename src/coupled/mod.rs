@@ -5,6 +5,7 @@
 
 pub(crate) mod mlsgld;
 pub(crate) mod richardson;
+pub(crate) mod tune_rr;
 
 use crate::rng::fill_standard_normal;
 use rand::Rng;

@@ -255,7 +255,7 @@ impl Glm {
         self.family
     }
 
-    /// The layout of θ: `b0` (if an intercept), `beta` [p], and `sigma` or `r` (positive).
+    /// The layout of θ: `b0` (if an intercept), `beta` (p of them), and `sigma` or `r` (positive).
     pub fn layout(&self) -> Layout {
         let mut l = Layout::new();
         if self.intercept {

@@ -40,230 +40,26 @@
 //! pilot's length; much longer runs can afford a smaller step.
 
 use crate::cost::Cost;
-use crate::coupled::richardson::{RichardsonRomberg, run_rr};
 use crate::diagnostics::{KsdSettings, ksd_imq};
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::GradientEstimator;
 use crate::hessian::{Hessian, dense_hessian, hessian_columns};
-use crate::linalg::{dot, norm};
 use crate::model::{Model, check_shape};
 use crate::optim::{ModeSettings, find_mode};
 use crate::rng::{fill_standard_normal, stream};
 use crate::run::{RunSettings, Storage, run};
 use crate::samplers::{
-    Discretisation, Hamcmc, HamcmcSettings, Langevin, PsgldKernel, PsgldSettings, Sampler, SghmcKernel, SghmcSettings,
-    SgldKernel, SgldSettings, SgnhtKernel, SgnhtSettings, Whitening,
+    Hamcmc, HamcmcSettings, Langevin, PsgldKernel, PsgldSettings, Sampler, SghmcKernel, SghmcSettings, SgldKernel,
+    SgldSettings, SgnhtKernel, SgnhtSettings, Whitening,
 };
 use crate::schedule::StepSize;
 use ndarray::Array2;
 use rayon::prelude::*;
 use std::sync::Arc;
 
-/// Settings of [`curvature`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CurvatureSettings {
-    /// Most Lanczos iterations (Hessian-vector products) when the spectrum is not computed
-    /// densely (d above [`DENSE_CURVATURE_MAX_DIM`]). Default 1000.
-    pub max_iter: usize,
-    /// Lanczos stops when both extreme Ritz values changed by at most `tol` relative over the
-    /// last 5 iterations (at most 1e-10 is used). Default 1e-12.
-    pub tol: f64,
-    /// Seed of the Lanczos starting vector. Default 0.
-    pub seed: u64,
-    /// Also report `λ_min`. Default true.
-    pub lambda_min: bool,
-}
-
-impl Default for CurvatureSettings {
-    fn default() -> Self {
-        CurvatureSettings { max_iter: 1000, tol: 1e-12, seed: 0, lambda_min: true }
-    }
-}
-
-/// Up to this dimension [`curvature`] computes the whole Hessian (d Hessian-vector products)
-/// and its exact eigenvalues; above it, Lanczos.
-pub const DENSE_CURVATURE_MAX_DIM: usize = 200;
-
-/// The extreme curvatures of the potential at a point.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq)]
-pub struct Curvature {
-    /// The largest eigenvalue of `∇²U(θ)` (full data, prior included).
-    pub lambda_max: f64,
-    /// The smallest eigenvalue (`None` if not asked for). Exact (to rounding) up to
-    /// [`DENSE_CURVATURE_MAX_DIM`]; above it a Lanczos estimate, which can only be too large,
-    /// exact once the iterations reach d.
-    pub lambda_min: Option<f64>,
-    /// Hessian-vector products made (d for the dense spectrum, the Lanczos iterations else).
-    pub iterations: usize,
-    /// Whether the model's own Hessian-vector products were used (else central differences of
-    /// gradients).
-    pub exact_hvp: bool,
-    /// The evaluations spent.
-    pub cost: Cost,
-}
-
-/// The largest eigenvalue of a symmetric positive semi-definite operator by power iteration,
-/// from a seeded random start: (λ, iterations).
-fn power_iteration(
-    d: usize,
-    settings: &CurvatureSettings,
-    stream_index: u64,
-    mut op: impl FnMut(&[f64], &mut [f64]) -> Result<()>,
-) -> Result<(f64, usize)> {
-    let mut rng = stream(settings.seed, &[0x7475_6e65, stream_index]);
-    let mut v = vec![0.0; d];
-    fill_standard_normal(&mut rng, &mut v);
-    let nv = norm(&v);
-    v.iter_mut().for_each(|x| *x /= nv);
-    let mut w = vec![0.0; d];
-    let mut lambda = f64::NAN;
-    for it in 1..=settings.max_iter {
-        op(&v, &mut w)?;
-        let rq = dot(&v, &w);
-        let nw = norm(&w);
-        if nw == 0.0 {
-            return Ok((0.0, it));
-        }
-        v.iter_mut().zip(&w).for_each(|(a, b)| *a = b / nw);
-        if (rq - lambda).abs() <= settings.tol * rq.abs() {
-            return Ok((rq, it));
-        }
-        lambda = rq;
-    }
-    Ok((lambda, settings.max_iter))
-}
-
-/// The extreme eigenvalues `(λ_min, λ_max, iterations)` of a symmetric operator by Lanczos with
-/// full reorthogonalisation, from a seeded random start. At most `max_iter`, d, and as many
-/// iterations as keep the Krylov basis under 400 MB; stops early when both extreme Ritz values
-/// have settled (see [`CurvatureSettings::tol`]) or the Krylov space is invariant (then exact).
-fn lanczos(
-    d: usize,
-    settings: &CurvatureSettings,
-    stream_index: u64,
-    mut op: impl FnMut(&[f64], &mut [f64]) -> Result<()>,
-) -> Result<(f64, f64, usize)> {
-    let budget = (50_000_000 / d).max(50);
-    let m_max = settings.max_iter.min(d).min(budget).max(1);
-    let tol = settings.tol.min(1e-10);
-    let mut rng = stream(settings.seed, &[0x6c61_6e63, stream_index]);
-    let mut q = vec![0.0; d];
-    fill_standard_normal(&mut rng, &mut q);
-    let nq = norm(&q);
-    q.iter_mut().for_each(|x| *x /= nq);
-    let mut basis: Vec<Vec<f64>> = Vec::with_capacity(m_max);
-    let (mut alpha, mut beta): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
-    let mut w = vec![0.0; d];
-    let mut history: Vec<(f64, f64)> = Vec::new();
-    let ritz = |alpha: &[f64], beta: &[f64]| -> Result<(f64, f64)> {
-        let k = alpha.len();
-        let t = Array2::from_shape_fn((k, k), |(i, j)| {
-            if i == j {
-                alpha[i]
-            } else if i + 1 == j {
-                beta[i]
-            } else if j + 1 == i {
-                beta[j]
-            } else {
-                0.0
-            }
-        });
-        let ev = crate::linalg::symmetric_eigenvalues("Lanczos tridiagonal matrix", &t)?;
-        Ok((ev[0], ev[k - 1]))
-    };
-    for it in 1..=m_max {
-        op(&q, &mut w)?;
-        let a = dot(&q, &w);
-        basis.push(std::mem::take(&mut q));
-        alpha.push(a);
-        // Full reorthogonalisation, twice (classical Gram–Schmidt is stable that way).
-        for _ in 0..2 {
-            for b in &basis {
-                let c = dot(b, &w);
-                w.iter_mut().zip(b).for_each(|(w, b)| *w -= c * b);
-            }
-        }
-        let b = norm(&w);
-        let invariant = b <= 1e-13 * alpha.iter().fold(0.0f64, |m, a| m.max(a.abs())).max(f64::MIN_POSITIVE);
-        let check = it % 5 == 0 || it == m_max || invariant;
-        if check {
-            let (lo, hi) = ritz(&alpha, &beta)?;
-            let settled = history.last().is_some_and(|&(plo, phi)| {
-                (lo - plo).abs() <= tol * lo.abs().max(f64::MIN_POSITIVE)
-                    && (hi - phi).abs() <= tol * hi.abs().max(f64::MIN_POSITIVE)
-            });
-            history.push((lo, hi));
-            if invariant || settled || it == m_max {
-                return Ok((lo, hi, it));
-            }
-        }
-        beta.push(b);
-        q = w.iter().map(|x| x / b).collect();
-    }
-    let (lo, hi) = ritz(&alpha, &beta)?;
-    Ok((lo, hi, m_max))
-}
-
-/// The extreme eigenvalues of `∇²U(θ)` (full data, prior included) from Hessian-vector products
-/// (see [`Curvature`]): up to [`DENSE_CURVATURE_MAX_DIM`] the whole Hessian (d products) and its
-/// exact eigenvalues; above it Lanczos with full reorthogonalisation (one product per iteration;
-/// exact in at most d iterations, and λ_max in far fewer). Each product costs one full HVP (N
-/// datum HVPs) or, without the model's HVPs, two full gradients (2N datum gradients).
-///
-/// Errors: [`Error::DimensionMismatch`] / [`Error::NonFiniteStart`] for a bad θ;
-/// [`Error::NonFiniteGradient`] for a non-finite product; [`Error::InvalidParameter`] for bad
-/// settings; [`Error::InvalidParameter`] (`"hessian"`) when the largest curvature is not positive
-/// (θ is not near a mode: nothing to derive a step from).
-pub fn curvature<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &CurvatureSettings) -> Result<Curvature> {
-    check_shape(model)?;
-    let d = model.dim();
-    check_len("theta", d, theta.len())?;
-    if !all_finite(theta) {
-        return Err(Error::NonFiniteStart { what: "theta" });
-    }
-    if settings.max_iter == 0 {
-        return Err(Error::invalid("max_iter", settings.max_iter, "must be >= 1"));
-    }
-    if settings.tol.is_nan() || settings.tol <= 0.0 {
-        return Err(Error::invalid("tol", settings.tol, "must be > 0"));
-    }
-    if d <= DENSE_CURVATURE_MAX_DIM {
-        let mut cost = Cost::default();
-        let exact = Hessian::new(model, theta).exact;
-        let h = dense_hessian(model, theta, &mut cost)?;
-        return curvature_of_dense(&h, settings.lambda_min, exact, cost);
-    }
-    let mut hess = Hessian::new(model, theta);
-    let (lmin, lmax, it) = lanczos(d, settings, 0, |v, out| hess.apply(v, out))?;
-    check_lambda_max(lmax)?;
-    Ok(Curvature {
-        lambda_max: lmax,
-        lambda_min: settings.lambda_min.then_some(lmin),
-        iterations: it,
-        exact_hvp: hess.exact,
-        cost: hess.cost,
-    })
-}
-
-fn check_lambda_max(lmax: f64) -> Result<()> {
-    if lmax.is_nan() || lmax <= 0.0 {
-        return Err(Error::invalid(
-            "hessian",
-            format!("largest curvature {lmax:.3e}"),
-            "the potential does not curve upwards at θ: start from (near) a mode",
-        ));
-    }
-    Ok(())
-}
-
-/// The [`Curvature`] of a dense symmetric Hessian (its exact extreme eigenvalues).
-fn curvature_of_dense(h: &Array2<f64>, lambda_min: bool, exact_hvp: bool, cost: Cost) -> Result<Curvature> {
-    let ev = crate::linalg::symmetric_eigenvalues("Hessian", h)?;
-    let (lmin, lmax) = (ev[0], ev[ev.len() - 1]);
-    check_lambda_max(lmax)?;
-    Ok(Curvature { lambda_max: lmax, lambda_min: lambda_min.then_some(lmin), iterations: h.nrows(), exact_hvp, cost })
-}
+mod curvature;
+pub use curvature::{Curvature, CurvatureSettings, DENSE_CURVATURE_MAX_DIM, curvature};
+use curvature::{check_lambda_max, curvature_of_dense, lanczos, power_iteration};
 
 /// A sampler whose constant step size [`tune`] can choose.
 pub trait Tunable: Sampler {
@@ -569,7 +365,7 @@ impl Default for PlannedRun {
     }
 }
 
-/// How [`tune`] and [`tune_rr`] precondition the sampler: the whitening (see [`Whitening`]) is
+/// How [`tune`] and [`tune_rr`](crate::tune_rr) precondition the sampler: the whitening (see [`Whitening`]) is
 /// built from the Hessian at the mode, `∇²U(θ̂)`, computed from d Hessian-vector products (the
 /// model's, or central differences of full gradients), whose cost is in [`Tuned::cost`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -836,7 +632,12 @@ fn discrepancy_fit_minimiser(points: &[(f64, f64)], h_ref: f64) -> Option<f64> {
 /// `[smallest/8, largest]` of the candidates (with whether it was clamped). A run `1/ratio`
 /// times as long as the pilots has `1/ratio` times their squared Monte Carlo error at the same
 /// step, and the same bias.
-fn discrepancy_fit_minimiser_scaled(points: &[(f64, f64)], h_ref: f64, p: i32, ratio: f64) -> Option<(f64, bool)> {
+pub(crate) fn discrepancy_fit_minimiser_scaled(
+    points: &[(f64, f64)],
+    h_ref: f64,
+    p: i32,
+    ratio: f64,
+) -> Option<(f64, bool)> {
     if points.len() < 4 {
         return None;
     }
@@ -869,18 +670,18 @@ fn discrepancy_fit_minimiser_scaled(points: &[(f64, f64)], h_ref: f64, p: i32, r
     Some((c, c != h))
 }
 
-/// What [`tune`] and [`tune_rr`] derive before their pilots.
-struct Setup<S> {
-    mode: Vec<f64>,
-    curv: Curvature,
-    centre: f64,
-    scale: Vec<f64>,
-    laplace: Laplace,
+/// What [`tune`] and [`tune_rr`](crate::tune_rr) derive before their pilots.
+pub(crate) struct Setup<S> {
+    pub(crate) mode: Vec<f64>,
+    pub(crate) curv: Curvature,
+    pub(crate) centre: f64,
+    pub(crate) scale: Vec<f64>,
+    pub(crate) laplace: Laplace,
     /// The sampler the pilots run: the user's, whitened when chosen.
-    base: S,
-    whitening: Option<Arc<Whitening>>,
-    preconditioning: String,
-    cost: Cost,
+    pub(crate) base: S,
+    pub(crate) whitening: Option<Arc<Whitening>>,
+    pub(crate) preconditioning: String,
+    pub(crate) cost: Cost,
 }
 
 /// Above this dimension [`Precondition::Auto`] whitens with a diagonal instead of a dense `T`.
@@ -1018,7 +819,7 @@ fn geometry<M: Model + ?Sized, S: Tunable>(
 
 /// [`geometry`], then the sampler's centre step (in the whitened coordinates) and the KSD's
 /// scaling, with their cost.
-fn setup<M: Model + ?Sized, S: Tunable>(
+pub(crate) fn setup<M: Model + ?Sized, S: Tunable>(
     model: &M,
     sampler: &S,
     theta0: &[f64],
@@ -1255,12 +1056,12 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
 const DENSE_LAPLACE_MAX_DIM: usize = 2_000;
 
 /// The Laplace approximation at the mode, `Σ̂ = ∇²U(θ̂)⁻¹`, that the Stein moment terms use.
-struct Laplace {
+pub(crate) struct Laplace {
     /// `Σ̂`, or `None` when it is taken diagonal (`1/Hⱼⱼ`: too large, or H not positive
     /// definite).
     cov: Option<Array2<f64>>,
     /// `√Σ̂ⱼⱼ`.
-    sd: Vec<f64>,
+    pub(crate) sd: Vec<f64>,
 }
 
 impl Laplace {
@@ -1286,7 +1087,7 @@ impl Laplace {
     /// The vectors `(m, M_diag)` of [`moment_discrepancy2`](Self::moment_discrepancy2). Both are
     /// linear in the sample's measure (`M_jj − 1` is), so those of a signed combination of samples
     /// are the same combination of theirs.
-    fn moment_vectors(
+    pub(crate) fn moment_vectors(
         &self,
         draws: ndarray::ArrayView2<'_, f64>,
         scores: ndarray::ArrayView2<'_, f64>,
@@ -1314,13 +1115,13 @@ impl Laplace {
 }
 
 /// `Σⱼ (m_j² + M_jj²/4)/d` of moment vectors `(m, M_diag)`.
-fn moments_norm2((m, mm): &(Vec<f64>, Vec<f64>)) -> f64 {
+pub(crate) fn moments_norm2((m, mm): &(Vec<f64>, Vec<f64>)) -> f64 {
     m.iter().zip(mm).map(|(a, b)| a * a + 0.25 * b * b).sum::<f64>() / m.len() as f64
 }
 
 /// Exact scores `−∇U` (full data, prior included) at each row of `draws`; `None` if one is not
 /// finite.
-fn exact_scores<M: Model + ?Sized>(model: &M, draws: ndarray::ArrayView2<'_, f64>) -> Option<Array2<f64>> {
+pub(crate) fn exact_scores<M: Model + ?Sized>(model: &M, draws: ndarray::ArrayView2<'_, f64>) -> Option<Array2<f64>> {
     let (n, d) = draws.dim();
     let all: Vec<usize> = (0..model.n_data()).collect();
     let mut scores = Array2::zeros((n, d));
@@ -1339,7 +1140,7 @@ fn exact_scores<M: Model + ?Sized>(model: &M, draws: ndarray::ArrayView2<'_, f64
 impl Laplace {
     /// `n` draws `θ̂ + L z` from `N(θ̂, Σ̂)` (`Σ̂ = L Lᵀ`; diagonal: `σ ⊙ z`), `z` from the seeded
     /// stream.
-    fn draws(&self, mode: &[f64], n: usize, seed: u64) -> Result<Vec<Vec<f64>>> {
+    pub(crate) fn draws(&self, mode: &[f64], n: usize, seed: u64) -> Result<Vec<Vec<f64>>> {
         let d = mode.len();
         let l = match &self.cov {
             Some(c) => Some(crate::linalg::cholesky_lower("Laplace covariance", c)?),
@@ -1373,324 +1174,6 @@ fn ksd_scaling(dense: Option<&Array2<f64>>, diag: &[f64]) -> (Vec<f64>, Laplace)
     }
     let laplace = Laplace { sd: scale.iter().map(|s| 1.0 / s).collect(), cov: None };
     (scale, laplace)
-}
-
-/// One candidate of [`tune_rr`].
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq)]
-pub struct RrTrial {
-    /// Chain A's step size tried (chain B runs at half of it).
-    pub step_size: f64,
-    /// The first-order difference `π̂_{h/2} − π̂_h` of the means and variances (RMS over them, in
-    /// posterior-sd units), what Richardson–Romberg removes.
-    pub first_order: Option<f64>,
-    /// The estimated remaining (second-order) bias of the extrapolation (RMS, sd units).
-    pub bias: Option<f64>,
-    /// The noise level of [`bias`](Self::bias): the RMS of the standard errors of its terms
-    /// (from the replicates' spread). A bias estimate below about twice it is not
-    /// distinguishable from zero.
-    pub bias_se: Option<f64>,
-    /// The Monte Carlo error of the extrapolation at the pilot's budget (RMS, sd units), from
-    /// the spread of the pilot's replicates.
-    pub mc_error: Option<f64>,
-    /// The Stein moment discrepancy of the extrapolated (signed) measure `2 π̂_{h/2} − π̂_h`
-    /// pooled over the replicates (RMS over coordinates of the mean and sd errors, sd units;
-    /// see [`TuneSettings::moment_weight`]): what the step is chosen on.
-    pub discrepancy: Option<f64>,
-    /// Why it failed (divergence, runaway), if it did.
-    pub failure: Option<String>,
-    /// Its pilot cost.
-    pub cost: Cost,
-}
-
-/// What [`tune_rr`] chose, and why.
-#[non_exhaustive]
-#[derive(Debug, Clone)]
-pub struct TunedRr<S> {
-    /// The extrapolation with the chosen step.
-    pub rr: RichardsonRomberg<S>,
-    /// Chain A's chosen step.
-    pub step_size: f64,
-    /// The base sampler's curvature-derived centre.
-    pub centre: f64,
-    /// The curvature at the mode.
-    pub curvature: Curvature,
-    /// The mode the pilots started from.
-    pub mode: Vec<f64>,
-    /// Every candidate, in increasing step order.
-    pub trials: Vec<RrTrial>,
-    /// Everything spent.
-    pub cost: Cost,
-    /// Why the winner won.
-    pub reason: String,
-    /// The whitening the base sampler runs in, if any (see [`TuneSettings::precondition`]).
-    pub whitening: Option<Arc<Whitening>>,
-    /// Wall time of the whole tuning (mode search, curvature, whitening and pilots).
-    pub wall_time: std::time::Duration,
-}
-
-/// Replicates of each Richardson–Romberg pilot (their spread gives the Monte Carlo error).
-const RR_REPLICATES: usize = 4;
-
-/// Chooses the step of a Richardson–Romberg extrapolation from an estimate of its error, not from
-/// its IMQ KSD (the KSD of a signed-weight measure is not comparable across steps).
-///
-/// After the mode, curvature and the base sampler's centre step (as [`tune`]), each candidate
-/// `h = centre × factor` runs a pilot of 4 replicate pairs, each from its own draw of the Laplace
-/// approximation `N(θ̂, ∇²U(θ̂)⁻¹)` (the same draws for every candidate, so that what a pilot
-/// too short for its step has not forgotten of its start shows). The step is chosen on the
-/// **Stein moment discrepancy of the extrapolated measure** `2 π̂_{h/2} − π̂_h`: the moment
-/// identities of [`TuneSettings::moment_weight`] are linear in the measure, so the signed
-/// combination's are the same combination of the two chains' (exact scores at the thinned
-/// draws), and they estimate the extrapolation's errors of each mean and sd in posterior sds —
-/// remaining bias, Monte Carlo error and what has not relaxed together. The winner minimises
-/// `D²(h) ≈ a/h + b·h⁴ + c` fitted to all candidates (the extrapolation removes the first-order
-/// bias), clamped to the grid; the smallest discrepancy when the fit is not convex.
-///
-/// Each [`RrTrial`] also records the bias estimate of the first-order differences
-/// `D_q(h) = π̂_{h/2}(q) − π̂_h(q) ≈ a h/2 + (3/4) b h²` of the standardised means and variances q
-/// (remaining bias `−b h²/2` from the slope of `D_q/h` to the next candidate) and the replicates'
-/// Monte Carlo error. Chosen on those alone, the step came out up to 4× too small on the
-/// ill-conditioned posterior of the `tune_logistic` example: a pilot whose chains have not
-/// relaxed has small differences and a small spread.
-///
-/// **Safety**: the step returned is never above the largest candidate that its bias estimate
-/// does not call biased. A candidate is called biased when, for some standardised mean or
-/// variance, the estimated remaining bias is above both the planned run's Monte Carlo error of
-/// that quantity ([`TuneSettings::planned_run`]; the pilot's replicate error scaled by the
-/// square root of the ratio of draws) and four standard errors of the estimates (RMS over the
-/// quantities, [`RrTrial::bias_se`]: a pilot cannot call a step biased by less than it can
-/// measure). If the fit's minimiser is above the
-/// largest safe candidate, the step is lowered to it and the reason says so.
-///
-/// Errors: as [`tune`]; [`Error::NotConverged`] (`"tune_rr"`) when fewer than two candidates ran
-/// (no fit is possible), or when no candidate is safe.
-pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
-    model: &M,
-    rr: &RichardsonRomberg<S>,
-    theta0: &[f64],
-    settings: &TuneSettings,
-) -> Result<TunedRr<S>> {
-    let started = std::time::Instant::now();
-    let Setup { mode, curv, centre, scale: _, laplace, base, whitening, preconditioning, mut cost } =
-        setup(model, rr.base(), theta0, settings)?;
-    // Means and variances are measured in the Laplace approximation's marginal sds (not the
-    // conditional ones 1/√Hⱼⱼ, far smaller on a correlated posterior).
-    let unit: Vec<f64> = laplace.sd.iter().map(|s| 1.0 / s).collect();
-    let d = mode.len();
-    let starts = laplace.draws(&mode, RR_REPLICATES, settings.seed)?;
-    // Per candidate: (step, (D_q, RR estimate per replicate per q, RR Stein moment discrepancy²))
-    // or a failure.
-    type Pilot = (f64, Option<(Vec<f64>, Vec<f64>, Vec<Vec<f64>>, f64)>, Option<String>, Cost);
-    let kept = settings.pilot_iterations - settings.pilot_burn_in;
-    let thin = (kept / settings.scored_draws as u64).max(1);
-    let mut pilots: Vec<Pilot> = settings
-        .factors
-        .par_iter()
-        .enumerate()
-        .map(|(i, f)| -> Result<Pilot> {
-            let h = centre * f;
-            let r = RichardsonRomberg::with_coupling(base.with_step_size(h)?, rr.coupling());
-            // One replicate pair per dispersed start (the same starts for every candidate).
-            let mut outs = Vec::with_capacity(RR_REPLICATES);
-            for (k, start) in starts.iter().enumerate() {
-                let rs = RunSettings {
-                    n_iter: settings.pilot_iterations,
-                    burn_in: settings.pilot_burn_in,
-                    n_chains: 1,
-                    thin,
-                    seed: settings
-                        .seed
-                        .wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
-                        .wrapping_add((k as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)),
-                    storage: Storage::Samples,
-                    parallel: false,
-                    check_model: false,
-                    ..Default::default()
-                };
-                match run_rr(model, &r, start, &rs) {
-                    Ok(out) => outs.push(out),
-                    Err(e) if e.is_divergence() => {
-                        return Ok((h, None, Some(e.to_string()), Cost::default()));
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            // Standardised means and variances q.
-            let q = |e: &crate::Estimate| -> Result<Vec<f64>> {
-                let (m, v) = (e.mean()?, e.variance()?);
-                Ok((0..d).map(|j| m[j] * unit[j]).chain((0..d).map(|j| v[j] * unit[j] * unit[j])).collect())
-            };
-            let fine = q(&crate::Estimate::combine(outs.iter().map(|o| o.fine.clone()))?)?;
-            let coarse = q(&crate::Estimate::combine(outs.iter().map(|o| o.coarse.clone()))?)?;
-            let diff: Vec<f64> = fine.iter().zip(&coarse).map(|(a, b)| a - b).collect();
-            // The standard error of each difference, from the replicates' own differences.
-            let per = outs.iter().map(|o| Ok(q(&o.fine)?.iter().zip(q(&o.coarse)?).map(|(a, b)| a - b).collect()));
-            let per: Vec<Vec<f64>> = per.collect::<Result<_>>()?;
-            let r = per.len() as f64;
-            let diff_se: Vec<f64> = (0..2 * d)
-                .map(|k| {
-                    let m = per.iter().map(|p| p[k]).sum::<f64>() / r;
-                    (per.iter().map(|p| (p[k] - m).powi(2)).sum::<f64>() / (r - 1.0) / r).sqrt()
-                })
-                .collect();
-            let reps = outs.iter().map(|o| q(&o.estimate)).collect::<Result<Vec<_>>>()?;
-            let mut spent = outs.iter().fold(Cost::default(), |c, o| c + (o.cost - o.setup_cost));
-            // The Stein moment vectors of the extrapolated measure 2·π̂_{h/2} − π̂_h (linear in the
-            // measure), averaged over the replicates, with exact scores at the thinned draws.
-            let (mut m, mut mm) = (vec![0.0; d], vec![0.0; d]);
-            for o in &outs {
-                for (w, e) in [(2.0, &o.fine), (-1.0, &o.coarse)] {
-                    let x = e.stacked_draws()?;
-                    spent.datum_gradients += (x.nrows() * model.n_data()) as u64;
-                    let Some(sc) = exact_scores(model, x.view()) else {
-                        return Ok((h, None, Some("non-finite score at a draw".into()), spent));
-                    };
-                    let (a, b) = laplace.moment_vectors(x.view(), sc.view(), &mode);
-                    let r = RR_REPLICATES as f64;
-                    m.iter_mut().zip(&a).for_each(|(m, a)| *m += w * a / r);
-                    mm.iter_mut().zip(&b).for_each(|(m, b)| *m += w * b / r);
-                }
-            }
-            Ok((h, Some((diff, diff_se, reps, moments_norm2(&(m, mm)))), None, spent))
-        })
-        .collect::<Result<_>>()?;
-    pilots.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let ok: Vec<&Pilot> = pilots.iter().filter(|p| p.1.is_some()).collect();
-    if ok.len() < 2 {
-        return Err(Error::NotConverged { what: "tune_rr", iterations: pilots.len() as u64, residual: f64::NAN });
-    }
-    // Per candidate and q, the slope s of D/h between it and its next larger successful
-    // neighbour (the next smaller for the largest): RR bias ≈ −(2/3) s h².
-    let nq = 2 * d;
-    // With each slope, its standard error from those of the two differences.
-    let slope_at = |i: usize| -> Vec<(f64, f64)> {
-        let j = if i + 1 < ok.len() { i + 1 } else { i - 1 };
-        let (hi, (di, si)) = (ok[i].0, ok[i].1.as_ref().map(|p| (&p.0, &p.1)).expect("filtered"));
-        let (hj, (dj, sj)) = (ok[j].0, ok[j].1.as_ref().map(|p| (&p.0, &p.1)).expect("filtered"));
-        (0..nq)
-            .map(|k| {
-                let slope = (dj[k] / hj - di[k] / hi) / (hj - hi);
-                let se = ((sj[k] / hj).powi(2) + (si[k] / hi).powi(2)).sqrt() / (hj - hi).abs();
-                (slope, se)
-            })
-            .collect()
-    };
-    let mut trials = Vec::with_capacity(pilots.len());
-    // The planned run's Monte Carlo error, scaled from the pilot's replicates (variance ratio of
-    // draws); whether each trial's estimate calls it biased.
-    let pilot_draws = (RR_REPLICATES as u64 * kept) as f64;
-    let ratio = pilot_draws / settings.planned_run.draws();
-    let mut safe: Vec<bool> = Vec::with_capacity(pilots.len());
-    let mut best: Option<(usize, f64)> = None;
-    let mut ok_index = 0;
-    for (i, (h, data, failure, c)) in pilots.iter().enumerate() {
-        cost += *c;
-        let Some((diff, _, reps, moments)) = data else {
-            safe.push(false);
-            trials.push(RrTrial {
-                step_size: *h,
-                first_order: None,
-                bias: None,
-                bias_se: None,
-                mc_error: None,
-                discrepancy: None,
-                failure: failure.clone(),
-                cost: *c,
-            });
-            continue;
-        };
-        let r = reps.len() as f64;
-        let slopes = slope_at(ok_index);
-        ok_index += 1;
-        let (mut b2, mut v, mut f2, mut s2) = (0.0, 0.0, 0.0, 0.0);
-        let mut biases = Vec::with_capacity(nq);
-        for k in 0..nq {
-            let bias = 2.0 / 3.0 * slopes[k].0 * h * h;
-            let se = 2.0 / 3.0 * slopes[k].1 * h * h;
-            s2 += se * se;
-            let mean = reps.iter().map(|x| x[k]).sum::<f64>() / r;
-            let var = reps.iter().map(|x| (x[k] - mean).powi(2)).sum::<f64>() / (r - 1.0) / r;
-            biases.push((bias, (var * ratio).sqrt()));
-            b2 += bias * bias;
-            v += var;
-            f2 += diff[k] * diff[k];
-        }
-        // RMS over q; the bias's noise floor: E[RMS²] of pure noise is the mean of se².
-        let (b, e, bse) = ((b2 / nq as f64).sqrt(), (v / nq as f64).sqrt(), (s2 / nq as f64).sqrt());
-        if best.is_none_or(|(_, s)| *moments < s) {
-            best = Some((i, *moments));
-        }
-        // A mean or variance is called biased when its bias estimate is above both the planned
-        // run's Monte Carlo error for it and four standard errors of the estimates (pooled over
-        // the 2d quantities: four replicates give each its own only three degrees of freedom).
-        safe.push(biases.iter().all(|(b, e)| b.abs() <= e.max(4.0 * bse)));
-        trials.push(RrTrial {
-            step_size: *h,
-            first_order: Some((f2 / nq as f64).sqrt()),
-            bias: Some(b),
-            bias_se: Some(bse),
-            mc_error: Some(e),
-            discrepancy: Some(moments.sqrt()),
-            failure: None,
-            cost: *c,
-        });
-    }
-    let (bi, score) = best.expect("at least two candidates ran");
-    let largest_safe = trials.iter().zip(&safe).filter(|(_, s)| **s).map(|(t, _)| t.step_size).reduce(f64::max);
-    let Some(largest_safe) = largest_safe else {
-        return Err(Error::NotConverged {
-            what: "tune_rr: no candidate step has an estimated remaining bias below the planned run's Monte Carlo \
-                   error (add smaller TuneSettings::factors, or plan a shorter run)",
-            iterations: trials.len() as u64,
-            residual: trials.iter().filter_map(|t| t.bias).fold(f64::INFINITY, f64::min),
-        });
-    };
-    let scored: Vec<(f64, f64)> = trials.iter().filter_map(|t| t.discrepancy.map(|k| (t.step_size, k))).collect();
-    let (fitted, how) = match discrepancy_fit_minimiser_scaled(&scored, trials[bi].step_size, 4, ratio) {
-        Some((h, _)) => (h, "the minimiser of D²(h) ≈ r·a/h + b·h⁴ + c fitted to all candidates"),
-        None => (trials[bi].step_size, "the candidate with the smallest discrepancy (no convex fit)"),
-    };
-    let (step, limit) = if fitted > largest_safe {
-        (
-            largest_safe,
-            format!(
-                "; lowered from {fitted:.4e} to the largest candidate whose estimated remaining bias is below the planned \
-                 run's Monte Carlo error"
-            ),
-        )
-    } else {
-        (fitted, String::new())
-    };
-    let reason = format!(
-        "step {step:.4e}: {how}, Monte Carlo term scaled by r = {ratio:.3e} to the planned run of {} x {} kept draws{limit}; \
-         safe candidates (no mean or variance with an estimated remaining bias above both the planned run's Monte \
-         Carlo error and 4 standard errors of the estimates) up to {largest_safe:.3e}; smallest \
-         Stein moment discrepancy of the extrapolation {:.3e} (sd units) at {:.3e} (estimated remaining bias there {:.3e}, \
-         pilot Monte Carlo error {:.3e}), of {} candidate steps around the curvature step {centre:.3e} (λ_max = {:.4e}); {} \
-         failed; preconditioning: {preconditioning}",
-        settings.planned_run.iterations,
-        settings.planned_run.chains,
-        score.sqrt(),
-        trials[bi].step_size,
-        trials[bi].bias.unwrap_or(f64::NAN),
-        trials[bi].mc_error.unwrap_or(f64::NAN),
-        trials.len(),
-        curv.lambda_max,
-        trials.iter().filter(|t| t.failure.is_some()).count()
-    );
-    Ok(TunedRr {
-        rr: RichardsonRomberg::with_coupling(base.with_step_size(step)?, rr.coupling()),
-        step_size: step,
-        centre,
-        curvature: curv,
-        mode,
-        trials,
-        cost,
-        reason,
-        whitening,
-        wall_time: started.elapsed(),
-    })
 }
 
 /// `n` starting points spread around the mode, for chains whose R̂ must be able to see that they
