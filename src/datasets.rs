@@ -36,7 +36,7 @@ impl Classification {
             return Err(Error::invalid("test_fraction", test_fraction, "leaves one part empty"));
         }
         // A seeded Fisher–Yates shuffle picks the test items.
-        let mut rng = crate::rng::stream(seed, &[0x5917]);
+        let mut rng = crate::numeric::rng::stream(seed, &[0x5917]);
         let mut perm: Vec<usize> = (0..n).collect();
         for j in 0..n_test {
             let k = j + crate::gradient::uniform_below(&mut rng, (n - j) as u64) as usize;

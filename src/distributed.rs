@@ -24,7 +24,7 @@
 //!   block schedule with SGLD, pSGLD or HAMCMC), rank b holding row block b, bit-identical to
 //!   [`mf::simulate`](crate::mf::simulate).
 //! - `write_zarr_mpi` (with feature `zarr`): a run's trace written by all ranks, one chunk per
-//!   chain, in the ArviZ layout of [`export::write_zarr`](crate::export).
+//!   chain, in the ArviZ layout of [`export::write_zarr`](crate::trace::export).
 //!
 //! Errors never hang: a rank that fails makes every rank return an error naming it
 //! ([`Error::Rank`] on the failing rank, with its typed error; [`Error::RankFailure`] on the
@@ -43,8 +43,8 @@
 
 use crate::coupled::richardson::{RichardsonRomberg, RrOutput, merge_rr_subsets, run_rr_subset};
 use crate::error::{Error, Result};
-use crate::model::Model;
-use crate::observe::Observer;
+use crate::models::model::Model;
+use crate::run::observe::Observer;
 use crate::run::{RunOutput, RunSettings, merge_chain_subsets, run_chain_subset};
 use crate::samplers::{Discretisation, Sampler};
 use mpi::Count;
@@ -809,18 +809,18 @@ fn agree<T>(cluster: &Cluster, local: Result<T>) -> Result<T> {
 
 /// Writes the chains of `est` (e.g. the output of [`run_chains_mpi`], the same on every rank)
 /// to the Zarr store at `path` in the ArviZ InferenceData layout of
-/// [`ZarrTrace`](crate::export::ZarrTrace), the ranks sharing the work without conflicts: rank 0
+/// [`ZarrTrace`](crate::trace::export::ZarrTrace), the ranks sharing the work without conflicts: rank 0
 /// creates the layout, then chain c is written by rank `c mod R` (one chunk per chain). `path`
 /// must be on a file system every rank sees (on one machine, any directory). Feature `zarr`
 /// with `mpi`.
 ///
-/// Errors: as [`write_zarr`](crate::export::write_zarr), on every rank ([`Error::Rank`] on the
+/// Errors: as [`write_zarr`](crate::trace::export::write_zarr), on every rank ([`Error::Rank`] on the
 /// rank that failed, [`Error::RankFailure`] elsewhere).
 #[cfg(feature = "zarr")]
 pub fn write_zarr_mpi(cluster: &Cluster, path: impl AsRef<std::path::Path>, est: &crate::Estimate) -> Result<()> {
-    use crate::export::ZarrTrace;
+    use crate::trace::export::ZarrTrace;
     let path = path.as_ref();
-    let parts = agree(cluster, crate::export::parts(est))?;
+    let parts = agree(cluster, crate::trace::export::parts(est))?;
     let with_gradients = parts.iter().all(|s| s.gradients().is_some());
     let created = if cluster.rank == 0 {
         ZarrTrace::create(path, parts.len(), parts[0].len(), est.dim(), with_gradients).map(|_| ())

@@ -2,42 +2,26 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub mod ad;
-mod check;
-pub mod checkpoint;
-mod control_variate;
 mod cost;
 mod coupled;
 pub mod datasets;
-pub mod diagnostics;
 #[cfg(feature = "mpi")]
 pub mod distributed;
 mod error;
-mod estimate;
-pub mod export;
 mod gradient;
-mod hessian;
-mod lbfgs;
-pub mod linalg;
 pub mod mf;
-mod model;
 mod models;
-pub mod observe;
-mod optim;
-pub mod progress;
-pub mod rng;
+mod numeric;
 mod run;
 mod samplers;
-mod schedule;
-mod taylor;
+mod trace;
 pub mod tune;
-mod variance_reduced;
-#[cfg(feature = "zarr")]
-mod zarr;
-mod zv;
 
-pub use check::{CheckSettings, ModelCheck, check_model};
-pub use control_variate::{ControlVariate, CvSettings};
+pub use models::ad;
+pub use numeric::{linalg, rng};
+pub use run::{checkpoint, observe, progress};
+pub use trace::{diagnostics, export};
+
 pub use cost::Cost;
 pub use coupled::mlsgld::{
     AdaptiveSettings, LevelSample, LevelStats, MlCoupling, MlSgld, MlSgldSettings, MlmcCheckpoint, MlmcResult,
@@ -49,16 +33,20 @@ pub use coupled::richardson::{
 };
 pub use coupled::tune_rr::{RrTrial, TunedRr, tune_rr};
 pub use error::{Error, Result};
-pub use estimate::{Estimate, Moments, Samples};
+pub use gradient::control_variate::{ControlVariate, CvSettings};
+pub use gradient::optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
+pub use gradient::taylor::Taylor;
+pub use gradient::variance_reduced::{Saga, Svrg};
 pub use gradient::{FullGradient, GradientEstimator, Minibatch, Subsample, SubsampledEstimator};
-pub use lbfgs::Lbfgs;
-pub use model::Model;
+pub use models::check::{CheckSettings, ModelCheck, check_model};
+pub use models::model::Model;
 pub use models::{
     Block, Constrained, Constraint, Family, Glm, GlmSettings, Layout, LinearGaussian, LogisticRegression, Pmf, Ratings,
     Temperature, Tempered,
 };
-pub use observe::{Control, Observer, Progress};
-pub use optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
+pub use numeric::lbfgs::Lbfgs;
+pub use numeric::schedule::StepSize;
+pub use run::observe::{Control, Observer, Progress};
 pub use run::{
     ChainReport, Divergence, OnDivergence, RunOutput, RunSettings, Storage, resume, run, run_chains,
     run_chains_observed, run_observed,
@@ -69,10 +57,8 @@ pub use samplers::{
     PsgldKernel, PsgldSettings, Sampler, Sghmc, SghmcKernel, SghmcSettings, Sgld, SgldKernel, SgldSettings, Sgnht,
     SgnhtKernel, SgnhtSettings, SubsampledDiscretisation, Whitening,
 };
-pub use schedule::StepSize;
-pub use taylor::Taylor;
-pub use variance_reduced::{Saga, Svrg};
-pub use zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
+pub use trace::estimate::{Estimate, Moments, Samples};
+pub use trace::zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
 
 /// The common imports: `use sgmcmc::prelude::*;`. Every sampler and its settings, the coupled
 /// methods (Richardson–Romberg, multilevel) with their runners, the tuners, the estimators, the

@@ -43,7 +43,7 @@
 
 use crate::error::{Error, Result, check_positive};
 use crate::models::Ratings;
-use crate::rng::{fill_standard_normal, stream};
+use crate::numeric::rng::{fill_standard_normal, stream};
 use crate::samplers::{HamcmcSettings, PsgldSettings, SgldSettings};
 use ndarray::Array2;
 use rand::RngExt;
@@ -280,7 +280,7 @@ pub struct MfRunSettings {
 
 impl Default for MfRunSettings {
     fn default() -> Self {
-        MfRunSettings { n_iter: 1_000, burn_in: 100, eval_every: 10, seed: crate::rng::DEFAULT_SEED }
+        MfRunSettings { n_iter: 1_000, burn_in: 100, eval_every: 10, seed: crate::numeric::rng::DEFAULT_SEED }
     }
 }
 
@@ -507,7 +507,7 @@ pub(crate) struct Engine<'a, F: Fabric> {
     diag_sizes: Vec<usize>,
     n_train: usize,
     n_test: usize,
-    sched: crate::rng::ChainRng,
+    sched: crate::numeric::rng::ChainRng,
     diag: usize,
     counts: Vec<u64>,
     ring: PairRing,

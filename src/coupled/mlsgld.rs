@@ -3,11 +3,11 @@
 use super::SharedIncrements;
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len, check_positive};
-use crate::estimate::Estimate;
 use crate::gradient::{SubsampledEstimator, uniform_below};
-use crate::model::{Model, check_shape};
-use crate::rng::{DEFAULT_SEED, stream};
+use crate::models::model::{Model, check_shape};
+use crate::numeric::rng::{DEFAULT_SEED, stream};
 use crate::samplers::{Sgld, SgldSettings, SubsampledDiscretisation};
+use crate::trace::estimate::Estimate;
 use ndarray::{Array1, Array2};
 use serde::{Deserialize, Serialize};
 
@@ -503,7 +503,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             let mut half = g(w.fine.position());
             for step in 1..=total {
                 w.fine.draw_indices(&mut rng, &mut w.idx1);
-                crate::rng::fill_standard_normal(&mut rng, &mut w.z.z1);
+                crate::numeric::rng::fill_standard_normal(&mut rng, &mut w.z.z1);
                 w.fine.step_on(model, step as u64, 1.0, &w.z.z1, &w.idx1).map_err(&fine_at)?;
                 avg.add(step, g, w.fine.position());
                 if step == mid {
@@ -524,7 +524,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         let mut avg_c2 = Avg::new(coupled, self.window_steps(fc));
         for step in 1..=alone {
             w.fine.draw_indices(&mut rng, &mut w.idx1);
-            crate::rng::fill_standard_normal(&mut rng, &mut w.z.z1);
+            crate::numeric::rng::fill_standard_normal(&mut rng, &mut w.z.z1);
             w.fine.step_on(model, step as u64, ff, &w.z.z1, &w.idx1).map_err(&fine_at)?;
             avg_f.add(step, g, w.fine.position());
         }
@@ -723,7 +723,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         self.check_checkpoint(ck)?;
         match &ck.model {
             Some(fp) => fp.check(model)?,
-            None => ck.model = Some(crate::checkpoint::ModelFingerprint::of(model)),
+            None => ck.model = Some(crate::run::checkpoint::ModelFingerprint::of(model)),
         }
         let mut left = max_samples;
         let mut budget = Budget::unlimited();
@@ -984,7 +984,7 @@ pub struct MlmcCheckpoint {
     h0: f64,
     theta0: Vec<f64>,
     /// The model of the first advance (checked on every later one).
-    model: Option<crate::checkpoint::ModelFingerprint>,
+    model: Option<crate::run::checkpoint::ModelFingerprint>,
 }
 
 impl MlmcCheckpoint {
@@ -1003,18 +1003,18 @@ impl MlmcCheckpoint {
         self.levels.iter().zip(&self.targets).all(|(a, &t)| a.n >= t)
     }
 
-    /// Saves it to `path` in the [checkpoint format](crate::checkpoint).
+    /// Saves it to `path` in the [checkpoint format](crate::run::checkpoint).
     ///
     /// Errors: [`Error::Io`].
     pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
-        crate::checkpoint::save(path.as_ref(), "multilevel", "MlmcCheckpoint", self)
+        crate::run::checkpoint::save(path.as_ref(), "multilevel", "MlmcCheckpoint", self)
     }
 
     /// Loads a checkpoint saved by [`save`](Self::save).
     ///
     /// Errors: as [`RunOutput::load`](crate::RunOutput::load).
     pub fn load(path: impl AsRef<std::path::Path>) -> Result<Self> {
-        crate::checkpoint::load(path.as_ref(), "multilevel", "MlmcCheckpoint")
+        crate::run::checkpoint::load(path.as_ref(), "multilevel", "MlmcCheckpoint")
     }
 }
 

@@ -7,7 +7,7 @@ pub(crate) mod mlsgld;
 pub(crate) mod richardson;
 pub(crate) mod tune_rr;
 
-use crate::rng::fill_standard_normal;
+use crate::numeric::rng::fill_standard_normal;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 

@@ -3,13 +3,13 @@
 use super::SharedIncrements;
 use crate::cost::Cost;
 use crate::error::{Error, Result, check_len};
-use crate::estimate::Estimate;
 use crate::gradient::Minibatch;
-use crate::model::Model;
-use crate::observe::Observer;
-use crate::rng::{ChainRng, stream};
+use crate::models::model::Model;
+use crate::numeric::rng::{ChainRng, stream};
+use crate::run::observe::Observer;
 use crate::run::{Divergence, Finished, Recorder, RunSettings, Unit, drive};
 use crate::samplers::{Discretisation, Sghmc, Sgld};
+use crate::trace::estimate::Estimate;
 use ndarray::Array1;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -120,7 +120,7 @@ pub struct RrOutput<S> {
     /// Per replicate: the generators where they stopped (to resume).
     streams: Vec<[ChainRng; 4]>,
     coupling: NoiseCoupling,
-    model: crate::checkpoint::ModelFingerprint,
+    model: crate::run::checkpoint::ModelFingerprint,
 }
 
 impl<S> RrOutput<S> {
@@ -271,7 +271,7 @@ pub fn run_rr<M: Model + ?Sized, S: Discretisation>(
     run_rr_observed(model, rr, theta0, settings, &[])
 }
 
-/// As [`run_rr`], with observers (see [`observe`](crate::observe)), which see each replicate as
+/// As [`run_rr`], with observers (see [`observe`](crate::run::observe)), which see each replicate as
 /// a chain (its cost is both chains'; its position chain B's) and may stop it: both chains of a
 /// stopped replicate stop at the same iteration, keeping their draws; [`resume_rr`] goes on.
 pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
@@ -336,7 +336,7 @@ pub(crate) fn run_rr_subset<M: Model + ?Sized, S: Discretisation>(
     let start = Instant::now();
     let done = drive(model, units, settings, observers, start)?;
     let wall = start.elapsed();
-    let fingerprint = crate::checkpoint::ModelFingerprint::of(model);
+    let fingerprint = crate::run::checkpoint::ModelFingerprint::of(model);
     assemble(done, settings, setup_cost, rr.coupling, wall, Duration::ZERO, fingerprint)
 }
 
@@ -420,7 +420,7 @@ struct RrParts<S> {
     wall_time: Duration,
     settings: RunSettings,
     coupling: NoiseCoupling,
-    model: crate::checkpoint::ModelFingerprint,
+    model: crate::run::checkpoint::ModelFingerprint,
 }
 
 impl<S> RrParts<S> {
@@ -533,7 +533,7 @@ fn assemble<S: Discretisation>(
     coupling: NoiseCoupling,
     wall: Duration,
     wall_before: Duration,
-    model: crate::checkpoint::ModelFingerprint,
+    model: crate::run::checkpoint::ModelFingerprint,
 ) -> Result<RrOutput<S>> {
     let (mut replicates, mut divergences) = (Vec::new(), Vec::new());
     let mut cost = setup_cost;

@@ -6,7 +6,7 @@
 use crate::cost::Cost;
 use crate::coupled::richardson::{RichardsonRomberg, run_rr};
 use crate::error::{Error, Result};
-use crate::model::Model;
+use crate::models::model::Model;
 use crate::run::{RunSettings, Storage};
 use crate::samplers::{Discretisation, Whitening};
 use crate::tune::{

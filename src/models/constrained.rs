@@ -3,8 +3,8 @@
 
 use super::logistic::{sigmoid as logistic, softplus};
 use crate::error::{Error, Result, check_len};
-use crate::estimate::Estimate;
-use crate::model::Model;
+use crate::models::model::Model;
+use crate::trace::estimate::Estimate;
 use std::cell::RefCell;
 
 /// The constraint of a parameter block, and the transform from ℝ that enforces it.
@@ -865,33 +865,37 @@ impl<M: Model> Constrained<M> {
 
     /// The summary table of a run's draws on the constrained scale, one row per number named
     /// after its block (`sigma`, `beta[0]`, …), as
-    /// [`diagnostics::summary_table`](crate::diagnostics::summary_table).
+    /// [`diagnostics::summary_table`](crate::trace::diagnostics::summary_table).
     ///
     /// Errors: as [`Layout::constrain_estimate`] and `summary_table`.
-    pub fn summary_table(&self, est: &Estimate) -> Result<crate::diagnostics::SummaryTable> {
+    pub fn summary_table(&self, est: &Estimate) -> Result<crate::trace::diagnostics::SummaryTable> {
         let theta = self.layout.constrain_estimate(est)?;
-        crate::diagnostics::summary_table(&theta)?.with_names(&self.layout.names())
+        crate::trace::diagnostics::summary_table(&theta)?.with_names(&self.layout.names())
     }
 
     /// Writes a run's draws (on φ) as CSV on the constrained scale, the columns named after
-    /// the blocks ([`export::write_csv_named`](crate::export::write_csv_named)).
+    /// the blocks ([`export::write_csv_named`](crate::trace::export::write_csv_named)).
     ///
     /// Errors: as [`Layout::constrain_estimate`] and `write_csv_named`.
     pub fn write_csv(&self, path: impl AsRef<std::path::Path>, est: &Estimate) -> Result<()> {
         let theta = self.layout.constrain_estimate(est)?;
-        crate::export::write_csv_named(path, &theta, &self.layout.names())
+        crate::trace::export::write_csv_named(path, &theta, &self.layout.names())
     }
 
     /// Writes a run's draws (on φ) as a Zarr trace on the constrained scale, one ArviZ
     /// variable per block with the block's name and shape
-    /// ([`export::write_zarr_named`](crate::export::write_zarr_named)); the unconstrained
-    /// draws stay in `est` (write them with [`export::write_zarr`](crate::export::write_zarr)).
+    /// ([`export::write_zarr_named`](crate::trace::export::write_zarr_named)); the unconstrained
+    /// draws stay in `est` (write them with [`export::write_zarr`](crate::trace::export::write_zarr)).
     ///
     /// Errors: as [`Layout::constrain_estimate`] and `write_zarr_named`.
     #[cfg(feature = "zarr")]
-    pub fn write_zarr(&self, path: impl AsRef<std::path::Path>, est: &Estimate) -> Result<crate::export::ZarrTrace> {
+    pub fn write_zarr(
+        &self,
+        path: impl AsRef<std::path::Path>,
+        est: &Estimate,
+    ) -> Result<crate::trace::export::ZarrTrace> {
         let theta = self.layout.constrain_estimate(est)?;
-        crate::export::write_zarr_named(path, &theta, &self.layout)
+        crate::trace::export::write_zarr_named(path, &theta, &self.layout)
     }
 
     /// `out = J_Tᵀ ∇_θ(inner part) − jac ∇ log|J|` at φ.

@@ -3,9 +3,9 @@
 use super::logistic::{residual, sigmoid, softplus};
 use super::{Rows, axpy4, dot, dot4, standard_normal};
 use crate::error::{Error, Result, check_len};
-use crate::model::Model;
 use crate::models::Layout;
-use crate::rng::stream;
+use crate::models::model::Model;
+use crate::numeric::rng::stream;
 use ndarray::{Array1, Array2};
 use rand::RngExt;
 

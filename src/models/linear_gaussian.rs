@@ -2,8 +2,8 @@
 
 use super::{Rows, axpy, dot, normal_array, prior_precision};
 use crate::error::{Error, Result, check_len, check_positive};
-use crate::model::Model;
-use crate::rng::stream;
+use crate::models::model::Model;
+use crate::numeric::rng::stream;
 use ndarray::{Array1, Array2, ArrayView2};
 
 /// Bayesian linear regression `xᵢ = aᵢᵀθ + εᵢ`, `εᵢ ~ N(0, σx²)`, prior `θ ~ N(0, σθ² I)`.
@@ -52,8 +52,8 @@ impl LinearGaussian {
         for i in 0..rows.n {
             axpy(targets[i] * inv_noise, rows.row(i), atx.as_slice_mut().expect("contiguous"));
         }
-        let post_cov = crate::linalg::spd_inverse("posterior precision", &post_prec)?;
-        let post_mean = crate::linalg::spd_solve("posterior precision", &post_prec, &atx)?;
+        let post_cov = crate::numeric::linalg::spd_inverse("posterior precision", &post_prec)?;
+        let post_mean = crate::numeric::linalg::spd_solve("posterior precision", &post_prec, &atx)?;
         Ok(LinearGaussian {
             rows,
             targets: targets.to_vec(),

@@ -2,8 +2,8 @@
 
 use super::{Rows, axpy, axpy4, dot, dot4, prior_precision, standard_normal};
 use crate::error::{Error, Result, check_len};
-use crate::model::Model;
-use crate::rng::stream;
+use crate::models::model::Model;
+use crate::numeric::rng::stream;
 use ndarray::{Array1, Array2, ArrayView2};
 use rand::RngExt;
 
@@ -230,7 +230,7 @@ impl LogisticRegression {
                 return Ok(Array1::from_vec(theta));
             }
             let h = self.hessian(&theta)?;
-            let step = crate::linalg::spd_solve("Newton system", &h, &Array1::from_vec(g.clone()))?;
+            let step = crate::numeric::linalg::spd_solve("Newton system", &h, &Array1::from_vec(g.clone()))?;
             let u0 = potential(&theta);
             let mut t = 1.0;
             loop {

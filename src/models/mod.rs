@@ -1,4 +1,6 @@
-//! Built-in models with analytic gradients and seeded synthetic data generators.
+//! Models: the [`Model`](crate::Model) trait (`model.rs`), its checks (`check.rs`), Hessians
+//! from its Hessian-vector products (`hessian.rs`), the automatic-differentiation adapters
+//! (`ad/`), and built-in models with analytic gradients and seeded synthetic data generators:
 //!
 //! - [`LinearGaussian`]: Bayesian linear regression with a Gaussian prior; its posterior is
 //!   Gaussian and known in closed form, which makes exact statistical tests possible.
@@ -12,10 +14,14 @@
 //!   binomial) with intercepts, offsets and weights, analytic gradients and HVPs.
 //! - [`Tempered`]: any model at a [`Temperature`] (cold posteriors, likelihood tempering).
 
+pub mod ad;
+pub(crate) mod check;
 mod constrained;
 mod glm;
+pub(crate) mod hessian;
 mod linear_gaussian;
 mod logistic;
+pub(crate) mod model;
 mod pmf;
 mod tempered;
 
@@ -191,7 +197,7 @@ pub(crate) fn prior_precision(prior_var: f64) -> Result<f64> {
 /// Standard normal draws as an array.
 pub(crate) fn normal_array<R: rand::Rng + ?Sized>(rng: &mut R, n: usize) -> Array1<f64> {
     let mut v = vec![0.0; n];
-    crate::rng::fill_standard_normal(rng, &mut v);
+    crate::numeric::rng::fill_standard_normal(rng, &mut v);
     Array1::from_vec(v)
 }
 

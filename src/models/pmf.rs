@@ -2,8 +2,8 @@
 
 use super::{dot, standard_normal};
 use crate::error::{Error, Result, check_len, check_positive};
-use crate::model::Model;
-use crate::rng::stream;
+use crate::models::model::Model;
+use crate::numeric::rng::stream;
 use ndarray::ArrayView2;
 use rand::RngExt;
 use std::collections::BTreeMap;

@@ -1,7 +1,7 @@
 //! Tempered posteriors: `π_T(θ) ∝ p(θ)^{1/T₀} Πᵢ p(xᵢ | θ)^{1/T_L}`.
 
 use crate::error::{Error, Result};
-use crate::model::Model;
+use crate::models::model::Model;
 
 /// The temperatures of a tempered posterior: `likelihood` divides the data's potential
 /// `Σ Uᵢ`, `prior` the prior's `U₀`. Both 1 is the posterior itself.

@@ -3,10 +3,10 @@
 use super::{Sampler, Sgld, SgldSettings};
 use crate::error::{Error, Result, all_finite, check_len, check_positive};
 use crate::gradient::{GradientEstimator, Minibatch};
-use crate::lbfgs::Lbfgs;
-use crate::model::{Model, check_shape};
-use crate::rng::fill_standard_normal;
-use crate::schedule::StepSize;
+use crate::models::model::{Model, check_shape};
+use crate::numeric::lbfgs::Lbfgs;
+use crate::numeric::rng::fill_standard_normal;
+use crate::numeric::schedule::StepSize;
 use rand::Rng;
 
 /// Settings of [`Hamcmc`].

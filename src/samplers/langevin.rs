@@ -5,8 +5,8 @@
 use super::{Discretisation, Sampler, SubsampledDiscretisation, Whitening, check_fraction};
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::{GradientEstimator, Minibatch, SubsampledEstimator};
-use crate::model::{Model, check_shape};
-use crate::rng::fill_standard_normal;
+use crate::models::model::{Model, check_shape};
+use crate::numeric::rng::fill_standard_normal;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 

@@ -3,8 +3,8 @@
 use super::Sampler;
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len, check_positive};
-use crate::model::{Model, check_shape};
-use crate::rng::fill_standard_normal;
+use crate::models::model::{Model, check_shape};
+use crate::numeric::rng::fill_standard_normal;
 use rand::{Rng, RngExt};
 
 /// Settings of [`Mala`].
@@ -225,7 +225,7 @@ impl Mala {
     fn set_dense(&mut self, cov: &[f64]) -> bool {
         let d = self.theta.len();
         let a = ndarray::Array2::from_shape_fn((d, d), |(i, j)| cov[i * d + j]);
-        match crate::linalg::cholesky_lower("MALA dense metric", &a) {
+        match crate::numeric::linalg::cholesky_lower("MALA dense metric", &a) {
             Ok(l) => {
                 self.dense.copy_from_slice(cov);
                 for i in 0..d {
@@ -438,8 +438,8 @@ impl Sampler for Mala {
             let identity: Vec<f64> = (0..d * d).map(|ij| if ij / d == ij % d { 1.0 } else { 0.0 }).collect();
             self.set_dense(&identity);
             // The inverse Hessian at θ₀, if positive definite.
-            let h = crate::hessian::dense_hessian(model, theta0, &mut self.cost)?;
-            if let Ok(cov) = crate::linalg::spd_inverse("Hessian at the MALA start", &h) {
+            let h = crate::models::hessian::dense_hessian(model, theta0, &mut self.cost)?;
+            if let Ok(cov) = crate::numeric::linalg::spd_inverse("Hessian at the MALA start", &h) {
                 let flat: Vec<f64> = cov.iter().copied().collect();
                 if self.set_dense(&flat) {
                     self.gamma = 0.1;

@@ -76,7 +76,7 @@ pub use whitening::Whitening;
 
 use crate::cost::Cost;
 use crate::error::Result;
-use crate::model::Model;
+use crate::models::model::Model;
 use rand::Rng;
 
 /// A Markov chain that moves a state θ ∈ ℝᵈ one iteration at a time.

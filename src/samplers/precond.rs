@@ -78,7 +78,7 @@ impl<E: GradientEstimator> Langevin<PreconditionedKernel, E> {
     /// ```
     pub fn new(settings: SgldSettings, preconditioner: &Array2<f64>, estimator: E) -> Result<Self> {
         settings.validate()?;
-        let l = crate::linalg::cholesky_lower("preconditioner", preconditioner)?;
+        let l = crate::numeric::linalg::cholesky_lower("preconditioner", preconditioner)?;
         let dim = preconditioner.nrows();
         let kernel = PreconditionedKernel {
             settings,

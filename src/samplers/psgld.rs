@@ -3,7 +3,7 @@
 use super::{Langevin, LangevinKernel};
 use crate::error::{Error, Result, check_positive};
 use crate::gradient::{GradientEstimator, Minibatch};
-use crate::schedule::StepSize;
+use crate::numeric::schedule::StepSize;
 use serde::{Deserialize, Serialize};
 
 /// Settings of [`Psgld`].

@@ -3,7 +3,7 @@
 use super::{Langevin, LangevinKernel};
 use crate::error::Result;
 use crate::gradient::{FullGradient, GradientEstimator, Minibatch};
-use crate::schedule::StepSize;
+use crate::numeric::schedule::StepSize;
 use serde::{Deserialize, Serialize};
 
 /// Settings of [`Sgld`].

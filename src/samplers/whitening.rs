@@ -45,7 +45,7 @@ impl Whitening {
         check_len("whitening covariance rows", d, covariance.nrows())?;
         check_len("whitening covariance columns", d, covariance.ncols())?;
         Self::check_centre(centre)?;
-        let l = crate::linalg::cholesky_lower("whitening covariance", covariance)?;
+        let l = crate::numeric::linalg::cholesky_lower("whitening covariance", covariance)?;
         let t: Vec<f64> = (0..d).flat_map(|i| (0..d).map(move |j| (i, j))).map(|(i, j)| l[[i, j]]).collect();
         Ok(Whitening { centre: centre.to_vec(), t, dense: true })
     }
@@ -57,7 +57,7 @@ impl Whitening {
     /// positive definite (not a mode).
     pub fn from_hessian(centre: &[f64], hessian: &Array2<f64>) -> Result<Self> {
         check_len("whitening Hessian rows", centre.len(), hessian.nrows())?;
-        let cov = crate::linalg::spd_inverse("Hessian at the whitening centre", hessian)?;
+        let cov = crate::numeric::linalg::spd_inverse("Hessian at the whitening centre", hessian)?;
         Self::from_covariance(centre, &cov)
     }
 

@@ -5,10 +5,10 @@
 
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
-use crate::hessian::{Hessian, dense_hessian};
-use crate::linalg::{dot, norm};
-use crate::model::{Model, check_shape};
-use crate::rng::{fill_standard_normal, stream};
+use crate::models::hessian::{Hessian, dense_hessian};
+use crate::models::model::{Model, check_shape};
+use crate::numeric::linalg::{dot, norm};
+use crate::numeric::rng::{fill_standard_normal, stream};
 use ndarray::Array2;
 
 /// Settings of [`curvature`].
@@ -121,7 +121,7 @@ pub(super) fn lanczos(
                 0.0
             }
         });
-        let ev = crate::linalg::symmetric_eigenvalues("Lanczos tridiagonal matrix", &t)?;
+        let ev = crate::numeric::linalg::symmetric_eigenvalues("Lanczos tridiagonal matrix", &t)?;
         Ok((ev[0], ev[k - 1]))
     };
     for it in 1..=m_max {
@@ -211,7 +211,7 @@ pub(super) fn check_lambda_max(lmax: f64) -> Result<()> {
 
 /// The [`Curvature`] of a dense symmetric Hessian (its exact extreme eigenvalues).
 pub(super) fn curvature_of_dense(h: &Array2<f64>, lambda_min: bool, exact_hvp: bool, cost: Cost) -> Result<Curvature> {
-    let ev = crate::linalg::symmetric_eigenvalues("Hessian", h)?;
+    let ev = crate::numeric::linalg::symmetric_eigenvalues("Hessian", h)?;
     let (lmin, lmax) = (ev[0], ev[ev.len() - 1]);
     check_lambda_max(lmax)?;
     Ok(Curvature { lambda_max: lmax, lambda_min: lambda_min.then_some(lmin), iterations: h.nrows(), exact_hvp, cost })

@@ -40,19 +40,19 @@
 //! pilot's length; much longer runs can afford a smaller step.
 
 use crate::cost::Cost;
-use crate::diagnostics::{KsdSettings, ksd_imq};
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::GradientEstimator;
-use crate::hessian::{Hessian, dense_hessian, hessian_columns};
-use crate::model::{Model, check_shape};
-use crate::optim::{ModeSettings, find_mode};
-use crate::rng::{fill_standard_normal, stream};
+use crate::gradient::optim::{ModeSettings, find_mode};
+use crate::models::hessian::{Hessian, dense_hessian, hessian_columns};
+use crate::models::model::{Model, check_shape};
+use crate::numeric::rng::{fill_standard_normal, stream};
+use crate::numeric::schedule::StepSize;
 use crate::run::{RunSettings, Storage, run};
 use crate::samplers::{
     Hamcmc, HamcmcSettings, Langevin, PsgldKernel, PsgldSettings, Sampler, SghmcKernel, SghmcSettings, SgldKernel,
     SgldSettings, SgnhtKernel, SgnhtSettings, Whitening,
 };
-use crate::schedule::StepSize;
+use crate::trace::diagnostics::{KsdSettings, ksd_imq};
 use ndarray::Array2;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -657,7 +657,7 @@ pub(crate) fn discrepancy_fit_minimiser_scaled(
             }
         }
     }
-    let coef = crate::linalg::solve("discrepancy fit", &ata, &atb).ok()?;
+    let coef = crate::numeric::linalg::solve("discrepancy fit", &ata, &atb).ok()?;
     let (a, b) = (coef[0], coef[1]);
     if !(a > 0.0 && b > 0.0 && a.is_finite() && b.is_finite()) {
         return None;
@@ -1143,7 +1143,7 @@ impl Laplace {
     pub(crate) fn draws(&self, mode: &[f64], n: usize, seed: u64) -> Result<Vec<Vec<f64>>> {
         let d = mode.len();
         let l = match &self.cov {
-            Some(c) => Some(crate::linalg::cholesky_lower("Laplace covariance", c)?),
+            Some(c) => Some(crate::numeric::linalg::cholesky_lower("Laplace covariance", c)?),
             None => None,
         };
         let mut rng = stream(seed, &[0x6c61_706c]);
@@ -1168,7 +1168,7 @@ impl Laplace {
 fn ksd_scaling(dense: Option<&Array2<f64>>, diag: &[f64]) -> (Vec<f64>, Laplace) {
     let diag_of = |hjj: f64| if hjj > 0.0 && hjj.is_finite() { hjj } else { 1.0 };
     let scale: Vec<f64> = diag.iter().map(|&h| diag_of(h).sqrt()).collect();
-    if let Some(Ok(cov)) = dense.map(|h| crate::linalg::spd_inverse("Hessian at the mode", h)) {
+    if let Some(Ok(cov)) = dense.map(|h| crate::numeric::linalg::spd_inverse("Hessian at the mode", h)) {
         let d = diag.len();
         return (scale, Laplace { sd: (0..d).map(|j| cov[[j, j]].sqrt()).collect(), cov: Some(cov) });
     }
@@ -1216,7 +1216,7 @@ pub fn dispersed_starts<M: Model + ?Sized>(
     }
     crate::error::check_positive("scale", scale)?;
     let h = dense_hessian(model, mode, &mut Cost::default())?;
-    let l = crate::linalg::cholesky_lower("Hessian at the mode (for dispersed starts)", &h)?;
+    let l = crate::numeric::linalg::cholesky_lower("Hessian at the mode (for dispersed starts)", &h)?;
     let mut rng = stream(seed, &[0x6469_7370]);
     let mut z = vec![0.0; d];
     let mut starts = Vec::with_capacity(n);

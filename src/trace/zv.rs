@@ -25,7 +25,7 @@
 //! Stat. Comput. 29, 2019, §4.
 
 use crate::error::{Error, Result, check_len};
-use crate::estimate::Samples;
+use crate::trace::estimate::Samples;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 
 /// The polynomial order of the ZV control variates.
@@ -129,7 +129,7 @@ pub fn zv_matrix(
     let gram = hc.t().dot(&hc);
     // Collinear control variates: the Cholesky factor of the (unit-diagonal-scaled) Gram matrix
     // has a pivot at rounding level, or the factorisation fails outright.
-    let l = crate::linalg::cholesky_lower("ZV regression", &gram)?;
+    let l = crate::numeric::linalg::cholesky_lower("ZV regression", &gram)?;
     let pivots = l.diag().mapv(|x| x * x / (nf - 1.0));
     if pivots.iter().any(|&p| p.is_nan() || p <= 1e-10) {
         return Err(Error::LinearAlgebra { what: "ZV regression", reason: "the control variates are collinear" });
@@ -138,7 +138,7 @@ pub fn zv_matrix(
     for g in values.columns() {
         let g_mean = g.sum() / nf;
         let gc = g.mapv(|x| x - g_mean);
-        let cs = crate::linalg::spd_solve("ZV regression", &gram, &hc.t().dot(&gc))?;
+        let cs = crate::numeric::linalg::spd_solve("ZV regression", &gram, &hc.t().dot(&gc))?;
         let resid = &gc - &hc.dot(&cs);
         let coefficients = &cs / &scale;
         let plain_variance = gc.dot(&gc) / (nf - 1.0);

@@ -2,7 +2,7 @@
 
 use super::Prior;
 use crate::error::{Error, Result, check_len};
-use crate::model::Model;
+use crate::models::model::Model;
 use candle_core::{DType, Device, Tensor, Var};
 
 /// The closure of a [`CandleModel`]: the minibatch's summed negative log-likelihood (a scalar

@@ -4,8 +4,8 @@
 
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite};
-use crate::linalg::norm;
-use crate::model::Model;
+use crate::models::model::Model;
+use crate::numeric::linalg::norm;
 use ndarray::Array2;
 
 /// `∇²U(θ) v` for the full data set: the model's HVPs when it has them, else central

@@ -1,10 +1,10 @@
 //! The Taylor gradient estimator (Giles et al., §3.4): a second-order control variate.
 
-use crate::control_variate::CvSettings;
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
+use crate::gradient::control_variate::CvSettings;
 use crate::gradient::{GradientEstimator, Subsample, SubsampledEstimator};
-use crate::model::{Model, check_shape};
+use crate::models::model::{Model, check_shape};
 use rand::Rng;
 use std::sync::Arc;
 

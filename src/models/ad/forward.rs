@@ -2,7 +2,7 @@
 
 use super::grad_dual::GradDual;
 use crate::error::{Error, Result};
-use crate::model::Model;
+use crate::models::model::Model;
 use num_dual::{DualNum, HyperDual64};
 use std::cell::RefCell;
 

@@ -26,7 +26,7 @@
 //!   [`Estimate::mean`]'s.
 
 use crate::error::{Error, Result, check_len};
-use crate::estimate::Estimate;
+use crate::trace::estimate::Estimate;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
@@ -733,7 +733,7 @@ pub fn chains_of<F: Fn(ArrayView1<'_, f64>) -> f64>(est: &Estimate, f: F) -> Res
 }
 
 /// The (chains × draws) array of one number per stored draw, `row(samples)` giving a chain's row.
-fn per_chain(est: &Estimate, row: impl Fn(&crate::estimate::Samples) -> Vec<f64>) -> Result<Array2<f64>> {
+fn per_chain(est: &Estimate, row: impl Fn(&crate::trace::estimate::Samples) -> Vec<f64>) -> Result<Array2<f64>> {
     let m = est.n_parts();
     if m == 0 {
         return Err(Error::NoSamples { reason: "no chain" });
@@ -1160,7 +1160,7 @@ mod tests {
     /// on a strongly autocorrelated AR(1) chain.
     #[test]
     fn fft_ess_equals_the_direct_computation() {
-        let text = include_str!("../tests/fixtures/arviz_draws.csv");
+        let text = include_str!("../../tests/fixtures/arviz_draws.csv");
         let mut cols = vec![Array2::<f64>::zeros((4, 301)); 4];
         for line in text.lines().skip(1) {
             let f: Vec<&str> = line.split(',').collect();
@@ -1170,7 +1170,7 @@ mod tests {
             }
         }
         let mut ar = Array2::zeros((2, 2_000));
-        let mut rng = crate::rng::stream(3, &[0]);
+        let mut rng = crate::numeric::rng::stream(3, &[0]);
         for mut row in ar.outer_iter_mut() {
             let mut x = 0.0;
             for v in row.iter_mut() {

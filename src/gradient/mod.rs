@@ -8,11 +8,18 @@
 //!
 //! Control-variate and Taylor estimators are further implementations of the same trait, so every
 //! sampler works with them unchanged. Every estimator counts the datum-gradient evaluations it
-//! makes, including one-off setup passes.
+//! makes, including one-off setup passes. This folder holds them (`control_variate.rs`,
+//! `taylor.rs`, `variance_reduced.rs`) and what runs on them without sampling: the mode search
+//! and SGD (`optim.rs`).
+
+pub(crate) mod control_variate;
+pub(crate) mod optim;
+pub(crate) mod taylor;
+pub(crate) mod variance_reduced;
 
 use crate::cost::Cost;
 use crate::error::{Error, Result};
-use crate::model::{Model, check_shape};
+use crate::models::model::{Model, check_shape};
 use rand::Rng;
 
 /// An estimator of the gradient of the potential, `∇U(θ)`.
@@ -395,7 +402,7 @@ impl SubsampledEstimator for Minibatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::stream;
+    use crate::numeric::rng::stream;
 
     /// In range, uniform (chi-square on a small range), and correct on a range where about half
     /// of the draws are rejected.

@@ -1,7 +1,7 @@
 //! A ready-made terminal progress display (always built; the former `progress` feature is a
 //! no-op kept for compatibility).
 
-use crate::observe::{Control, Observer, Progress};
+use crate::run::observe::{Control, Observer, Progress};
 use std::io::Write;
 use std::sync::Mutex;
 

@@ -1,15 +1,21 @@
 //! The runner: burn-in, thinning, storage, chains in parallel, observers that can stop a run,
 //! divergences as data, cost and time, checkpoint and resume. Written once: chains of any
 //! [`Sampler`] and Richardson–Romberg pairs are "units" driven by the same loop, and every
-//! fan-out (chains, pairs, multilevel samples) goes through [`fan_out`].
+//! fan-out (chains, pairs, multilevel samples) goes through [`fan_out`]. Beside it: observers
+//! (`observe.rs`), the terminal progress display (`progress.rs`) and checkpoint files
+//! (`checkpoint.rs`).
+
+pub mod checkpoint;
+pub mod observe;
+pub mod progress;
 
 use crate::cost::Cost;
 use crate::error::{Error, Result};
-use crate::estimate::{Estimate, Moments, Part, Samples};
-use crate::model::Model;
-use crate::observe::{Control, Observer, Progress};
-use crate::rng::{ChainRng, DEFAULT_SEED, stream};
+use crate::models::model::Model;
+use crate::numeric::rng::{ChainRng, DEFAULT_SEED, stream};
+use crate::run::observe::{Control, Observer, Progress};
 use crate::samplers::Sampler;
+use crate::trace::estimate::{Estimate, Moments, Part, Samples};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -233,7 +239,7 @@ pub struct RunOutput<S> {
     /// Chains that diverged, under [`OnDivergence::Report`].
     pub divergences: Vec<Divergence>,
     /// The model's dimension, data size and data fingerprint (checked on resume).
-    model: crate::checkpoint::ModelFingerprint,
+    model: crate::run::checkpoint::ModelFingerprint,
 }
 
 impl<S> RunOutput<S> {
@@ -247,14 +253,14 @@ impl<S> RunOutput<S> {
         self.cost.datum_gradients as f64 / self.wall_time.as_secs_f64()
     }
 
-    /// Whether the chains mixed: [`diagnostics::convergence`](crate::diagnostics::convergence)
+    /// Whether the chains mixed: [`diagnostics::convergence`](crate::trace::diagnostics::convergence)
     /// of the pooled estimate (split-R̂ ≤ 1.01 and bulk and tail ESS ≥ 400 for every
     /// coordinate). Print it: a run does not fail for not converging, it says so.
     ///
-    /// Errors: as [`diagnostics::summary`](crate::diagnostics::summary) (e.g. streaming
+    /// Errors: as [`diagnostics::summary`](crate::trace::diagnostics::summary) (e.g. streaming
     /// storage keeps no draws).
-    pub fn convergence(&self) -> Result<crate::diagnostics::Convergence> {
-        crate::diagnostics::convergence(&self.estimate)
+    pub fn convergence(&self) -> Result<crate::trace::diagnostics::Convergence> {
+        crate::trace::diagnostics::convergence(&self.estimate)
     }
 
     /// Whether some chain ended before `settings.n_iter` iterations (stopped or diverged): the
@@ -327,7 +333,7 @@ pub fn run_chains<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
     run_chains_observed(model, sampler, inits, settings, &[])
 }
 
-/// As [`run`], with observers (see [`observe`](crate::observe)): each is called at every chain's
+/// As [`run`], with observers (see [`observe`](crate::run::observe)): each is called at every chain's
 /// start, every [`interval`](Observer::interval) iterations and at its end, from the thread
 /// running that chain, and may stop it. A stopped chain keeps exactly the draws recorded up to
 /// the iteration where it stopped; the run can be [`resume`]d.
@@ -412,7 +418,7 @@ pub(crate) fn run_chain_subset<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
     let start = Instant::now();
     let done = drive(model, units, settings, observers, start)?.into_iter().map(Finished::into_done).collect();
     let wall = start.elapsed();
-    assemble(done, settings, setup_cost, wall, Duration::ZERO, crate::checkpoint::ModelFingerprint::of(model))
+    assemble(done, settings, setup_cost, wall, Duration::ZERO, crate::run::checkpoint::ModelFingerprint::of(model))
 }
 
 /// Merges the outputs of [`run_chain_subset`] over disjoint subsets that together cover every
@@ -493,7 +499,7 @@ pub(crate) fn check_starts<M: Model + ?Sized, I: AsRef<[f64]>>(
             // The sampler's own checks name these.
             continue;
         }
-        let check = crate::check::check_model(model, theta, &crate::check::CheckSettings::default())
+        let check = crate::models::check::check_model(model, theta, &crate::models::check::CheckSettings::default())
             .map_err(|e| Error::Chain { chain: c, source: Box::new(e) })?;
         cost += check.cost;
     }
@@ -648,7 +654,7 @@ impl RunawayDetector {
             // Evidence for the cause: far out, a correct ∇U points outwards (θ·∇U > 0) and the
             // chain overshoots (step too large); ∇log p in its place points back inwards.
             let gradient_outward = gradient.and_then(|g| {
-                let c = crate::linalg::dot(theta, g);
+                let c = crate::numeric::linalg::dot(theta, g);
                 c.is_finite().then_some(c > 0.0)
             });
             return Err(Error::Runaway { iteration: k, norm: n, reference, gradient_outward });
@@ -896,7 +902,7 @@ fn assemble<S: Sampler>(
     setup_cost: Cost,
     wall: Duration,
     wall_before: Duration,
-    model: crate::checkpoint::ModelFingerprint,
+    model: crate::run::checkpoint::ModelFingerprint,
 ) -> Result<RunOutput<S>> {
     let mut estimates = Vec::new();
     let mut chains = Vec::new();

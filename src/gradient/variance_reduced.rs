@@ -3,7 +3,7 @@
 use crate::cost::Cost;
 use crate::error::{Error, Result};
 use crate::gradient::{GradientEstimator, Subsample, SubsampledEstimator};
-use crate::model::{Model, check_shape};
+use crate::models::model::{Model, check_shape};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 

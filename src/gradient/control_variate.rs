@@ -3,9 +3,9 @@
 
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
+use crate::gradient::optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
 use crate::gradient::{FullGradient, GradientEstimator, Subsample};
-use crate::model::{Model, check_shape};
-use crate::optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
+use crate::models::model::{Model, check_shape};
 use rand::Rng;
 use std::sync::Arc;
 
@@ -149,7 +149,7 @@ impl ControlVariate {
             setup.datum_gradients += n as u64;
             Some(cache)
         } else {
-            let mut rng = crate::rng::stream(0, &[0]);
+            let mut rng = crate::numeric::rng::stream(0, &[0]);
             full.estimate(model, centre, &mut rng, &mut full_grad)?;
             model.try_grad_prior(centre, &mut prior_grad)?;
             setup.datum_gradients += full.n_datum_gradients();

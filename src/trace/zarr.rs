@@ -1,8 +1,8 @@
 //! Traces in the Zarr v3 format, laid out as ArviZ InferenceData (feature `zarr`).
 
 use crate::error::{Error, Result};
-use crate::estimate::{Estimate, Samples};
 use crate::models::Layout;
+use crate::trace::estimate::{Estimate, Samples};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use zarrs::array::codec::GzipCodec;
@@ -399,7 +399,7 @@ impl ZarrTrace {
 /// Writes every chain of `est` to a Zarr store at `path` in the ArviZ InferenceData layout (see
 /// [`ZarrTrace`]); gradients too if every chain stored them. Returns the path.
 ///
-/// Errors: as [`draws_array`](crate::export::draws_array) (streaming-mode parts, chains of
+/// Errors: as [`draws_array`](crate::trace::export::draws_array) (streaming-mode parts, chains of
 /// different lengths, no chain); [`Error::Io`].
 ///
 /// ```
@@ -418,7 +418,7 @@ impl ZarrTrace {
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
 pub fn write_zarr(path: impl AsRef<Path>, est: &Estimate) -> Result<ZarrTrace> {
-    let parts = crate::export::parts(est)?;
+    let parts = crate::trace::export::parts(est)?;
     let with_gradients = parts.iter().all(|s| s.gradients().is_some());
     let trace = ZarrTrace::create(path, parts.len(), parts[0].len(), est.dim(), with_gradients)?;
     for (k, s) in parts.iter().enumerate() {
@@ -437,7 +437,7 @@ pub fn write_zarr(path: impl AsRef<Path>, est: &Estimate) -> Result<ZarrTrace> {
 /// [`write_zarr`].
 pub fn write_zarr_named(path: impl AsRef<Path>, est: &Estimate, layout: &Layout) -> Result<ZarrTrace> {
     crate::error::check_len("dimension of the draws (the layout's constrained dimension)", layout.dim(), est.dim())?;
-    let parts = crate::export::parts(est)?;
+    let parts = crate::trace::export::parts(est)?;
     let trace = ZarrTrace::create_named(path, parts.len(), parts[0].len(), layout)?;
     for (k, s) in parts.iter().enumerate() {
         trace.write_chain(k, s)?;

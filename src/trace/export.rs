@@ -9,13 +9,13 @@
 //! ```
 
 use crate::error::{Error, Result, check_len};
-use crate::estimate::{Estimate, Samples};
+use crate::trace::estimate::{Estimate, Samples};
 use ndarray::{Array2, Array3};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[cfg(feature = "zarr")]
-pub use crate::zarr::{ZarrTrace, write_zarr, write_zarr_named};
+pub use crate::trace::zarr::{ZarrTrace, write_zarr, write_zarr_named};
 
 pub(crate) fn parts(est: &Estimate) -> Result<Vec<&Samples>> {
     let v: Vec<&Samples> = (0..est.n_parts())

@@ -7,11 +7,11 @@
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::{FullGradient, GradientEstimator, Minibatch};
-use crate::lbfgs::Lbfgs;
-use crate::linalg::dot;
-use crate::model::{Model, check_shape};
-use crate::rng::{DEFAULT_SEED, stream};
-use crate::schedule::StepSize;
+use crate::models::model::{Model, check_shape};
+use crate::numeric::lbfgs::Lbfgs;
+use crate::numeric::linalg::dot;
+use crate::numeric::rng::{DEFAULT_SEED, stream};
+use crate::numeric::schedule::StepSize;
 
 /// The result of an optimiser.
 #[non_exhaustive]
@@ -258,10 +258,12 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
     let mut prev_dec2 = f64::INFINITY;
     for nit in 0..=settings.newton_max_iter {
         let gn = dot(&g, &g).sqrt();
-        let h = crate::hessian::dense_hessian(model, &x, &mut extra)?;
-        let Ok(step) =
-            crate::linalg::spd_solve("Hessian in the Newton mode search", &h, &ndarray::Array1::from(g.clone()))
-        else {
+        let h = crate::models::hessian::dense_hessian(model, &x, &mut extra)?;
+        let Ok(step) = crate::numeric::linalg::spd_solve(
+            "Hessian in the Newton mode search",
+            &h,
+            &ndarray::Array1::from(g.clone()),
+        ) else {
             // Not positive definite: not (near) a mode of a log-concave posterior.
             if converged || gn <= tol {
                 break;
@@ -317,7 +319,7 @@ fn not_converged(iterations: u64, g: &[f64], settings: &ModeSettings) -> Error {
 fn line_search<M: Model + ?Sized>(
     model: &M,
     est: &mut FullGradient,
-    rng: &mut crate::rng::ChainRng,
+    rng: &mut crate::numeric::rng::ChainRng,
     x: &[f64],
     dir: &[f64],
     dphi0: f64,

@@ -10,9 +10,9 @@
 
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
-use crate::linalg::{dot, norm};
-use crate::model::{Model, check_shape};
-use crate::rng::{fill_standard_normal, stream};
+use crate::models::model::{Model, check_shape};
+use crate::numeric::linalg::{dot, norm};
+use crate::numeric::rng::{fill_standard_normal, stream};
 
 /// Settings of [`check_model`].
 #[derive(Debug, Clone, Copy, PartialEq)]

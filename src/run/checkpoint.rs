@@ -199,7 +199,7 @@ pub(crate) fn load<T: DeserializeOwned>(path: &Path, kind: &str, sampler: &str) 
 
 impl<S: crate::Sampler + Serialize + DeserializeOwned> crate::RunOutput<S> {
     /// Saves the run (every chain's sampler, estimator and generator state, the draws so far, the
-    /// cost) to `path`, in the [checkpoint format](crate::checkpoint). [`resume`](crate::resume())
+    /// cost) to `path`, in the [checkpoint format](crate::run::checkpoint). [`resume`](crate::resume())
     /// a [`load`](Self::load)ed run to continue it bit-identically.
     ///
     /// Errors: [`Error::Io`].

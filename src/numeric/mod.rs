@@ -1,0 +1,7 @@
+//! Numerics below every model and sampler: dense linear algebra, the L-BFGS recursion, seeded
+//! random streams, step-size schedules.
+
+pub(crate) mod lbfgs;
+pub mod linalg;
+pub mod rng;
+pub(crate) mod schedule;
