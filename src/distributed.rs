@@ -206,6 +206,13 @@ fn rank_error(me: usize, mine: Option<Error>, failures: &[(usize, Failure)]) -> 
     })
 }
 
+/// Whether unit `i` of a batch (a chain, a replicate pair, a multilevel sample counted from the
+/// batch's start, a chain's Zarr chunk) runs on `rank` of `size`: the one placement rule,
+/// `i mod R`.
+fn runs_here(i: u64, rank: usize, size: usize) -> bool {
+    i % size as u64 == rank as u64
+}
+
 /// Runs units `c mod R == rank` of `0..n` here with `run`, exchanges every rank's output (or
 /// failure) and merges them with `merge` on every rank.
 fn distribute<T: Serialize + DeserializeOwned>(
@@ -215,7 +222,7 @@ fn distribute<T: Serialize + DeserializeOwned>(
     merge: impl FnOnce(Vec<(Vec<usize>, T)>) -> Result<T>,
 ) -> Result<T> {
     let (me, size) = (cluster.rank, cluster.size);
-    let units: Vec<usize> = (0..n).filter(|c| c % size == me).collect();
+    let units: Vec<usize> = (0..n).filter(|&c| runs_here(c as u64, me, size)).collect();
     let (output, mine) = if units.is_empty() {
         (None, None)
     } else {
@@ -705,8 +712,7 @@ impl crate::coupled::mlsgld::SampleExec for OverRanks {
         range: std::ops::Range<u64>,
         compute: &dyn Fn(Vec<u64>) -> Vec<Result<crate::coupled::mlsgld::LevelSample>>,
     ) -> Vec<Result<crate::coupled::mlsgld::LevelSample>> {
-        let (me, size) = (self.rank as u64, self.size as u64);
-        let mine: Vec<u64> = range.clone().filter(|i| (i - range.start) % size == me).collect();
+        let mine: Vec<u64> = range.clone().filter(|i| runs_here(i - range.start, self.rank, self.size)).collect();
         let mut report = SampleReport { samples: Vec::with_capacity(mine.len()), failure: None };
         let mut my_error = None;
         for (&i, r) in mine.iter().zip(compute(mine.clone())) {
@@ -820,7 +826,7 @@ fn agree<T>(cluster: &Cluster, local: Result<T>) -> Result<T> {
 pub fn write_zarr_mpi(cluster: &Cluster, path: impl AsRef<std::path::Path>, est: &crate::Estimate) -> Result<()> {
     use crate::trace::export::ZarrTrace;
     let path = path.as_ref();
-    let parts = agree(cluster, crate::trace::export::parts(est))?;
+    let parts = agree(cluster, est.equal_length_parts())?;
     let with_gradients = parts.iter().all(|s| s.gradients().is_some());
     let created = if cluster.rank == 0 {
         ZarrTrace::create(path, parts.len(), parts[0].len(), est.dim(), with_gradients).map(|_| ())
@@ -832,7 +838,7 @@ pub fn write_zarr_mpi(cluster: &Cluster, path: impl AsRef<std::path::Path>, est:
         parts
             .iter()
             .enumerate()
-            .filter(|(c, _)| c % cluster.size == cluster.rank)
+            .filter(|&(c, _)| runs_here(c as u64, cluster.rank, cluster.size))
             .try_for_each(|(c, s)| trace.write_chain(c, s))
     });
     agree(cluster, written)

@@ -123,6 +123,22 @@ pub struct RrOutput<S> {
     model: crate::run::checkpoint::ModelFingerprint,
 }
 
+impl<S: Discretisation + serde::Serialize + serde::de::DeserializeOwned> RrOutput<S> {
+    /// Saves the Richardson–Romberg run to `path` (see [`RunOutput::save`](crate::RunOutput::save)).
+    ///
+    /// Errors: [`Error::Io`].
+    pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        crate::run::checkpoint::save(path.as_ref(), "richardson-romberg", std::any::type_name::<S>(), self)
+    }
+
+    /// Loads a Richardson–Romberg run saved by [`save`](Self::save) with the same sampler type.
+    ///
+    /// Errors: as [`RunOutput::load`](crate::RunOutput::load).
+    pub fn load(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        crate::run::checkpoint::load(path.as_ref(), "richardson-romberg", std::any::type_name::<S>())
+    }
+}
+
 impl<S> RrOutput<S> {
     /// The extrapolated estimate of replicate `c` alone.
     ///

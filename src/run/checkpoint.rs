@@ -197,41 +197,6 @@ pub(crate) fn load<T: DeserializeOwned>(path: &Path, kind: &str, sampler: &str) 
     decode(&bytes, kind, sampler)
 }
 
-impl<S: crate::Sampler + Serialize + DeserializeOwned> crate::RunOutput<S> {
-    /// Saves the run (every chain's sampler, estimator and generator state, the draws so far, the
-    /// cost) to `path`, in the [checkpoint format](crate::run::checkpoint). [`resume`](crate::resume())
-    /// a [`load`](Self::load)ed run to continue it bit-identically.
-    ///
-    /// Errors: [`Error::Io`].
-    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        save(path.as_ref(), "run", std::any::type_name::<S>(), self)
-    }
-
-    /// Loads a run saved by [`save`](Self::save) with the same sampler type.
-    ///
-    /// Errors: [`Error::Io`]; [`Error::CorruptCheckpoint`] (truncated, altered, not a
-    /// checkpoint); [`Error::CheckpointMismatch`] (another format version, kind of run or sampler).
-    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
-        load(path.as_ref(), "run", std::any::type_name::<S>())
-    }
-}
-
-impl<S: crate::Discretisation + Serialize + DeserializeOwned> crate::RrOutput<S> {
-    /// Saves the Richardson–Romberg run to `path` (see [`RunOutput::save`](crate::RunOutput::save)).
-    ///
-    /// Errors: [`Error::Io`].
-    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        save(path.as_ref(), "richardson-romberg", std::any::type_name::<S>(), self)
-    }
-
-    /// Loads a Richardson–Romberg run saved by [`save`](Self::save) with the same sampler type.
-    ///
-    /// Errors: as [`RunOutput::load`](crate::RunOutput::load).
-    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
-        load(path.as_ref(), "richardson-romberg", std::any::type_name::<S>())
-    }
-}
-
 /// What a checkpoint remembers of the model it was made with, so that resuming with another
 /// model is a typed error ([`Error::CheckpointMismatch`]) instead of a wrong answer or a panic:
 /// the dimension, the number of data, and a cheap fingerprint of the data and the prior — two

@@ -242,6 +242,25 @@ pub struct RunOutput<S> {
     model: crate::run::checkpoint::ModelFingerprint,
 }
 
+impl<S: Sampler + serde::Serialize + serde::de::DeserializeOwned> RunOutput<S> {
+    /// Saves the run (every chain's sampler, estimator and generator state, the draws so far, the
+    /// cost) to `path`, in the [checkpoint format](crate::run::checkpoint). [`resume`](crate::resume())
+    /// a [`load`](Self::load)ed run to continue it bit-identically.
+    ///
+    /// Errors: [`Error::Io`].
+    pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        checkpoint::save(path.as_ref(), "run", std::any::type_name::<S>(), self)
+    }
+
+    /// Loads a run saved by [`save`](Self::save) with the same sampler type.
+    ///
+    /// Errors: [`Error::Io`]; [`Error::CorruptCheckpoint`] (truncated, altered, not a
+    /// checkpoint); [`Error::CheckpointMismatch`] (another format version, kind of run or sampler).
+    pub fn load(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        checkpoint::load(path.as_ref(), "run", std::any::type_name::<S>())
+    }
+}
+
 impl<S> RunOutput<S> {
     /// Iterations done (all chains) per second of wall time.
     pub fn iterations_per_second(&self) -> f64 {

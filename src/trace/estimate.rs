@@ -330,6 +330,24 @@ pub struct Estimate {
 }
 
 impl Estimate {
+    /// Every part's stored draws, for writers that lay chains side by side (export, Zarr).
+    ///
+    /// Errors: [`Error::NotStored`] for a streaming (moments-only) part, [`Error::NoSamples`]
+    /// without parts, [`Error::DimensionMismatch`] for parts of different lengths.
+    pub(crate) fn equal_length_parts(&self) -> Result<Vec<&Samples>> {
+        let v: Vec<&Samples> = (0..self.n_parts())
+            .map(|c| self.samples(c).ok_or(Error::NotStored { what: "samples (the run kept only running moments)" }))
+            .collect::<Result<_>>()?;
+        if v.is_empty() {
+            return Err(Error::NoSamples { reason: "no chain to export" });
+        }
+        let n = v[0].len();
+        for s in &v {
+            check_len("draws per chain (export needs equal lengths)", n, s.len())?;
+        }
+        Ok(v)
+    }
+
     /// An estimate from stored samples (one part).
     pub fn from_samples(samples: Samples) -> Self {
         Estimate { dim: samples.draws.ncols(), parts: vec![Part::Samples(samples)] }

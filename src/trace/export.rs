@@ -8,8 +8,8 @@
 //! idata = az.from_dict(posterior={"theta": np.load("draws.npy")})   # (chain, draw, dim)
 //! ```
 
-use crate::error::{Error, Result, check_len};
-use crate::trace::estimate::{Estimate, Samples};
+use crate::error::{Error, Result};
+use crate::trace::estimate::Estimate;
 use ndarray::{Array2, Array3};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,30 +17,16 @@ use std::path::{Path, PathBuf};
 #[cfg(feature = "zarr")]
 pub use crate::trace::zarr::{ZarrTrace, write_zarr, write_zarr_named};
 
-pub(crate) fn parts(est: &Estimate) -> Result<Vec<&Samples>> {
-    let v: Vec<&Samples> = (0..est.n_parts())
-        .map(|c| est.samples(c).ok_or(Error::NotStored { what: "samples (the run kept only running moments)" }))
-        .collect::<Result<_>>()?;
-    if v.is_empty() {
-        return Err(Error::NoSamples { reason: "no chain to export" });
-    }
-    let n = v[0].len();
-    for s in &v {
-        check_len("draws per chain (export needs equal lengths)", n, s.len())?;
-    }
-    Ok(v)
-}
-
 /// The draws as a `(chain, draw, dim)` array. Errors: [`Error::NotStored`] for streaming-mode
 /// parts, [`Error::DimensionMismatch`] for chains of different lengths, [`Error::NoSamples`].
 pub fn draws_array(est: &Estimate) -> Result<Array3<f64>> {
-    let p = parts(est)?;
+    let p = est.equal_length_parts()?;
     Ok(Array3::from_shape_fn((p.len(), p[0].len(), est.dim()), |(c, k, j)| p[c].draws()[[k, j]]))
 }
 
 /// The stored gradient estimates as a `(chain, draw, dim)` array, if every chain has them.
 pub fn gradients_array(est: &Estimate) -> Result<Array3<f64>> {
-    let p = parts(est)?;
+    let p = est.equal_length_parts()?;
     let g: Vec<_> = p
         .iter()
         .map(|s| s.gradients().ok_or(Error::NotStored { what: "gradients (run with Storage::SamplesAndGradients)" }))
@@ -50,21 +36,21 @@ pub fn gradients_array(est: &Estimate) -> Result<Array3<f64>> {
 
 /// The weights as a `(chain, draw)` array.
 pub fn weights_array(est: &Estimate) -> Result<Array2<f64>> {
-    let p = parts(est)?;
+    let p = est.equal_length_parts()?;
     Ok(Array2::from_shape_fn((p.len(), p[0].len()), |(c, k)| p[c].weights()[k]))
 }
 
 /// The cumulative datum-gradient cost at each draw as a `(chain, draw)` array (0 where a part was
 /// not recorded by a run).
 pub fn costs_array(est: &Estimate) -> Result<Array2<u64>> {
-    let p = parts(est)?;
+    let p = est.equal_length_parts()?;
     Ok(Array2::from_shape_fn((p.len(), p[0].len()), |(c, k)| p[c].costs().map_or(0, |x| x[k])))
 }
 
 /// The step size at each draw ([`Samples::step_sizes`](crate::Samples::step_sizes)) as a
 /// `(chain, draw)` array (NaN where a part has none).
 pub fn step_sizes_array(est: &Estimate) -> Result<Array2<f64>> {
-    let p = parts(est)?;
+    let p = est.equal_length_parts()?;
     Ok(Array2::from_shape_fn((p.len(), p[0].len()), |(c, k)| p[c].step_sizes().map_or(f64::NAN, |x| x[k])))
 }
 
@@ -155,7 +141,7 @@ pub fn write_csv_named<S: AsRef<str>>(path: impl AsRef<Path>, est: &Estimate, na
 }
 
 fn write_csv_inner(path: &Path, est: &Estimate, names: &[String]) -> Result<()> {
-    let p = parts(est)?;
+    let p = est.equal_length_parts()?;
     let with_grad = p.iter().all(|s| s.gradients().is_some());
     let d = est.dim();
     let file = std::fs::File::create(path).map_err(|e| io(path, e))?;

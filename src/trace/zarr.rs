@@ -418,7 +418,7 @@ impl ZarrTrace {
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
 pub fn write_zarr(path: impl AsRef<Path>, est: &Estimate) -> Result<ZarrTrace> {
-    let parts = crate::trace::export::parts(est)?;
+    let parts = est.equal_length_parts()?;
     let with_gradients = parts.iter().all(|s| s.gradients().is_some());
     let trace = ZarrTrace::create(path, parts.len(), parts[0].len(), est.dim(), with_gradients)?;
     for (k, s) in parts.iter().enumerate() {
@@ -437,7 +437,7 @@ pub fn write_zarr(path: impl AsRef<Path>, est: &Estimate) -> Result<ZarrTrace> {
 /// [`write_zarr`].
 pub fn write_zarr_named(path: impl AsRef<Path>, est: &Estimate, layout: &Layout) -> Result<ZarrTrace> {
     crate::error::check_len("dimension of the draws (the layout's constrained dimension)", layout.dim(), est.dim())?;
-    let parts = crate::trace::export::parts(est)?;
+    let parts = est.equal_length_parts()?;
     let trace = ZarrTrace::create_named(path, parts.len(), parts[0].len(), layout)?;
     for (k, s) in parts.iter().enumerate() {
         trace.write_chain(k, s)?;
