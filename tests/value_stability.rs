@@ -98,6 +98,33 @@ fn all_bits() -> BTreeMap<String, Vec<u64>> {
     let poly = SgldSettings { step_size: StepSize::Polynomial { gamma1: 2e-4, alpha: 0.55 } };
 
     m.insert("lg/sgld".into(), chain_bits(&lg, &sgld(1e-4), &z3));
+    // Distributed matrix factorisation (serial simulation, 2 x 2 blocks): the final W and H.
+    {
+        use sgmcmc::mf::{BlockPartition, MfModel, MfRunSettings, MfUpdate, RowShard, simulate};
+        let r = Ratings::synthetic(6, 8, 2, 30, 0.5, 11).unwrap();
+        let model =
+            MfModel { rank: 2, noise_var: 0.25, prior_var_w: 1.0, prior_var_h: 1.0, offset: r.mean(), init_scale: 0.5 };
+        let part = BlockPartition::even(6, 8, 2).unwrap();
+        let shards = RowShard::split(&part, &r).unwrap();
+        let run = MfRunSettings { n_iter: 40, burn_in: 0, eval_every: 0, seed: 2026 };
+        let updates = [
+            ("mf/sgld", MfUpdate::Sgld(SgldSettings::constant(1e-3))),
+            ("mf/psgld", MfUpdate::Psgld(PsgldSettings { step_size: StepSize::Constant(1e-3), ..Default::default() })),
+            (
+                "mf/hamcmc",
+                MfUpdate::Hamcmc(HamcmcSettings { step_size: StepSize::Constant(1e-3), ..Default::default() }),
+            ),
+        ];
+        for (name, update) in updates {
+            // The final W and H (28 numbers) after 40 and after 80 iterations.
+            let mut bits = Vec::new();
+            for n_iter in [40, 80] {
+                let out = simulate(&shards, &[], &model, &update, &MfRunSettings { n_iter, ..run }).unwrap();
+                bits.extend(out.w.iter().chain(out.h.iter()).map(|v| v.to_bits()));
+            }
+            m.insert(name.into(), bits);
+        }
+    }
     m.insert("lo/sgld".into(), chain_bits(&lo, &sgld(1e-3), &z4));
     let wor = |g| Sgld::new(SgldSettings::constant(g), Minibatch::without_replacement(50)).unwrap();
     m.insert("lg/sgld_without_replacement".into(), chain_bits(&lg, &wor(1e-4), &z3));
