@@ -44,7 +44,7 @@
 use crate::error::{Error, Result, check_positive};
 use crate::models::Ratings;
 use crate::numeric::rng::{fill_standard_normal, stream};
-use crate::samplers::{HamcmcSettings, PsgldSettings, SgldSettings};
+use crate::samplers::{HamcmcSettings, PsgldSettings, SgldSettings, psgld_update, rmsprop_update, sgld_update};
 use ndarray::Array2;
 use rand::RngExt;
 use std::ops::Range;
@@ -755,11 +755,8 @@ impl<'a, F: Fabric> Engine<'a, F> {
         self.next_diagonal()?;
         self.gradients(None, false);
         self.draw_noise(t);
-        let s = (2.0 * h).sqrt();
         for w in &mut self.workers {
-            for ((x, g), z) in w.x.iter_mut().zip(&w.grad).zip(&w.noise) {
-                *x += s * z - h * g;
-            }
+            sgld_update(&mut w.x, &w.grad, &w.noise, h);
         }
         self.mark_state();
         self.check_status(t)
@@ -770,17 +767,10 @@ impl<'a, F: Fabric> Engine<'a, F> {
         self.gradients(None, false);
         self.draw_noise(t);
         let h = p.step_size.at(t);
-        let (lam, c, n) = (p.damping, 1.0 - p.decay, self.n_train as f64);
-        let b = if t == 1 { 0.0 } else { p.decay };
+        let n = self.n_train as f64;
         for w in &mut self.workers {
-            for (v, g) in w.v.iter_mut().zip(&w.grad) {
-                let gb = g / n;
-                *v = b * *v + c * gb * gb;
-            }
-            for (((x, g), z), v) in w.x.iter_mut().zip(&w.grad).zip(&w.noise).zip(&w.v) {
-                let gi = 1.0 / (lam + v.sqrt());
-                *x += (2.0 * h * gi).sqrt() * z - h * gi * g;
-            }
+            rmsprop_update(&mut w.v, &w.grad, n, p.decay, t == 1);
+            psgld_update(&mut w.x, &w.grad, &w.noise, &w.v, h, p.damping);
         }
         self.mark_state();
         self.check_status(t)

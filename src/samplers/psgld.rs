@@ -59,23 +59,34 @@ impl LangevinKernel for PsgldKernel {
     /// `V ← βV + (1 − β) ḡ²` with `ḡ = ∇Ũ/N`; the first gradient sets `V = (1 − β) ḡ²`.
     #[inline]
     fn observe_gradient(&mut self, grad: &[f64], first: bool) {
-        let b = if first { 0.0 } else { self.settings.decay };
-        let c = 1.0 - self.settings.decay;
-        let n = self.n_data;
-        for (v, g) in self.v.iter_mut().zip(grad) {
-            let gb = g / n;
-            *v = b * *v + c * gb * gb;
-        }
+        rmsprop_update(&mut self.v, grad, self.n_data, self.settings.decay, first);
     }
 
     #[inline]
     fn advance(&mut self, theta: &mut [f64], grad: &[f64], k: u64, fraction: f64, z: &[f64]) {
         let h = fraction * self.settings.step_size.at(k);
-        let lam = self.settings.damping;
-        for (((t, g), z), v) in theta.iter_mut().zip(grad).zip(z).zip(&self.v) {
-            let gi = 1.0 / (lam + v.sqrt());
-            *t += (2.0 * h * gi).sqrt() * z - h * gi * g;
-        }
+        psgld_update(theta, grad, z, &self.v, h, self.settings.damping);
+    }
+}
+
+/// RMSprop's `V ← βV + (1 − β) ḡ²`, `ḡ = ∇Ũ/N` (`V = (1 − β) ḡ²` on the `first` gradient), on
+/// a slice (the kernel's, and each worker's in distributed matrix factorisation).
+#[inline]
+pub(crate) fn rmsprop_update(v: &mut [f64], grad: &[f64], n_data: f64, decay: f64, first: bool) {
+    let b = if first { 0.0 } else { decay };
+    let c = 1.0 - decay;
+    for (v, g) in v.iter_mut().zip(grad) {
+        let gb = g / n_data;
+        *v = b * *v + c * gb * gb;
+    }
+}
+
+/// The pSGLD update `θ ← θ − h G ∇Ũ + √(2h G) ⊙ z`, `G = 1/(λ + √V)`, on a slice.
+#[inline]
+pub(crate) fn psgld_update(theta: &mut [f64], grad: &[f64], z: &[f64], v: &[f64], h: f64, damping: f64) {
+    for (((t, g), z), v) in theta.iter_mut().zip(grad).zip(z).zip(v) {
+        let gi = 1.0 / (damping + v.sqrt());
+        *t += (2.0 * h * gi).sqrt() * z - h * gi * g;
     }
 }
 

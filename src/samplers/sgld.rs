@@ -40,11 +40,17 @@ impl LangevinKernel for SgldKernel {
 
     #[inline]
     fn advance(&mut self, theta: &mut [f64], grad: &[f64], k: u64, fraction: f64, z: &[f64]) {
-        let h = fraction * self.settings.step_size.at(k);
-        let s = (2.0 * h).sqrt();
-        for ((t, g), z) in theta.iter_mut().zip(grad).zip(z) {
-            *t += s * z - h * g;
-        }
+        sgld_update(theta, grad, z, fraction * self.settings.step_size.at(k));
+    }
+}
+
+/// The SGLD update `θ ← θ − h ∇Ũ + √(2h) z` on a slice (the kernel's, and each worker's slice in
+/// distributed matrix factorisation).
+#[inline]
+pub(crate) fn sgld_update(theta: &mut [f64], grad: &[f64], z: &[f64], h: f64) {
+    let s = (2.0 * h).sqrt();
+    for ((t, g), z) in theta.iter_mut().zip(grad).zip(z) {
+        *t += s * z - h * g;
     }
 }
 
