@@ -7,7 +7,6 @@ use crate::cost::Cost;
 use crate::coupled::richardson::{RichardsonRomberg, run_rr};
 use crate::error::{Error, Result};
 use crate::models::model::Model;
-use crate::run::{RunSettings, Storage};
 use crate::samplers::{Discretisation, Whitening};
 use crate::tune::{
     Curvature, Setup, Tunable, TuneSettings, discrepancy_fit_minimiser_scaled, exact_scores, moments_norm2, setup,
@@ -134,20 +133,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
             // One replicate pair per dispersed start (the same starts for every candidate).
             let mut outs = Vec::with_capacity(RR_REPLICATES);
             for (k, start) in starts.iter().enumerate() {
-                let rs = RunSettings {
-                    n_iter: settings.pilot_iterations,
-                    burn_in: settings.pilot_burn_in,
-                    n_chains: 1,
-                    thin,
-                    seed: settings
-                        .seed
-                        .wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
-                        .wrapping_add((k as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)),
-                    storage: Storage::Samples,
-                    parallel: false,
-                    check_model: false,
-                    ..Default::default()
-                };
+                let rs = settings.pilot_run(1, thin, i as u64, k as u64);
                 match run_rr(model, &r, start, &rs) {
                     Ok(out) => outs.push(out),
                     Err(e) if e.is_divergence() => {

@@ -435,6 +435,27 @@ impl TuneSettings {
         }
         RunSettings { n_iter: self.pilot_iterations, burn_in: self.pilot_burn_in, ..Default::default() }.validate()
     }
+
+    /// The one pilot plan of [`tune`] and [`tune_rr`](crate::tune_rr): `pilot_iterations` with
+    /// `pilot_burn_in`, every `thin`-th draw stored, `chains` chains run serially (the pilots
+    /// themselves run in parallel), no model check (done once before), seeded from `seed`, the
+    /// candidate's index and (for `tune_rr`'s replicate pairs) the replicate's.
+    pub(crate) fn pilot_run(&self, chains: usize, thin: u64, candidate: u64, replicate: u64) -> RunSettings {
+        RunSettings {
+            n_iter: self.pilot_iterations,
+            burn_in: self.pilot_burn_in,
+            thin,
+            n_chains: chains,
+            seed: self
+                .seed
+                .wrapping_add(candidate.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                .wrapping_add(replicate.wrapping_mul(0xD1B5_4A32_D192_ED03)),
+            storage: Storage::Samples,
+            parallel: false,
+            check_model: false,
+            ..Default::default()
+        }
+    }
 }
 
 /// One pilot run of [`tune`].
@@ -964,17 +985,7 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
     let s = sampler.with_step_size(step)?;
     let kept = settings.pilot_iterations - settings.pilot_burn_in;
     let thin = (kept / settings.scored_draws as u64).max(1);
-    let rs = RunSettings {
-        n_iter: settings.pilot_iterations,
-        burn_in: settings.pilot_burn_in,
-        thin,
-        n_chains: settings.pilot_chains,
-        seed: settings.seed.wrapping_add(index.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
-        storage: Storage::Samples,
-        parallel: false,
-        check_model: false,
-        ..Default::default()
-    };
+    let rs = settings.pilot_run(settings.pilot_chains, thin, index, 0);
     let out = match run(model, &s, mode, &rs) {
         Ok(out) => out,
         Err(e) => {
