@@ -44,7 +44,9 @@
 use crate::error::{Error, Result, check_positive};
 use crate::models::Ratings;
 use crate::numeric::rng::{fill_standard_normal, stream};
-use crate::samplers::{HamcmcSettings, PsgldSettings, SgldSettings, psgld_update, rmsprop_update, sgld_update};
+use crate::samplers::{
+    HamcmcSettings, PsgldSettings, SgldSettings, hamcmc_update, psgld_update, rmsprop_update, sgld_update,
+};
 use ndarray::Array2;
 use rand::RngExt;
 use std::ops::Range;
@@ -963,11 +965,8 @@ impl<'a, F: Fabric> Engine<'a, F> {
         let old = self.ring.oldest;
         self.gradients(Some(old), true);
         self.apply_h_s(hs.initial_scale)?;
-        let sn = (2.0 * eps).sqrt();
         for w in &mut self.workers {
-            for (((x, o), st), sz) in w.x.iter_mut().zip(&w.hist[old]).zip(&w.step).zip(&w.sz) {
-                *x = o - eps * st + sn * sz;
-            }
+            hamcmc_update(&mut w.x, &w.hist[old], &w.step, &w.sz, eps);
         }
         self.mark_state();
         self.gradients(None, false);

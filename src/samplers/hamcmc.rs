@@ -335,10 +335,7 @@ impl<E: GradientEstimator> Sampler for Hamcmc<E> {
         }
         lb.apply_h(&self.g_old, &mut self.step)?;
         lb.apply_s(&self.noise, &mut self.sz)?;
-        let sn = (2.0 * eps).sqrt();
-        for (((th, o), st), sz) in self.theta.iter_mut().zip(&self.history[old]).zip(&self.step).zip(&self.sz) {
-            *th = o - eps * st + sn * sz;
-        }
+        hamcmc_update(&mut self.theta, &self.history[old], &self.step, &self.sz, eps);
         if !all_finite(&self.theta) {
             return Err(Error::NonFiniteState { iteration: self.k });
         }
@@ -370,4 +367,15 @@ impl<E: GradientEstimator> Sampler for Hamcmc<E> {
 
     chain_accessors!(theta, grad, k);
     estimator_costs!(estimator);
+}
+
+/// HAMCMC's move from the oldest state of its history: `θ = θ_old − ε H ∇Ũ(θ_old) + √(2ε) S z`,
+/// given `step = H ∇Ũ(θ_old)` and `sz = S z`, on a slice (the sampler's, and each worker's slice
+/// in distributed matrix factorisation).
+#[inline]
+pub(crate) fn hamcmc_update(theta: &mut [f64], old: &[f64], step: &[f64], sz: &[f64], eps: f64) {
+    let sn = (2.0 * eps).sqrt();
+    for (((th, o), st), sz) in theta.iter_mut().zip(old).zip(step).zip(sz) {
+        *th = o - eps * st + sn * sz;
+    }
 }

@@ -64,6 +64,7 @@ mod sgnht;
 mod whitening;
 
 pub use cyclical::{CyclicalKernel, CyclicalSettings, CyclicalSgld};
+pub(crate) use hamcmc::hamcmc_update;
 pub use hamcmc::{Hamcmc, HamcmcSettings};
 pub use langevin::{Langevin, LangevinKernel};
 pub use mala::{AUTO_DENSE_MAX_DIM, Mala, MalaSettings, Metric};
