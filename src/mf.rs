@@ -220,12 +220,7 @@ pub struct MfModel {
 impl MfModel {
     /// Checks every field.
     pub fn validate(&self) -> Result<()> {
-        if self.rank == 0 {
-            return Err(Error::invalid("rank", 0, "must be >= 1"));
-        }
-        check_positive("noise_var", self.noise_var)?;
-        check_positive("prior_var_w", self.prior_var_w)?;
-        check_positive("prior_var_h", self.prior_var_h)?;
+        crate::models::check_pmf(self.rank, self.noise_var, self.prior_var_w, self.prior_var_h)?;
         check_positive("init_scale", self.init_scale)?;
         if !self.offset.is_finite() {
             return Err(Error::invalid("offset", self.offset, "must be finite"));

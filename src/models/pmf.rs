@@ -195,22 +195,30 @@ pub struct Pmf {
     inv_prior_h: f64,
 }
 
+/// The checks of a PMF model's constants, shared by [`Pmf::new`] and the distributed
+/// [`MfModel`](crate::mf::MfModel): rank ≥ 1 ([`Error::InvalidParameter`] `"rank"`) and positive
+/// variances.
+pub(crate) fn check_pmf(rank: usize, noise_var: f64, prior_var_w: f64, prior_var_h: f64) -> Result<()> {
+    if rank == 0 {
+        return Err(Error::invalid("rank", 0, "must be >= 1"));
+    }
+    check_positive("noise_var", noise_var)?;
+    check_positive("prior_var_w", prior_var_w)?;
+    check_positive("prior_var_h", prior_var_h)
+}
+
 impl Pmf {
     /// The model on training ratings with rank K, noise variance σ_x² and prior variances σ_w²,
     /// σ_h²; the offset m is the training mean.
     ///
-    /// Errors: [`Error::EmptyData`] for no ratings or K = 0, [`Error::InvalidParameter`] for
-    /// non-positive variances.
+    /// Errors: [`Error::EmptyData`] for no ratings, [`Error::InvalidParameter`] for K = 0
+    /// (`"rank"`, as [`MfModel::validate`](crate::mf::MfModel::validate)) or non-positive
+    /// variances.
     pub fn new(train: Ratings, rank: usize, noise_var: f64, prior_var_w: f64, prior_var_h: f64) -> Result<Self> {
         if train.is_empty() {
             return Err(Error::EmptyData { what: "no training ratings" });
         }
-        if rank == 0 {
-            return Err(Error::EmptyData { what: "rank K is 0" });
-        }
-        check_positive("noise_var", noise_var)?;
-        check_positive("prior_var_w", prior_var_w)?;
-        check_positive("prior_var_h", prior_var_h)?;
+        check_pmf(rank, noise_var, prior_var_w, prior_var_h)?;
         let offset = train.mean();
         Ok(Pmf {
             train,
@@ -439,6 +447,6 @@ mod tests {
         let expect = ((0..3).map(|k| (r.get(k).unwrap().2 - mean).powi(2)).sum::<f64>() / 3.0).sqrt();
         assert!((rmse - expect).abs() < 1e-12);
         assert!(matches!(m.rmse(&[0.0], &r), Err(Error::DimensionMismatch { .. })));
-        assert!(matches!(Pmf::new(r, 0, 1.0, 1.0, 1.0), Err(Error::EmptyData { .. })));
+        assert!(matches!(Pmf::new(r, 0, 1.0, 1.0, 1.0), Err(Error::InvalidParameter { name: "rank", .. })));
     }
 }
