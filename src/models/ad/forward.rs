@@ -55,10 +55,10 @@ pub trait DualDensity: Sync {
 ///
 /// Cost: a gradient on n items is `p · n` evaluations of `datum` on vector dual numbers
 /// (statically sized: a value and `[f64; C]`, the crate's own implementation of num-dual's
-/// [`DualNum`], faster than num-dual's `DualSVec64<C>` with the same values), `p = ⌈d/10⌉`
+/// [`DualNum`], faster than num-dual's `DualSVec64<C>` with the same values), `p = ⌈d/16⌉`
 /// passes of `C = ⌈d/p⌉`
-/// coordinates each: one pass up to d = 10, then balanced chunks (the chunked forward mode of
-/// ForwardDiff.jl; widths above 10 measured slower per coordinate). So the cost grows as d² per
+/// coordinates each: one pass up to d = 16, then balanced chunks (the chunked forward mode of
+/// ForwardDiff.jl; widths of at most 16 measured fastest over the bench's cases, see the README). So the cost grows as d² per
 /// datum: measured against hand-written gradients and candle in the README (logistic d = 10 to
 /// 300, an MLP of 1 101 parameters) — forward mode is the faster adapter up to d ≈ 30–50 on a
 /// GLM; for larger models and neural networks use reverse mode (feature `candle`). A
@@ -129,9 +129,10 @@ impl Term<'_> {
 }
 
 /// The widest vector dual: a gradient in dimension d takes `⌈d / MAX_CHUNK⌉` passes of
-/// `C = ⌈d / passes⌉`-wide dual numbers (balanced chunks; widths beyond 10 measured slower per
-/// coordinate in `benches/adapters.rs`).
-const MAX_CHUNK: usize = 10;
+/// `C = ⌈d / passes⌉`-wide dual numbers (balanced chunks). Measured in `benches/adapters.rs`
+/// with the crate's dual: at most 16 beat at most 10 on every case (d = 30 to 300, MLP) and at
+/// most 32 lost at d = 30 (one pass of 30: 24.2 against 18.2 µs) while winning above d = 100.
+const MAX_CHUNK: usize = 16;
 
 macro_rules! chunk_buffers {
     ($($name:ident: $c:literal),*) => {
@@ -140,7 +141,7 @@ macro_rules! chunk_buffers {
         }
     };
 }
-chunk_buffers!(C1: 1, C2: 2, C3: 3, C4: 4, C5: 5, C6: 6, C7: 7, C8: 8, C9: 9, C10: 10);
+chunk_buffers!(C1: 1, C2: 2, C3: 3, C4: 4, C5: 5, C6: 6, C7: 7, C8: 8, C9: 9, C10: 10, C11: 11, C12: 12, C13: 13, C14: 14, C15: 15, C16: 16);
 
 /// The gradient of `term` in chunks of `C` coordinates: one pass of `C`-wide vector duals per
 /// chunk (the other coordinates are constants, which carry no derivative).
@@ -203,8 +204,8 @@ impl<T: DualDensity> ForwardAd<T> {
         &self.density
     }
 
-    /// The gradient of `term`: one pass of vector duals as wide as d up to d = 10, else
-    /// balanced chunks of at most 10 coordinates.
+    /// The gradient of `term`: one pass of vector duals as wide as d up to d = 16, else
+    /// balanced chunks of at most 16 coordinates.
     #[inline]
     fn dual_gradient(&self, theta: &[f64], out: &mut [f64], term: Term<'_>) {
         let d = theta.len();
@@ -220,7 +221,13 @@ impl<T: DualDensity> ForwardAd<T> {
             7 => chunked_gradient::<T, 7>(&C7, f, theta, out, term),
             8 => chunked_gradient::<T, 8>(&C8, f, theta, out, term),
             9 => chunked_gradient::<T, 9>(&C9, f, theta, out, term),
-            _ => chunked_gradient::<T, 10>(&C10, f, theta, out, term),
+            10 => chunked_gradient::<T, 10>(&C10, f, theta, out, term),
+            11 => chunked_gradient::<T, 11>(&C11, f, theta, out, term),
+            12 => chunked_gradient::<T, 12>(&C12, f, theta, out, term),
+            13 => chunked_gradient::<T, 13>(&C13, f, theta, out, term),
+            14 => chunked_gradient::<T, 14>(&C14, f, theta, out, term),
+            15 => chunked_gradient::<T, 15>(&C15, f, theta, out, term),
+            _ => chunked_gradient::<T, 16>(&C16, f, theta, out, term),
         }
     }
 
