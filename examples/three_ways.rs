@@ -7,81 +7,16 @@
 //! largest difference between the three SGLD chains (same seed), each way's time per minibatch
 //! gradient, the summary table by name, and `RESULT {json}`.
 
-use sgmcmc::ad::num_dual::DualNum;
-use sgmcmc::ad::{DualDensity, ForwardAd};
-use sgmcmc::ndarray::{Array1, Array2};
+#[path = "../tests/common/three_ways.rs"]
+mod three_ways_model;
+
+use sgmcmc::ad::ForwardAd;
+use sgmcmc::ndarray::Array2;
 use sgmcmc::prelude::*;
-use sgmcmc::{Family, Glm, GlmSettings};
 use std::time::Instant;
+use three_ways_model::{Dual, Hand, P, data, glm, layout};
 
-const P: usize = 2;
-const PRIOR_SD: f64 = 3.0;
-const RATE: f64 = 1.0;
 const N: usize = 5_000;
-
-struct Data {
-    x: Vec<[f64; P]>,
-    y: Vec<f64>,
-}
-
-fn data() -> Data {
-    let x: Vec<[f64; P]> =
-        (0..N).map(|i| [((i * 7) % 13) as f64 / 6.0 - 1.0, ((i * 5) % 11) as f64 / 5.0 - 1.0]).collect();
-    let y = x.iter().enumerate().map(|(i, r)| 0.5 + 1.5 * r[0] - r[1] + 0.3 * (((i * 3) % 7) as f64 - 3.0)).collect();
-    Data { x, y }
-}
-
-fn layout() -> Layout {
-    Layout::new().real("b0", &[]).real("beta", &[P]).positive("sigma", &[])
-}
-
-/// 1. By hand: θ = (b0, β₁, β₂, σ), gradients written out.
-struct Hand(Data);
-
-impl Model for Hand {
-    fn dim(&self) -> usize {
-        P + 2
-    }
-    fn n_data(&self) -> usize {
-        self.0.y.len()
-    }
-    fn grad_prior(&self, t: &[f64], out: &mut [f64]) {
-        for j in 0..=P {
-            out[j] = t[j] / (PRIOR_SD * PRIOR_SD);
-        }
-        out[P + 1] = RATE;
-    }
-    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) {
-        out.fill(0.0);
-        let s = t[P + 1];
-        for &i in idx {
-            let r = self.0.y[i] - t[0] - t[1] * self.0.x[i][0] - t[2] * self.0.x[i][1];
-            out[0] -= r / (s * s);
-            out[1] -= r * self.0.x[i][0] / (s * s);
-            out[2] -= r * self.0.x[i][1] / (s * s);
-            out[P + 1] += 1.0 / s - r * r / (s * s * s);
-        }
-    }
-}
-
-/// 2. Forward-mode AD: one datum's potential, generic over the scalar.
-struct Dual(Data);
-
-impl DualDensity for Dual {
-    fn dim(&self) -> usize {
-        P + 2
-    }
-    fn n_data(&self) -> usize {
-        self.0.y.len()
-    }
-    fn datum<D: DualNum<Primitive = f64> + Copy>(&self, t: &[D], i: usize) -> D {
-        let r = -(t[0] + t[1] * self.0.x[i][0] + t[2] * self.0.x[i][1]) + self.0.y[i];
-        r * r / (t[3] * t[3] * 2.0) + t[3].ln()
-    }
-    fn prior<D: DualNum<Primitive = f64> + Copy>(&self, t: &[D]) -> D {
-        (t[0] * t[0] + t[1] * t[1] + t[2] * t[2]) / (2.0 * PRIOR_SD * PRIOR_SD) + t[3] * RATE
-    }
-}
 
 fn chain<M: Model>(model: &M) -> sgmcmc::Result<RunOutput<Sgld>> {
     let settings = RunSettings { n_iter: 20_000, burn_in: 2_000, seed: 8, ..Default::default() };
@@ -101,12 +36,9 @@ fn micros_per_gradient<M: Model>(model: &M) -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let hand = Constrained::new(Hand(data()), layout())?;
-    let dual = Constrained::new(ForwardAd::new(Dual(data()))?, layout())?;
-    let d = data();
-    let x = Array2::from_shape_fn((N, P), |(i, j)| d.x[i][j]);
-    let settings = GlmSettings { prior_sd: PRIOR_SD, aux_rate: RATE, ..Default::default() };
-    let glm = Glm::new(Family::Gaussian, &x, &Array1::from(d.y.clone()), &settings)?.constrained()?;
+    let hand = Constrained::new(Hand(data(N)), layout())?;
+    let dual = Constrained::new(ForwardAd::new(Dual(data(N)))?, layout())?;
+    let glm = glm(&data(N))?;
 
     let (a, b, c) = (chain(&hand)?, chain(&dual)?, chain(&glm)?);
     let draws = |o: &RunOutput<Sgld>| o.estimate.samples(0).map(|s| s.draws().to_owned());

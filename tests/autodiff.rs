@@ -7,6 +7,10 @@
 
 use sgmcmc::*;
 
+#[cfg(feature = "forward-ad")]
+#[path = "common/three_ways.rs"]
+mod three_ways_model;
+
 /// The logistic test problem: N = 500, d = 6, prior variance 10.
 fn logistic() -> LogisticRegression {
     LogisticRegression::synthetic(500, 6, 10.0, 41).unwrap()
@@ -250,77 +254,9 @@ mod forward {
     /// the same layout (`b0`, `beta`, `sigma` positive): the same SGLD chain to rounding.
     mod three_ways {
         use super::*;
-        use ndarray::{Array1, Array2};
+        use ndarray::Array2;
 
-        const P: usize = 2;
-        const PRIOR_SD: f64 = 3.0;
-        const RATE: f64 = 1.0;
-
-        pub struct Data {
-            x: Vec<[f64; P]>,
-            y: Vec<f64>,
-        }
-
-        fn data() -> Data {
-            let x: Vec<[f64; P]> =
-                (0..300).map(|i| [((i * 7) % 13) as f64 / 6.0 - 1.0, ((i * 5) % 11) as f64 / 5.0 - 1.0]).collect();
-            let y = x
-                .iter()
-                .enumerate()
-                .map(|(i, r)| 0.5 + 1.5 * r[0] - r[1] + 0.3 * (((i * 3) % 7) as f64 - 3.0))
-                .collect();
-            Data { x, y }
-        }
-
-        fn layout() -> Layout {
-            Layout::new().real("b0", &[]).real("beta", &[P]).positive("sigma", &[])
-        }
-
-        /// By hand: θ = (b0, β₁, β₂, σ).
-        struct Hand(Data);
-        impl Model for Hand {
-            fn dim(&self) -> usize {
-                P + 2
-            }
-            fn n_data(&self) -> usize {
-                self.0.y.len()
-            }
-            fn grad_prior(&self, t: &[f64], out: &mut [f64]) {
-                for j in 0..=P {
-                    out[j] = t[j] / (PRIOR_SD * PRIOR_SD);
-                }
-                out[P + 1] = RATE;
-            }
-            fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) {
-                out.fill(0.0);
-                let s = t[P + 1];
-                for &i in idx {
-                    let r = self.0.y[i] - t[0] - t[1] * self.0.x[i][0] - t[2] * self.0.x[i][1];
-                    out[0] -= r / (s * s);
-                    out[1] -= r * self.0.x[i][0] / (s * s);
-                    out[2] -= r * self.0.x[i][1] / (s * s);
-                    out[P + 1] += 1.0 / s - r * r / (s * s * s);
-                }
-            }
-        }
-
-        /// Forward AD: one datum's potential, generically.
-        struct Dual(Data);
-        impl DualDensity for Dual {
-            fn dim(&self) -> usize {
-                P + 2
-            }
-            fn n_data(&self) -> usize {
-                self.0.y.len()
-            }
-            fn datum<D: DualNum<Primitive = f64> + Copy>(&self, t: &[D], i: usize) -> D {
-                let r = -(t[0] + t[1] * self.0.x[i][0] + t[2] * self.0.x[i][1]) + self.0.y[i];
-                r * r / (t[3] * t[3] * 2.0) + t[3].ln()
-            }
-            fn prior<D: DualNum<Primitive = f64> + Copy>(&self, t: &[D]) -> D {
-                (t[0] * t[0] + t[1] * t[1] + t[2] * t[2]) / (2.0 * PRIOR_SD * PRIOR_SD) + t[3] * RATE
-            }
-        }
+        use crate::three_ways_model::{Dual, Hand, P, data, glm, layout};
 
         fn chain<M: Model>(model: &M) -> Array2<f64> {
             let settings = RunSettings { n_iter: 1_000, burn_in: 0, seed: 8, ..Default::default() };
@@ -330,13 +266,9 @@ mod forward {
 
         #[test]
         fn the_same_model_three_ways_gives_the_same_chain() {
-            let hand = Constrained::new(Hand(data()), layout()).unwrap();
-            let dual = Constrained::new(ForwardAd::new(Dual(data())).unwrap(), layout()).unwrap();
-            let d = data();
-            let x = Array2::from_shape_fn((d.y.len(), P), |(i, j)| d.x[i][j]);
-            let settings = GlmSettings { prior_sd: PRIOR_SD, aux_rate: RATE, ..Default::default() };
-            let glm =
-                Glm::new(Family::Gaussian, &x, &Array1::from(d.y.clone()), &settings).unwrap().constrained().unwrap();
+            let hand = Constrained::new(Hand(data(300)), layout()).unwrap();
+            let dual = Constrained::new(ForwardAd::new(Dual(data(300))).unwrap(), layout()).unwrap();
+            let glm = glm(&data(300)).unwrap();
             assert_eq!(glm.layout(), &layout());
             let (a, b, c) = (chain(&hand), chain(&dual), chain(&glm));
             let gap =
