@@ -43,6 +43,7 @@
 
 use crate::error::{Error, Result, check_positive};
 use crate::models::Ratings;
+use crate::numeric::lbfgs::{Admitted, PairRing, PairSpace, dotp};
 use crate::numeric::rng::{fill_standard_normal, stream};
 use crate::samplers::{
     HamcmcSettings, PsgldSettings, SgldSettings, hamcmc_update, psgld_update, rmsprop_update, sgld_update,
@@ -370,11 +371,6 @@ const OK: f64 = 0.0;
 const BAD_GRADIENT: f64 = 1.0;
 const BAD_STATE: f64 = 2.0;
 
-#[inline]
-fn dotp(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 fn all_finite(v: &[f64]) -> bool {
     v.iter().all(|x| x.is_finite())
 }
@@ -461,31 +457,136 @@ fn block_gradient(cs: &Consts, blk: &Block, lw: usize, theta: &[f64], scale: f64
     }
 }
 
-/// HAMCMC's replicated scalars (the same on every worker): the pair ring and history pointer.
-#[derive(Default)]
-struct PairRing {
-    cap: usize,
-    head: usize,
-    len: usize,
-    sy: Vec<f64>,
-    sbs: Vec<f64>,
-    alpha: Vec<f64>,
+/// HAMCMC's replicated state (the same on every worker): the L-BFGS pair ring (the crate's
+/// one recursion, [`PairRing`], over the workers' split vectors), each pair's iteration, and
+/// the history pointer.
+struct HamRing {
+    pairs: PairRing,
     iter: std::collections::VecDeque<u64>,
-    dirty: bool,
-    skipped: u64,
     oldest: usize,
 }
 
-impl PairRing {
-    fn slot(&self, j: usize) -> usize {
-        (self.head + j) % self.cap
+impl Default for HamRing {
+    fn default() -> Self {
+        HamRing { pairs: PairRing::new(1), iter: Default::default(), oldest: 0 }
     }
+}
+
+impl HamRing {
     fn pop_oldest(&mut self) {
-        if self.len > 0 {
-            self.head = (self.head + 1) % self.cap;
-            self.len -= 1;
-            self.dirty = true;
+        if self.pairs.len() > 0 {
+            self.pairs.pop_oldest();
             self.iter.pop_front();
+        }
+    }
+}
+
+/// Names of the workers' vectors for the L-BFGS recursion (each a slice on every worker).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Wv {
+    S(usize),
+    Y(usize),
+    Bs(usize),
+    Step,
+    GOld,
+    Sz,
+    Noise,
+}
+
+impl Worker {
+    fn get(&self, v: Wv) -> &[f64] {
+        match v {
+            Wv::S(k) => &self.ps[k],
+            Wv::Y(k) => &self.py[k],
+            Wv::Bs(k) => &self.pbs[k],
+            Wv::Step => &self.step,
+            Wv::GOld => &self.g_old,
+            Wv::Sz => &self.sz,
+            Wv::Noise => &self.noise,
+        }
+    }
+
+    fn get_mut(&mut self, v: Wv) -> &mut Vec<f64> {
+        match v {
+            Wv::S(k) => &mut self.ps[k],
+            Wv::Y(k) => &mut self.py[k],
+            Wv::Bs(k) => &mut self.pbs[k],
+            Wv::Step => &mut self.step,
+            Wv::GOld => &mut self.g_old,
+            Wv::Sz => &mut self.sz,
+            Wv::Noise => &mut self.noise,
+        }
+    }
+
+    /// Runs `f` on `dst` (mutable) and the worker (shared; `dst` reads as empty there).
+    fn with_dst(&mut self, dst: Wv, f: impl FnOnce(&mut [f64], &Self)) {
+        let mut d = std::mem::take(self.get_mut(dst));
+        f(&mut d, self);
+        *self.get_mut(dst) = d;
+    }
+}
+
+/// The workers' vectors as one L-BFGS space: elementwise operations on every local worker's
+/// slice, dot products summed over all workers (in worker order) by the fabric.
+impl<F: Fabric> PairSpace for Engine<'_, F> {
+    type V = Wv;
+
+    fn s(&self, slot: usize) -> Wv {
+        Wv::S(slot)
+    }
+
+    fn y(&self, slot: usize) -> Wv {
+        Wv::Y(slot)
+    }
+
+    fn bs(&self, slot: usize) -> Wv {
+        Wv::Bs(slot)
+    }
+
+    fn dots<const N: usize>(&mut self, pairs: [(Wv, Wv); N]) -> Result<[f64; N]> {
+        self.all_sum(|w, p: &mut [f64; N]| {
+            for (o, (a, b)) in p.iter_mut().zip(pairs) {
+                *o = dotp(w.get(a), w.get(b));
+            }
+        })
+    }
+
+    fn set_scaled(&mut self, dst: Wv, a: f64, src: Wv) {
+        debug_assert!(dst != src);
+        for w in &mut self.workers {
+            w.with_dst(dst, |d, w| {
+                for (o, x) in d.iter_mut().zip(w.get(src)) {
+                    *o = a * x;
+                }
+            });
+        }
+    }
+
+    fn rescale(&mut self, dst: Wv, a: f64) {
+        for w in &mut self.workers {
+            w.get_mut(dst).iter_mut().for_each(|o| *o *= a);
+        }
+    }
+
+    fn axpy(&mut self, dst: Wv, a: f64, x: Wv) {
+        debug_assert!(dst != x);
+        for w in &mut self.workers {
+            w.with_dst(dst, |d, w| {
+                for (o, v) in d.iter_mut().zip(w.get(x)) {
+                    *o += a * v;
+                }
+            });
+        }
+    }
+
+    fn axpbz(&mut self, dst: Wv, a: f64, x: Wv, b: f64, z: Wv) {
+        debug_assert!(dst != x && dst != z);
+        for w in &mut self.workers {
+            w.with_dst(dst, |d, w| {
+                for ((o, xv), zv) in d.iter_mut().zip(w.get(x)).zip(w.get(z)) {
+                    *o += a * xv - b * zv;
+                }
+            });
         }
     }
 }
@@ -507,7 +608,7 @@ pub(crate) struct Engine<'a, F: Fabric> {
     sched: crate::numeric::rng::ChainRng,
     diag: usize,
     counts: Vec<u64>,
-    ring: PairRing,
+    ring: HamRing,
     // Exchange buffers.
     red_local: Vec<f64>,
     red_all: Vec<f64>,
@@ -600,7 +701,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
             sched: stream(run.seed, &[TAG_SCHEDULE]),
             diag: 0,
             counts: vec![0; nb],
-            ring: PairRing::default(),
+            ring: HamRing::default(),
             red_local: Vec::new(),
             red_all: Vec::new(),
             sections: vec![Vec::with_capacity(0); local.len()],
@@ -778,8 +879,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
     fn hamcmc_init(&mut self, hs: &HamcmcSettings) -> Result<()> {
         let m = hs.memory;
         let cap = m - 1;
-        self.ring =
-            PairRing { cap, sy: vec![0.0; cap], sbs: vec![0.0; cap], alpha: vec![0.0; cap], ..PairRing::default() };
+        self.ring = HamRing { pairs: PairRing::new(cap), ..HamRing::default() };
         for w in &mut self.workers {
             let n = w.len();
             w.hist = vec![w.x.clone()];
@@ -841,111 +941,29 @@ impl<'a, F: Fabric> Engine<'a, F> {
         if bad != 0.0 {
             return self.check_status(tau);
         }
-        if !(sy > 0.0 && sy.is_finite()) {
-            self.ring.skipped += 1;
-            return Ok(());
-        }
-        if self.ring.len == self.ring.cap {
-            self.ring.pop_oldest();
-        }
-        let k = self.ring.slot(self.ring.len);
-        for w in &mut self.workers {
-            w.ps[k].copy_from_slice(&w.step);
-            w.py[k].copy_from_slice(&w.tmp);
-        }
-        self.ring.sy[k] = sy;
-        self.ring.len += 1;
-        self.ring.iter.push_back(tau);
-        self.ring.dirty = true;
-        Ok(())
-    }
-
-    /// `B^{j−1} s_j` for every pair (as [`Lbfgs`](crate::Lbfgs)'s refresh), with reduced dots.
-    fn refresh(&mut self, gamma: f64) -> Result<()> {
-        if !self.ring.dirty {
-            return Ok(());
-        }
-        let inv_gamma = 1.0 / gamma;
-        for j in 0..self.ring.len {
-            let kj = self.ring.slot(j);
+        if let Admitted::Stored { slot: k, dropped_oldest } = self.ring.pairs.admit(sy) {
+            if dropped_oldest {
+                self.ring.iter.pop_front();
+            }
             for w in &mut self.workers {
-                for (bv, sv) in w.pbs[kj].iter_mut().zip(&w.ps[kj]) {
-                    *bv = sv * inv_gamma;
-                }
+                w.ps[k].copy_from_slice(&w.step);
+                w.py[k].copy_from_slice(&w.tmp);
             }
-            for i in 0..j {
-                let ki = self.ring.slot(i);
-                let [d1, d2] = self.all_sum(|w, p: &mut [f64; 2]| {
-                    p[0] = dotp(&w.pbs[ki], &w.ps[kj]);
-                    p[1] = dotp(&w.py[ki], &w.ps[kj]);
-                })?;
-                let (c1, c2) = (d1 / self.ring.sbs[ki], d2 / self.ring.sy[ki]);
-                for w in &mut self.workers {
-                    let mut b = std::mem::take(&mut w.pbs[kj]);
-                    for ((bv, bi), yi) in b.iter_mut().zip(&w.pbs[ki]).zip(&w.py[ki]) {
-                        *bv += c2 * yi - c1 * bi;
-                    }
-                    w.pbs[kj] = b;
-                }
-            }
-            let [sbs] = self.all_sum(|w, p: &mut [f64; 1]| p[0] = dotp(&w.ps[kj], &w.pbs[kj]))?;
-            self.ring.sbs[kj] = sbs;
+            self.ring.iter.push_back(tau);
         }
-        self.ring.dirty = false;
         Ok(())
     }
 
-    /// `step = H g_old` (two-loop recursion) and `sz = S noise` (product form).
+    /// `step = H g_old` (two-loop recursion) and `sz = S noise` (product form): the crate's one
+    /// L-BFGS recursion ([`PairRing`]) on the workers' split vectors.
     fn apply_h_s(&mut self, gamma: f64) -> Result<()> {
-        for w in &mut self.workers {
-            w.step.copy_from_slice(&w.g_old);
-        }
-        for j in (0..self.ring.len).rev() {
-            let k = self.ring.slot(j);
-            let [d] = self.all_sum(|w, p: &mut [f64; 1]| p[0] = dotp(&w.ps[k], &w.step))?;
-            let a = d / self.ring.sy[k];
-            self.ring.alpha[j] = a;
-            for w in &mut self.workers {
-                for (o, yv) in w.step.iter_mut().zip(&w.py[k]) {
-                    *o -= a * yv;
-                }
-            }
-        }
-        for w in &mut self.workers {
-            w.step.iter_mut().for_each(|o| *o *= gamma);
-        }
-        for j in 0..self.ring.len {
-            let k = self.ring.slot(j);
-            let [d] = self.all_sum(|w, p: &mut [f64; 1]| p[0] = dotp(&w.py[k], &w.step))?;
-            let c = self.ring.alpha[j] - d / self.ring.sy[k];
-            for w in &mut self.workers {
-                for (o, sv) in w.step.iter_mut().zip(&w.ps[k]) {
-                    *o += c * sv;
-                }
-            }
-        }
-        self.refresh(gamma)?;
-        let sg = gamma.sqrt();
-        for w in &mut self.workers {
-            for (o, z) in w.sz.iter_mut().zip(&w.noise) {
-                *o = sg * z;
-            }
-        }
-        for j in 0..self.ring.len {
-            let k = self.ring.slot(j);
-            let [d1, d2] = self.all_sum(|w, p: &mut [f64; 2]| {
-                p[0] = dotp(&w.pbs[k], &w.sz);
-                p[1] = dotp(&w.py[k], &w.sz);
-            })?;
-            let c = (self.ring.sy[k] / self.ring.sbs[k]).sqrt();
-            let f = (c * d1 + d2) / self.ring.sy[k];
-            for w in &mut self.workers {
-                for (o, sv) in w.sz.iter_mut().zip(&w.ps[k]) {
-                    *o -= f * sv;
-                }
-            }
-        }
-        Ok(())
+        let mut pairs = std::mem::replace(&mut self.ring.pairs, PairRing::new(1));
+        let r = pairs
+            .apply_h(self, Wv::GOld, Wv::Step, gamma)
+            .and_then(|()| pairs.refresh(self, gamma))
+            .and_then(|()| pairs.apply_s(self, Wv::Noise, Wv::Sz, gamma));
+        self.ring.pairs = pairs;
+        r
     }
 
     fn hamcmc_step(&mut self, hs: &HamcmcSettings, k: u64) -> Result<()> {
@@ -1084,7 +1102,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
         }
         let w = self.assemble(true)?;
         let h = self.assemble(false)?;
-        Ok(MfOutput { w, h, trace, diagonal_counts: self.counts, skipped_pairs: self.ring.skipped, seconds })
+        Ok(MfOutput { w, h, trace, diagonal_counts: self.counts, skipped_pairs: self.ring.pairs.n_skipped(), seconds })
     }
 }
 
@@ -1223,7 +1241,7 @@ mod tests {
             }
             e.push_pair(0.0, 100 + tau, |w| (&w.x, &w.hist[0])).unwrap();
         }
-        assert_eq!(e.ring.len, 3);
+        assert_eq!(e.ring.pairs.len(), 3);
         let (mut g, mut z) = (vec![0.0; d], vec![0.0; d]);
         fill_standard_normal(&mut rng, &mut g);
         fill_standard_normal(&mut rng, &mut z);

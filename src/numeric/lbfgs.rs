@@ -1,5 +1,11 @@
 //! A limited-memory BFGS inverse-Hessian approximation that applies `H v` and a square root
 //! `S z` (with `S Sᵀ = H`) without ever forming a D × D matrix.
+//!
+//! The recursions (two-loop, the direct BFGS products `B s` and the product form of `S`) are
+//! written once, in [`PairRing`], over a [`PairSpace`]: where the vectors live and how their dot
+//! products are summed. [`Lbfgs`] is the space of whole vectors in one process; matrix
+//! factorisation (`crate::mf`) keeps each vector as slices on its workers and sums the dots
+//! across them (over MPI ranks too), as nuts-rs does with its math backend.
 
 use crate::error::{Result, check_len, check_positive};
 
@@ -21,64 +27,48 @@ use crate::error::{Result, check_len, check_positive};
 /// [`n_skipped`](Self::n_skipped). Capacity is fixed at construction; pushing beyond it drops the
 /// oldest pair. Buffers are allocated once, so pushing and applying allocate nothing.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(from = "LbfgsWire", into = "LbfgsWire")]
 pub struct Lbfgs {
-    dim: usize,
-    capacity: usize,
     gamma: f64,
-    /// Ring storage of pairs, `len` valid, oldest at `head`.
-    s: Vec<Vec<f64>>,
-    y: Vec<Vec<f64>>,
-    /// Per pair (in age order, index j): `sᵀy`, `B^{j−1}s_j` and `s_jᵀB^{j−1}s_j`.
-    sy: Vec<f64>,
-    bs: Vec<Vec<f64>>,
-    sbs: Vec<f64>,
-    head: usize,
-    len: usize,
-    alpha: Vec<f64>,
-    skipped: u64,
-    dirty: bool,
+    ring: PairRing,
+    space: Dense,
 }
 
 impl Lbfgs {
     /// An empty approximation (`H = γ I`) in dimension `dim` holding at most `capacity` pairs.
     ///
     /// Errors: [`Error::InvalidParameter`](crate::Error::InvalidParameter) for γ not finite and
-    /// positive; `dim` or `capacity` of 0 give [`Error::EmptyData`](crate::Error::EmptyData).
+    /// positive or a memory `(3·capacity + 2)·dim` too large to address; `dim` or `capacity` of 0
+    /// give [`Error::EmptyData`](crate::Error::EmptyData).
     pub fn new(dim: usize, capacity: usize, gamma: f64) -> Result<Self> {
         check_positive("initial_scale", gamma)?;
         if dim == 0 || capacity == 0 {
             return Err(crate::Error::EmptyData { what: "L-BFGS dimension and capacity must be >= 1" });
         }
-        Ok(Lbfgs {
-            dim,
-            capacity,
-            gamma,
-            s: vec![vec![0.0; dim]; capacity],
-            y: vec![vec![0.0; dim]; capacity],
-            sy: vec![0.0; capacity],
-            bs: vec![vec![0.0; dim]; capacity],
-            sbs: vec![0.0; capacity],
-            head: 0,
-            len: 0,
-            alpha: vec![0.0; capacity],
-            skipped: 0,
-            dirty: false,
-        })
+        let len = capacity.checked_mul(3).and_then(|c| c.checked_add(2)).and_then(|c| c.checked_mul(dim));
+        let Some(len) = len else {
+            return Err(crate::Error::InvalidParameter {
+                name: "capacity",
+                value: capacity.to_string(),
+                reason: "(3·capacity + 2)·dim numbers overflow the address space",
+            });
+        };
+        Ok(Lbfgs { gamma, ring: PairRing::new(capacity), space: Dense { dim, capacity, buf: vec![0.0; len] } })
     }
 
     /// The number of pairs in use.
     pub fn len(&self) -> usize {
-        self.len
+        self.ring.len
     }
 
     /// Whether no pair is in use (`H = γ I`).
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.ring.len == 0
     }
 
     /// Pairs rejected because `sᵀy ≤ 0` (or not finite).
     pub fn n_skipped(&self) -> u64 {
-        self.skipped
+        self.ring.skipped
     }
 
     /// The initial scale γ.
@@ -95,38 +85,27 @@ impl Lbfgs {
         check_positive("initial_scale", gamma)?;
         if gamma != self.gamma {
             self.gamma = gamma;
-            self.dirty = true;
+            self.ring.dirty = true;
         }
         Ok(())
     }
 
     /// The newest pair `(s, y)`, if any.
     pub fn newest(&self) -> Option<(&[f64], &[f64])> {
-        (self.len > 0).then(|| {
-            let k = self.slot(self.len - 1);
-            (self.s[k].as_slice(), self.y[k].as_slice())
+        (self.ring.len > 0).then(|| {
+            let k = self.ring.slot(self.ring.len - 1);
+            (self.space.get(self.space.s(k)), self.space.get(self.space.y(k)))
         })
     }
 
     /// Removes every pair.
     pub fn clear(&mut self) {
-        self.len = 0;
-        self.head = 0;
-        self.dirty = false;
+        self.ring.clear();
     }
 
     /// Removes the oldest pair, if any.
     pub fn pop_oldest(&mut self) {
-        if self.len > 0 {
-            self.head = (self.head + 1) % self.capacity;
-            self.len -= 1;
-            self.dirty = true;
-        }
-    }
-
-    #[inline]
-    fn slot(&self, j: usize) -> usize {
-        (self.head + j) % self.capacity
+        self.ring.pop_oldest();
     }
 
     /// Adds the pair `(s, y)` as the newest, dropping the oldest when full. Returns `false` (and
@@ -134,76 +113,29 @@ impl Lbfgs {
     ///
     /// Errors: [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) for wrong lengths.
     pub fn push(&mut self, s: &[f64], y: &[f64]) -> Result<bool> {
-        check_len("L-BFGS pair s", self.dim, s.len())?;
-        check_len("L-BFGS pair y", self.dim, y.len())?;
-        let sy: f64 = s.iter().zip(y).map(|(a, b)| a * b).sum();
-        if !(sy > 0.0 && sy.is_finite()) {
-            self.skipped += 1;
-            return Ok(false);
-        }
-        if self.len == self.capacity {
-            self.pop_oldest();
-        }
-        let k = self.slot(self.len);
-        self.s[k].copy_from_slice(s);
-        self.y[k].copy_from_slice(y);
-        self.sy[k] = sy;
-        self.len += 1;
-        self.dirty = true;
-        Ok(true)
-    }
-
-    /// Recomputes `B^{j−1} s_j` for every pair (needed by `apply_s`), O(M²D).
-    fn refresh(&mut self) {
-        if !self.dirty {
-            return;
-        }
-        let inv_gamma = 1.0 / self.gamma;
-        for j in 0..self.len {
-            let kj = self.slot(j);
-            // B^{j−1} s_j = s_j/γ − Σ_{i<j} [b_i (b_iᵀ s_j)/a_i − y_i (y_iᵀ s_j)/(y_iᵀ s_i)].
-            let mut b = std::mem::take(&mut self.bs[kj]);
-            for (bv, sv) in b.iter_mut().zip(&self.s[kj]) {
-                *bv = sv * inv_gamma;
+        check_len("L-BFGS pair s", self.space.dim, s.len())?;
+        check_len("L-BFGS pair y", self.space.dim, y.len())?;
+        Ok(match self.ring.admit(dotp(s, y)) {
+            Admitted::Skipped => false,
+            Admitted::Stored { slot, .. } => {
+                let (sv, yv) = (self.space.s(slot), self.space.y(slot));
+                self.space.get_mut(sv).copy_from_slice(s);
+                self.space.get_mut(yv).copy_from_slice(y);
+                true
             }
-            for i in 0..j {
-                let ki = self.slot(i);
-                let c1 = dotp(&self.bs[ki], &self.s[kj]) / self.sbs[ki];
-                let c2 = dotp(&self.y[ki], &self.s[kj]) / self.sy[ki];
-                for ((bv, bi), yi) in b.iter_mut().zip(&self.bs[ki]).zip(&self.y[ki]) {
-                    *bv += c2 * yi - c1 * bi;
-                }
-            }
-            self.sbs[kj] = dotp(&self.s[kj], &b);
-            self.bs[kj] = b;
-        }
-        self.dirty = false;
+        })
     }
 
     /// `out = H v` (two-loop recursion).
     ///
     /// Errors: [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) for wrong lengths.
     pub fn apply_h(&mut self, v: &[f64], out: &mut [f64]) -> Result<()> {
-        check_len("vector v", self.dim, v.len())?;
-        check_len("output", self.dim, out.len())?;
-        out.copy_from_slice(v);
-        for j in (0..self.len).rev() {
-            let k = self.slot(j);
-            let a = dotp(&self.s[k], out) / self.sy[k];
-            self.alpha[j] = a;
-            for (o, yv) in out.iter_mut().zip(&self.y[k]) {
-                *o -= a * yv;
-            }
-        }
-        out.iter_mut().for_each(|o| *o *= self.gamma);
-        for j in 0..self.len {
-            let k = self.slot(j);
-            let b = dotp(&self.y[k], out) / self.sy[k];
-            let c = self.alpha[j] - b;
-            for (o, sv) in out.iter_mut().zip(&self.s[k]) {
-                *o += c * sv;
-            }
-        }
+        check_len("vector v", self.space.dim, v.len())?;
+        check_len("output", self.space.dim, out.len())?;
+        let (input, output) = (self.space.input(), self.space.output());
+        self.space.get_mut(input).copy_from_slice(v);
+        self.ring.apply_h(&mut self.space, input, output, self.gamma)?;
+        out.copy_from_slice(self.space.get(output));
         Ok(())
     }
 
@@ -211,28 +143,347 @@ impl Lbfgs {
     ///
     /// Errors: [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) for wrong lengths.
     pub fn apply_s(&mut self, z: &[f64], out: &mut [f64]) -> Result<()> {
-        check_len("vector z", self.dim, z.len())?;
-        check_len("output", self.dim, out.len())?;
-        self.refresh();
-        let sg = self.gamma.sqrt();
-        for (o, zv) in out.iter_mut().zip(z) {
-            *o = sg * zv;
+        check_len("vector z", self.space.dim, z.len())?;
+        check_len("output", self.space.dim, out.len())?;
+        let (input, output) = (self.space.input(), self.space.output());
+        self.space.get_mut(input).copy_from_slice(z);
+        self.ring.refresh(&mut self.space, self.gamma)?;
+        self.ring.apply_s(&mut self.space, input, output, self.gamma)?;
+        out.copy_from_slice(self.space.get(output));
+        Ok(())
+    }
+}
+
+/// `Lbfgs`'s serialised form: the fields of the format before the recursion moved into
+/// [`PairRing`], in their order, so that checkpoints keep their bytes.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct LbfgsWire {
+    dim: usize,
+    capacity: usize,
+    gamma: f64,
+    s: Vec<Vec<f64>>,
+    y: Vec<Vec<f64>>,
+    sy: Vec<f64>,
+    bs: Vec<Vec<f64>>,
+    sbs: Vec<f64>,
+    head: usize,
+    len: usize,
+    alpha: Vec<f64>,
+    skipped: u64,
+    dirty: bool,
+}
+
+impl From<Lbfgs> for LbfgsWire {
+    fn from(l: Lbfgs) -> Self {
+        let (r, sp) = (l.ring, l.space);
+        let vecs = |f: fn(&Dense, usize) -> usize| (0..sp.capacity).map(|k| sp.get(f(&sp, k)).to_vec()).collect();
+        LbfgsWire {
+            dim: sp.dim,
+            capacity: r.capacity,
+            gamma: l.gamma,
+            s: vecs(<Dense as PairSpace>::s),
+            y: vecs(<Dense as PairSpace>::y),
+            sy: r.sy,
+            bs: vecs(<Dense as PairSpace>::bs),
+            sbs: r.sbs,
+            head: r.head,
+            len: r.len,
+            alpha: r.alpha,
+            skipped: r.skipped,
+            dirty: r.dirty,
         }
+    }
+}
+
+impl From<LbfgsWire> for Lbfgs {
+    fn from(w: LbfgsWire) -> Self {
+        let (dim, capacity) = (w.dim, w.capacity);
+        let mut buf = Vec::with_capacity((3 * capacity + 2) * dim);
+        for v in w.s.iter().chain(&w.y).chain(&w.bs) {
+            buf.extend_from_slice(v);
+        }
+        buf.resize((3 * capacity + 2) * dim, 0.0);
+        let ring = PairRing {
+            capacity,
+            head: w.head,
+            len: w.len,
+            sy: w.sy,
+            sbs: w.sbs,
+            alpha: w.alpha,
+            skipped: w.skipped,
+            dirty: w.dirty,
+        };
+        Lbfgs { gamma: w.gamma, ring, space: Dense { dim, capacity, buf } }
+    }
+}
+
+/// Where the vectors of an L-BFGS memory live and how their dot products are summed. A vector
+/// is named by a handle ([`V`](Self::V)); the space holds the pairs `s`, `y`, `B s` by ring slot
+/// and whatever input and output vectors its caller names. Every operation is elementwise except
+/// [`dots`](Self::dots), which returns whole-vector sums (reduced across workers where the
+/// vectors are split), `N` at once so that a split space exchanges once.
+pub(crate) trait PairSpace {
+    /// A handle naming one vector of the space.
+    type V: Copy;
+    /// The pair's `s` in ring slot `slot`.
+    fn s(&self, slot: usize) -> Self::V;
+    /// The pair's `y` in ring slot `slot`.
+    fn y(&self, slot: usize) -> Self::V;
+    /// `B^{j−1} s_j` of the pair in ring slot `slot`.
+    fn bs(&self, slot: usize) -> Self::V;
+    /// `N` dot products `aᵀb`.
+    fn dots<const N: usize>(&mut self, pairs: [(Self::V, Self::V); N]) -> Result<[f64; N]>;
+    /// `dst = a · src` (`dst` ≠ `src`).
+    fn set_scaled(&mut self, dst: Self::V, a: f64, src: Self::V);
+    /// `dst *= a`.
+    fn rescale(&mut self, dst: Self::V, a: f64);
+    /// `dst += a · x` (`dst` ≠ `x`).
+    fn axpy(&mut self, dst: Self::V, a: f64, x: Self::V);
+    /// `dst += a · x − b · z` (`dst` differs from both).
+    fn axpbz(&mut self, dst: Self::V, a: f64, x: Self::V, b: f64, z: Self::V);
+}
+
+/// The outcome of offering a pair to a [`PairRing`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Admitted {
+    /// `sᵀy ≤ 0` or not finite: not used (counted).
+    Skipped,
+    /// Stored in ring slot `slot` (the caller copies `s` and `y` there); the oldest pair was
+    /// dropped to make room if `dropped_oldest`.
+    Stored { slot: usize, dropped_oldest: bool },
+}
+
+/// The scalar state of an L-BFGS memory and its recursions, over any [`PairSpace`]: a ring of at
+/// most `capacity` pairs (oldest at `head`), per slot `sᵀy` and `sᵀBs`, the two-loop
+/// coefficients, and whether `B s` must be recomputed.
+#[derive(Debug, Clone)]
+pub(crate) struct PairRing {
+    capacity: usize,
+    head: usize,
+    len: usize,
+    sy: Vec<f64>,
+    sbs: Vec<f64>,
+    alpha: Vec<f64>,
+    skipped: u64,
+    dirty: bool,
+}
+
+impl PairRing {
+    /// An empty ring of `capacity` ≥ 1 slots.
+    pub(crate) fn new(capacity: usize) -> Self {
+        PairRing {
+            capacity,
+            head: 0,
+            len: 0,
+            sy: vec![0.0; capacity],
+            sbs: vec![0.0; capacity],
+            alpha: vec![0.0; capacity],
+            skipped: 0,
+            dirty: false,
+        }
+    }
+
+    /// Pairs in use.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Pairs rejected because `sᵀy ≤ 0` (or not finite).
+    pub(crate) fn n_skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// The slot of the j-th pair in age order (0 = oldest).
+    #[inline]
+    pub(crate) fn slot(&self, j: usize) -> usize {
+        (self.head + j) % self.capacity
+    }
+
+    /// Removes every pair.
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+        self.head = 0;
+        self.dirty = false;
+    }
+
+    /// Removes the oldest pair, if any.
+    pub(crate) fn pop_oldest(&mut self) {
+        if self.len > 0 {
+            self.head = (self.head + 1) % self.capacity;
+            self.len -= 1;
+            self.dirty = true;
+        }
+    }
+
+    /// Offers a pair with `sᵀy = sy`: skipped (and counted) unless positive and finite;
+    /// otherwise stored as the newest, dropping the oldest when full.
+    pub(crate) fn admit(&mut self, sy: f64) -> Admitted {
+        if !(sy > 0.0 && sy.is_finite()) {
+            self.skipped += 1;
+            return Admitted::Skipped;
+        }
+        let dropped_oldest = self.len == self.capacity;
+        if dropped_oldest {
+            self.pop_oldest();
+        }
+        let slot = self.slot(self.len);
+        self.sy[slot] = sy;
+        self.len += 1;
+        self.dirty = true;
+        Admitted::Stored { slot, dropped_oldest }
+    }
+
+    /// `out = H v` by the two-loop recursion (`H⁰ = γ I`).
+    pub(crate) fn apply_h<S: PairSpace>(&mut self, sp: &mut S, v: S::V, out: S::V, gamma: f64) -> Result<()> {
+        sp.set_scaled(out, 1.0, v);
+        for j in (0..self.len).rev() {
+            let k = self.slot(j);
+            let [d] = sp.dots([(sp.s(k), out)])?;
+            let a = d / self.sy[k];
+            self.alpha[j] = a;
+            sp.axpy(out, -a, sp.y(k));
+        }
+        sp.rescale(out, gamma);
+        for j in 0..self.len {
+            let k = self.slot(j);
+            let [d] = sp.dots([(sp.y(k), out)])?;
+            let c = self.alpha[j] - d / self.sy[k];
+            sp.axpy(out, c, sp.s(k));
+        }
+        Ok(())
+    }
+
+    /// Recomputes `B^{j−1} s_j` for every pair if the pairs or γ changed (needed by
+    /// [`apply_s`](Self::apply_s)), O(M²D):
+    /// `B^{j−1} s_j = s_j/γ − Σ_{i<j} [b_i (b_iᵀ s_j)/a_i − y_i (y_iᵀ s_j)/(y_iᵀ s_i)]`.
+    pub(crate) fn refresh<S: PairSpace>(&mut self, sp: &mut S, gamma: f64) -> Result<()> {
+        if !self.dirty {
+            return Ok(());
+        }
+        let inv_gamma = 1.0 / gamma;
+        for j in 0..self.len {
+            let kj = self.slot(j);
+            sp.set_scaled(sp.bs(kj), inv_gamma, sp.s(kj));
+            for i in 0..j {
+                let ki = self.slot(i);
+                let [d1, d2] = sp.dots([(sp.bs(ki), sp.s(kj)), (sp.y(ki), sp.s(kj))])?;
+                let (c1, c2) = (d1 / self.sbs[ki], d2 / self.sy[ki]);
+                sp.axpbz(sp.bs(kj), c2, sp.y(ki), c1, sp.bs(ki));
+            }
+            let [sbs] = sp.dots([(sp.s(kj), sp.bs(kj))])?;
+            self.sbs[kj] = sbs;
+        }
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// `out = S z` with `S Sᵀ = H`, product form, oldest pair first; needs
+    /// [`refresh`](Self::refresh) first.
+    pub(crate) fn apply_s<S: PairSpace>(&mut self, sp: &mut S, z: S::V, out: S::V, gamma: f64) -> Result<()> {
+        sp.set_scaled(out, gamma.sqrt(), z);
         for j in 0..self.len {
             let k = self.slot(j);
             // q = √(sᵀy / sᵀBs) Bs + y; p = s/(sᵀy); out ← out − p (qᵀ out).
             let c = (self.sy[k] / self.sbs[k]).sqrt();
-            let qx = c * dotp(&self.bs[k], out) + dotp(&self.y[k], out);
-            let f = qx / self.sy[k];
-            for (o, sv) in out.iter_mut().zip(&self.s[k]) {
-                *o -= f * sv;
-            }
+            let [d1, d2] = sp.dots([(sp.bs(k), out), (sp.y(k), out)])?;
+            let f = (c * d1 + d2) / self.sy[k];
+            sp.axpy(out, -f, sp.s(k));
         }
         Ok(())
     }
 }
 
+/// Whole vectors in one process, the space of an [`Lbfgs`]: one buffer of `3·capacity + 2`
+/// vectors of `dim` numbers — `s` by slot, `y` by slot, `B^{j−1} s_j` by slot, then the input
+/// and the output of a product; a handle is a vector's index.
+#[derive(Debug, Clone)]
+struct Dense {
+    dim: usize,
+    capacity: usize,
+    buf: Vec<f64>,
+}
+
+impl Dense {
+    fn input(&self) -> usize {
+        3 * self.capacity
+    }
+
+    fn output(&self) -> usize {
+        3 * self.capacity + 1
+    }
+
+    #[inline]
+    fn get(&self, v: usize) -> &[f64] {
+        &self.buf[v * self.dim..(v + 1) * self.dim]
+    }
+
+    #[inline]
+    fn get_mut(&mut self, v: usize) -> &mut [f64] {
+        &mut self.buf[v * self.dim..(v + 1) * self.dim]
+    }
+
+    /// Vector `dst` (mutable) and a reader of every other vector.
+    #[inline]
+    fn split<'s>(&'s mut self, dst: usize) -> (&'s mut [f64], impl Fn(usize) -> &'s [f64] + 's) {
+        let d = self.dim;
+        let (lo, rest) = self.buf.split_at_mut(dst * d);
+        let (mid, hi) = rest.split_at_mut(d);
+        let (lo, hi) = (&*lo, &*hi);
+        let read = move |v: usize| {
+            debug_assert!(v != dst, "a source is the destination");
+            if v < dst { &lo[v * d..(v + 1) * d] } else { &hi[(v - dst - 1) * d..(v - dst) * d] }
+        };
+        (mid, read)
+    }
+}
+
+impl PairSpace for Dense {
+    type V = usize;
+
+    fn s(&self, slot: usize) -> usize {
+        slot
+    }
+
+    fn y(&self, slot: usize) -> usize {
+        self.capacity + slot
+    }
+
+    fn bs(&self, slot: usize) -> usize {
+        2 * self.capacity + slot
+    }
+
+    fn dots<const N: usize>(&mut self, pairs: [(usize, usize); N]) -> Result<[f64; N]> {
+        Ok(pairs.map(|(a, b)| dotp(self.get(a), self.get(b))))
+    }
+
+    fn set_scaled(&mut self, dst: usize, a: f64, src: usize) {
+        let (d, read) = self.split(dst);
+        for (o, x) in d.iter_mut().zip(read(src)) {
+            *o = a * x;
+        }
+    }
+
+    fn rescale(&mut self, dst: usize, a: f64) {
+        self.get_mut(dst).iter_mut().for_each(|o| *o *= a);
+    }
+
+    fn axpy(&mut self, dst: usize, a: f64, x: usize) {
+        let (d, read) = self.split(dst);
+        for (o, v) in d.iter_mut().zip(read(x)) {
+            *o += a * v;
+        }
+    }
+
+    fn axpbz(&mut self, dst: usize, a: f64, x: usize, b: f64, z: usize) {
+        let (d, read) = self.split(dst);
+        for ((o, xv), zv) in d.iter_mut().zip(read(x)).zip(read(z)) {
+            *o += a * xv - b * zv;
+        }
+    }
+}
+
+/// `aᵀb`, summed in index order.
 #[inline]
-fn dotp(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn dotp(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
