@@ -453,10 +453,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             }
             let mut order: Vec<usize> = (0..etas.len()).collect();
             order.sort_by(|&a, &b| etas[a].total_cmp(&etas[b]));
-            println!(
-                "  {} tuning (median cost over {TUNE_CHAINS} chains; '-' = not reached by the median chain):",
-                name
-            );
+            println!("  {name} tuning (median cost over {TUNE_CHAINS} chains; '-' = not reached by the median chain):");
             for &e in &order {
                 let hits: Vec<Option<u64>> = results[e].iter().map(|c| c.hit).collect();
                 let reached = hits.iter().filter(|h| h.is_some()).count();
@@ -470,7 +467,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             }
             let tune_seconds = t.elapsed().as_secs_f64();
             let Some(b) = best_of(&etas, &results) else {
-                println!("  {}: no step size reached the target within the budget", name);
+                println!("  {name}: no step size reached the target within the budget");
                 picked.push(Chosen {
                     eta: f64::NAN,
                     median: None,

@@ -296,7 +296,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     println!("Figure 1: mean over runs of |theta_bar_n - theta*| (+- standard error); {N_RUNS} runs, LMC R_lmc runs");
     print!("{:>7} {:>10} {:>7} {:>5}", "N", "gamma", "iters", "R_lmc");
     for name in METHODS {
-        print!(" {:>21}", name);
+        print!(" {name:>21}");
     }
     println!();
     for (i, &n) in n_grid.iter().enumerate() {
@@ -313,7 +313,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     print!("{:>7}", "N");
     for name in METHODS {
-        print!(" {:>10}", name);
+        print!(" {name:>10}");
     }
     println!();
     for (i, &n) in n_grid.iter().enumerate() {
@@ -329,7 +329,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     print!("{:>7} {:>10}", "N", "tr(H^-1)");
     for name in METHODS {
-        print!(" {:>21}", name);
+        print!(" {name:>21}");
     }
     println!();
     for (i, &n) in n_grid.iter().enumerate() {
