@@ -45,6 +45,9 @@ use crate::coupled::richardson::{RichardsonRomberg, RrOutput, merge_rr_subsets, 
 use crate::error::{Error, Result};
 use crate::models::model::Model;
 use crate::run::observe::Observer;
+#[cfg(feature = "zarr")]
+use crate::run::placement::agree;
+use crate::run::placement::{Failure, Placement, distribute, rank_error};
 use crate::run::{RunOutput, RunSettings, merge_chain_subsets, run_chain_subset};
 use crate::samplers::{Discretisation, Sampler};
 use mpi::Count;
@@ -157,95 +160,45 @@ fn all_gather_bytes(mine: &[u8]) -> Result<Vec<Vec<u8>>> {
     Ok(counts.iter().zip(&displs).map(|(&c, &d)| buf[d as usize..(d + c) as usize].to_vec()).collect())
 }
 
-/// Every rank's `mine`, in rank order: encoded, all-gathered and decoded — the one exchange of
-/// structured values between ranks.
-///
-/// Errors: [`Error::Wire`] if this rank's value does not encode or another rank's bytes do not
-/// decode (naming that rank).
-fn exchange<T: Serialize + serde::de::DeserializeOwned>(mine: &T, what: &'static str) -> Result<Vec<T>> {
-    let bytes = postcard::to_stdvec(mine).map_err(|e| Error::Wire { rank: None, what, reason: e.to_string() })?;
-    all_gather_bytes(&bytes)?
-        .iter()
-        .enumerate()
-        .map(|(rank, b)| {
-            postcard::from_bytes(b).map_err(|e| Error::Wire { rank: Some(rank), what, reason: e.to_string() })
-        })
-        .collect()
+/// The ranks of an MPI job as a [`Placement`]: unit i on rank `i mod R`; values exchanged by
+/// encoding (postcard), one all-gather of the bytes, decoding — the one exchange of structured
+/// values between ranks.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ranks {
+    rank: usize,
+    size: usize,
 }
 
-/// What a rank reports of a failure.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Failure {
-    chain: Option<usize>,
-    iteration: Option<u64>,
-    message: String,
-}
-
-impl Failure {
-    fn of(e: &Error) -> Self {
-        Failure { chain: e.chain(), iteration: e.iteration(), message: e.to_string() }
+impl Cluster {
+    /// This job's ranks as a placement.
+    pub(crate) fn ranks(&self) -> Ranks {
+        Ranks { rank: self.rank, size: self.size }
     }
 }
 
-/// One rank's part of a distributed run.
-#[derive(Serialize, Deserialize)]
-#[serde(bound(serialize = "T: Serialize", deserialize = "T: DeserializeOwned"))]
-struct RankReport<T> {
-    units: Vec<usize>,
-    output: Option<T>,
-    failure: Option<Failure>,
-}
-
-/// The error every rank returns when some rank failed: the failing rank's own typed error
-/// (wrapped in [`Error::Rank`]) on that rank, a [`RankFailure`](Error::RankFailure) elsewhere.
-fn rank_error(me: usize, mine: Option<Error>, failures: &[(usize, Failure)]) -> Option<Error> {
-    let (rank, f) = failures.first()?;
-    Some(match mine {
-        Some(e) if *rank == me => Error::Rank { rank: me, source: Box::new(e) },
-        _ => Error::RankFailure { rank: *rank, chain: f.chain, iteration: f.iteration, message: f.message.clone() },
-    })
-}
-
-/// Whether unit `i` of a batch (a chain, a replicate pair, a multilevel sample counted from the
-/// batch's start, a chain's Zarr chunk) runs on `rank` of `size`: the one placement rule,
-/// `i mod R`.
-fn runs_here(i: u64, rank: usize, size: usize) -> bool {
-    i % size as u64 == rank as u64
-}
-
-/// Runs units `c mod R == rank` of `0..n` here with `run`, exchanges every rank's output (or
-/// failure) and merges them with `merge` on every rank.
-fn distribute<T: Serialize + DeserializeOwned>(
-    cluster: &Cluster,
-    n: usize,
-    run: impl FnOnce(&[usize]) -> Result<T>,
-    merge: impl FnOnce(Vec<(Vec<usize>, T)>) -> Result<T>,
-) -> Result<T> {
-    let (me, size) = (cluster.rank, cluster.size);
-    let units: Vec<usize> = (0..n).filter(|&c| runs_here(c as u64, me, size)).collect();
-    let (output, mine) = if units.is_empty() {
-        (None, None)
-    } else {
-        match run(&units) {
-            Ok(out) => (Some(out), None),
-            Err(e) => (None, Some(e)),
-        }
-    };
-    let report = RankReport { units, output, failure: mine.as_ref().map(Failure::of) };
-    let all: Vec<RankReport<T>> = exchange(&report, "run outputs")?;
-    let mut parts = Vec::with_capacity(size);
-    let mut failures = Vec::new();
-    for (rank, r) in all.into_iter().enumerate() {
-        if let Some(f) = r.failure {
-            failures.push((rank, f));
-        } else if let Some(out) = r.output {
-            parts.push((r.units, out));
-        }
+impl Placement for Ranks {
+    fn rank(&self) -> usize {
+        self.rank
     }
-    if let Some(e) = rank_error(me, mine, &failures) {
-        return Err(e);
+
+    fn size(&self) -> usize {
+        self.size
     }
-    merge(parts)
+
+    fn over_ranks(&self) -> bool {
+        true
+    }
+
+    fn exchange<T: Serialize + DeserializeOwned>(&self, mine: T, what: &'static str) -> Result<Vec<T>> {
+        let bytes = postcard::to_stdvec(&mine).map_err(|e| Error::Wire { rank: None, what, reason: e.to_string() })?;
+        all_gather_bytes(&bytes)?
+            .iter()
+            .enumerate()
+            .map(|(rank, b)| {
+                postcard::from_bytes(b).map_err(|e| Error::Wire { rank: Some(rank), what, reason: e.to_string() })
+            })
+            .collect()
+    }
 }
 
 /// [`run_chains`](crate::run_chains) with the chains spread over the ranks of `cluster`: chain
@@ -275,7 +228,7 @@ where
     I: AsRef<[f64]>,
 {
     distribute(
-        cluster,
+        &cluster.ranks(),
         settings.n_chains,
         |units| run_chain_subset(model, sampler, inits, settings, observers, units),
         merge_chain_subsets,
@@ -299,7 +252,7 @@ where
     S: Discretisation + Serialize + DeserializeOwned,
 {
     distribute(
-        cluster,
+        &cluster.ranks(),
         settings.n_chains,
         |units| run_rr_subset(model, rr, theta0, settings, observers, units),
         merge_rr_subsets,
@@ -369,7 +322,7 @@ impl<M: Model> Sharded<M> {
             .filter_map(|(r, c)| check(c[0] as usize, c[1] as usize).err().map(|e| (r, Failure::of(&e))))
             .collect();
         let mine_err = check(local.dim(), local.n_data()).err();
-        if let Some(e) = rank_error(cluster.rank, mine_err, &failures) {
+        if let Some(e) = rank_error(&cluster.ranks(), mine_err, &failures) {
             return Err(e);
         }
         let mut offsets = Vec::with_capacity(cluster.size + 1);
@@ -471,7 +424,7 @@ impl<M: Model> Sharded<M> {
                     (r, Failure { chain: None, iteration: None, message })
                 })
                 .collect();
-            Err(rank_error(self.rank, mine_err, &failed).unwrap_or(Error::NotInitialised))
+            Err(rank_error(&Ranks { rank: self.rank, size }, mine_err, &failed).unwrap_or(Error::NotInitialised))
         })
     }
 }
@@ -636,7 +589,7 @@ pub fn run_mf_mpi(
         update: *update,
         run: *run,
     };
-    let setups: Vec<Setup> = exchange(&mine, "matrix-factorisation set-ups")?;
+    let setups: Vec<Setup> = cluster.ranks().exchange(mine, "matrix-factorisation set-ups")?;
     let check = |r: usize, s: &Setup| -> Result<()> {
         s.model.validate()?;
         s.update.validate()?;
@@ -683,73 +636,13 @@ pub fn run_mf_mpi(
     };
     let failures: Vec<(usize, Failure)> =
         setups.iter().enumerate().filter_map(|(r, s)| check(r, s).err().map(|e| (r, Failure::of(&e)))).collect();
-    if let Some(e) = rank_error(me, check(me, &setups[me]).err(), &failures) {
+    if let Some(e) = rank_error(&cluster.ranks(), check(me, &setups[me]).err(), &failures) {
         return Err(e);
     }
     let sizes: Vec<usize> = setups.iter().flat_map(|s| s.sizes.iter().copied()).collect();
     let n_test = setups.iter().map(|s| s.test.as_ref().map_or(0, |t| t.2)).sum();
     let fabric = MpiFabric { rank: me, recv: Vec::new() };
     Engine::new(fabric, vec![shard], tests, model, update, run, &sizes, n_test)?.run()
-}
-
-/// Multilevel samples spread over ranks: sample i of a batch on rank `i mod R`, every sample
-/// then exchanged so that every rank folds all of them in index order.
-struct OverRanks {
-    rank: usize,
-    size: usize,
-}
-
-/// One rank's share of a batch of multilevel samples.
-#[derive(Serialize, Deserialize)]
-struct SampleReport {
-    samples: Vec<(u64, crate::coupled::mlsgld::LevelSample)>,
-    failure: Option<(u64, Failure)>,
-}
-
-impl crate::coupled::mlsgld::SampleExec for OverRanks {
-    fn samples(
-        &self,
-        range: std::ops::Range<u64>,
-        compute: &dyn Fn(Vec<u64>) -> Vec<Result<crate::coupled::mlsgld::LevelSample>>,
-    ) -> Vec<Result<crate::coupled::mlsgld::LevelSample>> {
-        let mine: Vec<u64> = range.clone().filter(|i| runs_here(i - range.start, self.rank, self.size)).collect();
-        let mut report = SampleReport { samples: Vec::with_capacity(mine.len()), failure: None };
-        let mut my_error = None;
-        for (&i, r) in mine.iter().zip(compute(mine.clone())) {
-            match r {
-                Ok(x) => report.samples.push((i, x)),
-                Err(e) => {
-                    report.failure = Some((i, Failure::of(&e)));
-                    my_error = Some(e);
-                    break;
-                }
-            }
-        }
-        let all: Vec<SampleReport> = match exchange(&report, "multilevel samples") {
-            Ok(all) => all,
-            Err(e) => return vec![Err(e)],
-        };
-        let mut samples = Vec::with_capacity((range.end - range.start) as usize);
-        let mut first_failure: Option<(u64, usize, Failure)> = None;
-        for (rank, r) in all.into_iter().enumerate() {
-            samples.extend(r.samples);
-            if let Some((i, f)) = r.failure
-                && first_failure.as_ref().is_none_or(|(j, _, _)| i < *j)
-            {
-                first_failure = Some((i, rank, f));
-            }
-        }
-        samples.sort_by_key(|(i, _)| *i);
-        let stop = first_failure.as_ref().map_or(u64::MAX, |(i, _, _)| *i);
-        let mut out: Vec<Result<_>> = samples.into_iter().take_while(|(i, _)| *i < stop).map(|(_, x)| Ok(x)).collect();
-        if let Some((_, rank, f)) = first_failure {
-            out.push(Err(match my_error {
-                Some(e) if rank == self.rank => Error::Rank { rank, source: Box::new(e) },
-                _ => Error::RankFailure { rank, chain: f.chain, iteration: f.iteration, message: f.message },
-            }));
-        }
-        out
-    }
 }
 
 /// [`MlSgld::run_fixed`](crate::MlSgld::run_fixed) with each level's samples spread over the
@@ -772,7 +665,7 @@ where
     S: crate::samplers::SubsampledDiscretisation,
     G: Fn(&[f64]) -> f64 + Sync,
 {
-    ml.run_fixed_on(&OverRanks { rank: cluster.rank, size: cluster.size }, model, g, samples)
+    ml.run_fixed_on(&cluster.ranks(), model, g, samples)
 }
 
 /// [`MlSgld::run_adaptive`](crate::MlSgld::run_adaptive) with each batch of samples spread over
@@ -793,24 +686,7 @@ where
     S: crate::samplers::SubsampledDiscretisation,
     G: Fn(&[f64]) -> f64 + Sync,
 {
-    ml.run_adaptive_on(&OverRanks { rank: cluster.rank, size: cluster.size }, model, g, target)
-}
-
-/// Every rank's outcome of a local step: `Ok` everywhere if every rank succeeded, else the first
-/// failing rank's error ([`Error::Rank`] on it, [`Error::RankFailure`] elsewhere).
-#[cfg(feature = "zarr")]
-fn agree<T>(cluster: &Cluster, local: Result<T>) -> Result<T> {
-    let failure = local.as_ref().err().map(Failure::of);
-    let failures: Vec<(usize, Failure)> = exchange(&failure, "step statuses")?
-        .into_iter()
-        .enumerate()
-        .filter_map(|(rank, f)| f.map(|f| (rank, f)))
-        .collect();
-    match local {
-        Ok(v) if failures.is_empty() => Ok(v),
-        Ok(_) => Err(rank_error(cluster.rank, None, &failures).unwrap_or(Error::NotInitialised)),
-        Err(e) => Err(rank_error(cluster.rank, Some(e), &failures).unwrap_or(Error::NotInitialised)),
-    }
+    ml.run_adaptive_on(&cluster.ranks(), model, g, target)
 }
 
 /// Writes the chains of `est` (e.g. the output of [`run_chains_mpi`], the same on every rank)
@@ -826,20 +702,21 @@ fn agree<T>(cluster: &Cluster, local: Result<T>) -> Result<T> {
 pub fn write_zarr_mpi(cluster: &Cluster, path: impl AsRef<std::path::Path>, est: &crate::Estimate) -> Result<()> {
     use crate::trace::export::ZarrTrace;
     let path = path.as_ref();
-    let parts = agree(cluster, est.equal_length_parts())?;
+    let ranks = cluster.ranks();
+    let parts = agree(&ranks, est.equal_length_parts())?;
     let with_gradients = parts.iter().all(|s| s.gradients().is_some());
     let created = if cluster.rank == 0 {
         ZarrTrace::create(path, parts.len(), parts[0].len(), est.dim(), with_gradients).map(|_| ())
     } else {
         Ok(())
     };
-    agree(cluster, created)?;
+    agree(&ranks, created)?;
     let written = ZarrTrace::open(path).and_then(|trace| {
         parts
             .iter()
             .enumerate()
-            .filter(|&(c, _)| runs_here(c as u64, cluster.rank, cluster.size))
+            .filter(|&(c, _)| ranks.runs_here(c as u64))
             .try_for_each(|(c, s)| trace.write_chain(c, s))
     });
-    agree(cluster, written)
+    agree(&ranks, written)
 }

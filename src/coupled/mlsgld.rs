@@ -6,6 +6,7 @@ use crate::error::{Error, Result, all_finite, check_len, check_positive};
 use crate::gradient::{SubsampledEstimator, uniform_below};
 use crate::models::model::{Model, check_shape};
 use crate::numeric::rng::{DEFAULT_SEED, stream};
+use crate::run::placement::{Failure, Local, Placement, rank_error};
 use crate::samplers::{Sgld, SgldSettings, SubsampledDiscretisation};
 use crate::trace::estimate::Estimate;
 use ndarray::{Array1, Array2};
@@ -378,7 +379,7 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
             let ml = Self::new(settings, base.clone(), &p.mode)?;
             ml.check(model)?;
             let mut acc = LevelAcc::new(0, false);
-            ml.extend_level_on(&Here, model, &probe, &mut acc, RELAXATION_PROBES, &mut Budget::unlimited())?;
+            ml.extend_level_on(&Local, model, &probe, &mut acc, RELAXATION_PROBES, &mut Budget::unlimited())?;
             p.cost += acc.cost;
             match ml.relaxation_error(&probe, &acc, 0, RELAXATION_TOL) {
                 None => return Ok((ml, p)),
@@ -580,7 +581,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         count: usize,
         budget: &mut Budget,
     ) -> Result<()> {
-        self.extend_level_on(&Here, model, g, acc, count, budget)
+        self.extend_level_on(&Local, model, g, acc, count, budget)
     }
 
     /// As `extend_level`, the samples computed by `exec` (here, or spread over MPI ranks): the
@@ -658,7 +659,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         g: &G,
         samples: &[usize],
     ) -> Result<MlmcResult> {
-        self.run_fixed_on(&Here, model, g, samples)
+        self.run_fixed_on(&Local, model, g, samples)
     }
 
     pub(crate) fn run_fixed_on<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
@@ -708,7 +709,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         ck: &mut MlmcCheckpoint,
         max_samples: usize,
     ) -> Result<bool> {
-        self.advance_fixed_on(&Here, model, g, ck, max_samples)
+        self.advance_fixed_on(&Local, model, g, ck, max_samples)
     }
 
     fn advance_fixed_on<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
@@ -787,7 +788,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         g: &G,
         target: &AdaptiveSettings,
     ) -> Result<MlmcResult> {
-        self.run_adaptive_on(&Here, model, g, target)
+        self.run_adaptive_on(&Local, model, g, target)
     }
 
     pub(crate) fn run_adaptive_on<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
@@ -1137,7 +1138,9 @@ fn decay_rate(y: &[f64]) -> f64 {
 /// Where the samples of a level are computed: `samples(range, compute)` returns the samples of
 /// the indices in `range` in index order (at least up to the first failing one, whose error is
 /// then in its place); `compute` takes a list of indices and returns their samples (or errors)
-/// in that order.
+/// in that order. Implemented once, for every [`Placement`]: sample i of the range (counted from
+/// its start) where `runs_here(i)` says, every sample then exchanged so that every process folds
+/// all of them in index order.
 pub(crate) trait SampleExec {
     fn samples(
         &self,
@@ -1146,15 +1149,57 @@ pub(crate) trait SampleExec {
     ) -> Vec<Result<LevelSample>>;
 }
 
-/// Every sample in this process.
-struct Here;
+/// One process's share of a batch of multilevel samples.
+#[derive(Serialize, Deserialize)]
+struct SampleReport {
+    samples: Vec<(u64, LevelSample)>,
+    failure: Option<(u64, Failure)>,
+}
 
-impl SampleExec for Here {
+impl<P: Placement> SampleExec for P {
     fn samples(
         &self,
         range: std::ops::Range<u64>,
         compute: &dyn Fn(Vec<u64>) -> Vec<Result<LevelSample>>,
     ) -> Vec<Result<LevelSample>> {
-        compute(range.collect())
+        let mine: Vec<u64> = range.clone().filter(|i| self.runs_here(i - range.start)).collect();
+        if !self.over_ranks() {
+            return compute(mine);
+        }
+        let mut report = SampleReport { samples: Vec::with_capacity(mine.len()), failure: None };
+        let mut my_error = None;
+        for (&i, r) in mine.iter().zip(compute(mine.clone())) {
+            match r {
+                Ok(x) => report.samples.push((i, x)),
+                Err(e) => {
+                    report.failure = Some((i, Failure::of(&e)));
+                    my_error = Some(e);
+                    break;
+                }
+            }
+        }
+        let all: Vec<SampleReport> = match self.exchange(report, "multilevel samples") {
+            Ok(all) => all,
+            Err(e) => return vec![Err(e)],
+        };
+        let mut samples = Vec::with_capacity((range.end - range.start) as usize);
+        let mut first_failure: Option<(u64, usize, Failure)> = None;
+        for (rank, r) in all.into_iter().enumerate() {
+            samples.extend(r.samples);
+            if let Some((i, f)) = r.failure
+                && first_failure.as_ref().is_none_or(|(j, _, _)| i < *j)
+            {
+                first_failure = Some((i, rank, f));
+            }
+        }
+        samples.sort_by_key(|(i, _)| *i);
+        let stop = first_failure.as_ref().map_or(u64::MAX, |(i, _, _)| *i);
+        let mut out: Vec<Result<_>> = samples.into_iter().take_while(|(i, _)| *i < stop).map(|(_, x)| Ok(x)).collect();
+        if let Some((_, rank, f)) = first_failure {
+            // The first failing sample's rank, whatever the rank order.
+            let mine = my_error.filter(|_| rank == self.rank());
+            out.extend(rank_error(self, mine, &[(rank, f)]).map(Err));
+        }
+        out
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod checkpoint;
 pub mod observe;
+pub(crate) mod placement;
 pub mod progress;
 
 use crate::cost::Cost;

@@ -1,0 +1,167 @@
+//! Where the units of a batch run: this process ([`Local`]) or the ranks of an MPI job
+//! (`distributed::Ranks`, feature `mpi`) — the one seam between single-process and
+//! distributed runs.
+//!
+//! A *unit* is what a batch is made of and what carries its own random stream: a chain, a
+//! Richardson–Romberg replicate pair, a multilevel sample, a chain's Zarr chunk. A placement
+//! says which units run here ([`Placement::runs_here`], the one rule `i mod R = rank`) and
+//! exchanges structured values between the processes ([`Placement::exchange`]: encode,
+//! all-gather, decode). On top of the two, written once for every kind of unit:
+//! [`distribute`] (run the units placed here, exchange the outputs or failures, merge),
+//! [`agree`] (every process learns whether a local step failed anywhere) and [`rank_error`]
+//! (the failing rank's typed error there, [`Error::RankFailure`] elsewhere).
+//!
+//! Per-iteration numeric collectives — the sum of a sharded model's partial gradients, matrix
+//! factorisation's partial dot products and H-block shifts — are not units and do not go
+//! through here: they are single `f64` collectives on hot paths (`distributed::Sharded`,
+//! `mf::Fabric`).
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+/// Where the units of a batch run (see the [module docs](self)).
+pub(crate) trait Placement {
+    /// This process's index among [`size`](Self::size) (0 in a single process).
+    fn rank(&self) -> usize;
+
+    /// The number of processes R.
+    fn size(&self) -> usize;
+
+    /// Whether failures are reported as rank errors ([`Error::Rank`] on the failing process,
+    /// [`Error::RankFailure`] elsewhere); a single process returns its own errors unwrapped.
+    fn over_ranks(&self) -> bool;
+
+    /// Every process's `mine`, in process order.
+    ///
+    /// Errors: [`Error::Wire`] if a value does not encode or decode (naming the rank).
+    fn exchange<T: Serialize + DeserializeOwned>(&self, mine: T, what: &'static str) -> Result<Vec<T>>;
+
+    /// Whether unit `i` of a batch (counted from the batch's start) runs here: `i mod R = rank`.
+    fn runs_here(&self, i: u64) -> bool {
+        i % self.size() as u64 == self.rank() as u64
+    }
+}
+
+/// Every unit in this process (threads as the settings say).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Local;
+
+impl Placement for Local {
+    fn rank(&self) -> usize {
+        0
+    }
+
+    fn size(&self) -> usize {
+        1
+    }
+
+    fn over_ranks(&self) -> bool {
+        false
+    }
+
+    fn exchange<T: Serialize + DeserializeOwned>(&self, mine: T, _what: &'static str) -> Result<Vec<T>> {
+        Ok(vec![mine])
+    }
+}
+
+/// What a process reports of a failure.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Failure {
+    pub(crate) chain: Option<usize>,
+    pub(crate) iteration: Option<u64>,
+    pub(crate) message: String,
+}
+
+impl Failure {
+    pub(crate) fn of(e: &Error) -> Self {
+        Failure { chain: e.chain(), iteration: e.iteration(), message: e.to_string() }
+    }
+}
+
+/// The error of a batch some process failed: `failures` are `(rank, failure)` in rank order,
+/// `mine` this process's own error. Over ranks: the first failing rank's typed error (wrapped in
+/// [`Error::Rank`]) on that rank, an [`Error::RankFailure`] naming it elsewhere; in one process:
+/// its own error as is. `None` if nothing failed.
+pub(crate) fn rank_error<P: Placement + ?Sized>(
+    p: &P,
+    mine: Option<Error>,
+    failures: &[(usize, Failure)],
+) -> Option<Error> {
+    if !p.over_ranks() {
+        return mine;
+    }
+    let (rank, f) = failures.first()?;
+    Some(match mine {
+        Some(e) if *rank == p.rank() => Error::Rank { rank: *rank, source: Box::new(e) },
+        _ => Error::RankFailure { rank: *rank, chain: f.chain, iteration: f.iteration, message: f.message.clone() },
+    })
+}
+
+/// One process's part of a distributed batch.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+#[derive(Serialize, Deserialize)]
+#[serde(bound(serialize = "T: Serialize", deserialize = "T: DeserializeOwned"))]
+struct RankReport<T> {
+    units: Vec<usize>,
+    output: Option<T>,
+    failure: Option<Failure>,
+}
+
+/// Runs the units of `0..n` placed here with `run` (which gets their indices, increasing),
+/// exchanges every process's output (or failure) and merges them with `merge` (parts with
+/// their units, in rank order) on every process. In one process: `run` of every unit, no
+/// exchange, no merge (the single-process runners call their unit runner directly, as their
+/// samplers need not be serialisable).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn distribute<P: Placement + ?Sized, T: Serialize + DeserializeOwned>(
+    p: &P,
+    n: usize,
+    run: impl FnOnce(&[usize]) -> Result<T>,
+    merge: impl FnOnce(Vec<(Vec<usize>, T)>) -> Result<T>,
+) -> Result<T> {
+    let units: Vec<usize> = (0..n).filter(|&c| p.runs_here(c as u64)).collect();
+    if !p.over_ranks() {
+        return run(&units);
+    }
+    let (output, mine) = if units.is_empty() {
+        (None, None)
+    } else {
+        match run(&units) {
+            Ok(out) => (Some(out), None),
+            Err(e) => (None, Some(e)),
+        }
+    };
+    let report = RankReport { units, output, failure: mine.as_ref().map(Failure::of) };
+    let all: Vec<RankReport<T>> = p.exchange(report, "run outputs")?;
+    let mut parts = Vec::with_capacity(all.len());
+    let mut failures = Vec::new();
+    for (rank, r) in all.into_iter().enumerate() {
+        if let Some(f) = r.failure {
+            failures.push((rank, f));
+        } else if let Some(out) = r.output {
+            parts.push((r.units, out));
+        }
+    }
+    if let Some(e) = rank_error(p, mine, &failures) {
+        return Err(e);
+    }
+    merge(parts)
+}
+
+/// Every process's outcome of a local step: `Ok` everywhere if every process succeeded, else
+/// the first failing rank's error ([`rank_error`]).
+#[cfg_attr(not(all(feature = "mpi", feature = "zarr")), allow(dead_code))]
+pub(crate) fn agree<P: Placement + ?Sized, T>(p: &P, local: Result<T>) -> Result<T> {
+    let failure = local.as_ref().err().map(Failure::of);
+    let failures: Vec<(usize, Failure)> = p
+        .exchange(failure, "step statuses")?
+        .into_iter()
+        .enumerate()
+        .filter_map(|(rank, f)| f.map(|f| (rank, f)))
+        .collect();
+    match local {
+        Ok(v) if failures.is_empty() => Ok(v),
+        Ok(_) => Err(rank_error(p, None, &failures).unwrap_or(Error::NotInitialised)),
+        Err(e) => Err(rank_error(p, Some(e), &failures).unwrap_or(Error::NotInitialised)),
+    }
+}
