@@ -75,10 +75,11 @@ mod plot;
 use ndarray::{Array1, Array2};
 use rand::Rng;
 use rayon::prelude::*;
+use sgmcmc::observe::{Control, Observer, Progress};
 use sgmcmc::rng::{fill_standard_normal, stream};
 use sgmcmc::{
-    Control, Hamcmc, HamcmcSettings, LinearGaussian, Minibatch, Observer, OnDivergence, PreconditionedSgld, Progress,
-    Psgld, PsgldSettings, RunSettings, Sampler, Sgld, SgldSettings, StepSize, run_observed,
+    Hamcmc, HamcmcSettings, LinearGaussian, Minibatch, OnDivergence, PreconditionedSgld, Psgld, PsgldSettings,
+    RunSettings, Sampler, Sgld, SgldSettings, StepSize, run_observed,
 };
 use std::error::Error;
 use std::fmt::Write as _;

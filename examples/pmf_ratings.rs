@@ -64,8 +64,9 @@
 //! would store N × d = 2.4·10⁹ numbers).
 
 use plotters::prelude::*;
+use sgmcmc::observe::{Control, Progress};
 use sgmcmc::prelude::*;
-use sgmcmc::{Control, GradientEstimator, Pmf, Progress, Ratings, SgdSettings};
+use sgmcmc::{GradientEstimator, Pmf, Ratings, SgdSettings};
 use std::sync::Mutex;
 use std::time::Instant;
 

@@ -36,9 +36,10 @@ mod plot;
 
 use rand::Rng;
 use rayon::prelude::*;
+use sgmcmc::observe::{Control, Progress};
 use sgmcmc::prelude::*;
 use sgmcmc::rng::stream;
-use sgmcmc::{Control, Progress, Saga, SgdSettings, Svrg};
+use sgmcmc::{Saga, SgdSettings, Svrg};
 use std::error::Error;
 use std::sync::Mutex;
 use std::time::Instant;

@@ -46,7 +46,6 @@ pub use models::{
 };
 pub use numeric::lbfgs::Lbfgs;
 pub use numeric::schedule::StepSize;
-pub use run::observe::{Control, Observer, Progress};
 pub use run::{
     ChainReport, Divergence, OnDivergence, RunOutput, RunSettings, Storage, resume, run, run_chains,
     run_chains_observed, run_observed,
@@ -64,16 +63,17 @@ pub use trace::zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
 /// methods (Richardson–Romberg, multilevel) with their runners, the tuners, the estimators, the
 /// runners and the output types.
 pub mod prelude {
+    pub use crate::observe::{Control, Observer, Progress};
     pub use crate::tune::{PlannedRun, Precondition, TuneSettings, dispersed_starts, tune};
     pub use crate::tune_rr;
     pub use crate::{
         AdaptiveSettings, Constrained, Constraint, ControlVariate, Cost, CvSettings, CyclicalSettings, CyclicalSgld,
         Error, Estimate, FullGradient, Glm, GlmSettings, GradientEstimator, Hamcmc, HamcmcSettings, Layout,
         LinearGaussian, Lmc, LogisticRegression, Mala, MalaSettings, Metric, Minibatch, MlSgld, MlSgldSettings,
-        ModeSettings, Model, Observer, PreconditionedSgld, Psgld, PsgldSettings, RichardsonRomberg, RmseTarget,
-        RunOutput, RunSettings, Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, Sgnht, SgnhtSettings, Sgrrhmc,
-        Sgrrld, StepSize, Storage, Temperature, Tempered, Whitening, ZvOrder, check_model, diagnostics, export,
-        find_mode, resume, resume_rr, run, run_chains, run_chains_observed, run_observed, run_rr,
+        ModeSettings, Model, PreconditionedSgld, Psgld, PsgldSettings, RichardsonRomberg, RmseTarget, RunOutput,
+        RunSettings, Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, Sgnht, SgnhtSettings, Sgrrhmc, Sgrrld,
+        StepSize, Storage, Temperature, Tempered, Whitening, ZvOrder, check_model, diagnostics, export, find_mode,
+        resume, resume_rr, run, run_chains, run_chains_observed, run_observed, run_rr,
     };
 }
 

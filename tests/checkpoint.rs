@@ -3,7 +3,7 @@
 //! files are typed errors; divergences can be reported as data.
 
 use serde::{Serialize, de::DeserializeOwned};
-use sgmcmc::observe::{Budget, StopFlag, StopWhen, WallTime};
+use sgmcmc::observe::{Budget, Progress, StopFlag, StopWhen, WallTime};
 use sgmcmc::*;
 
 fn dir() -> std::path::PathBuf {

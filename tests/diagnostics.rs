@@ -5,6 +5,7 @@ use ndarray::{Array1, Array2, Array3};
 use rand::SeedableRng;
 use rand_distr::{Distribution, StandardNormal};
 use sgmcmc::diagnostics::{self, KsdSettings};
+use sgmcmc::observe::Progress;
 use sgmcmc::*;
 use std::sync::Mutex;
 
@@ -65,7 +66,7 @@ fn summary_matches_arviz_1x_in_its_convention() {
     let mut rows = Vec::new();
     for (j, r) in reference.iter().enumerate() {
         let a: Array2<f64> = x.index_axis(ndarray::Axis(2), j).to_owned();
-        let s = diagnostics::summarize_with(a.view(), Convention::ArviZ1).unwrap();
+        let s = diagnostics::summary_of_draws_with(a.view(), Convention::ArviZ1).unwrap();
         // mean, sd, eti89_lb, eti89_ub, ess_bulk, ess_tail, r_hat, mcse_mean, mcse_sd
         let ours = [s.mean, s.sd, s.interval.0, s.interval.1, s.ess_bulk, s.ess_tail, s.rhat, s.mcse_mean, s.mcse_sd];
         for (k, (o, t)) in ours.iter().zip(r).enumerate() {
@@ -74,7 +75,7 @@ fn summary_matches_arviz_1x_in_its_convention() {
         }
         // Weighted with equal weights: the same row.
         let w = Array2::from_elem(a.dim(), 0.5);
-        assert_eq!(diagnostics::summarize_weighted_with(a.view(), w.view(), Convention::ArviZ1).unwrap(), s);
+        assert_eq!(diagnostics::summary_of_weighted_draws_with(a.view(), w.view(), Convention::ArviZ1).unwrap(), s);
         rows.push(s);
     }
     let text = diagnostics::SummaryTable::new((0..4).map(|j| format!("x{j}")).collect(), rows).unwrap().to_string();
@@ -97,7 +98,7 @@ fn summary_table_matches_arviz() {
     let mut rows = Vec::new();
     for (j, r) in reference.iter().enumerate() {
         let a: Array2<f64> = x.index_axis(ndarray::Axis(2), j).to_owned();
-        let s = diagnostics::summarize(a.view()).unwrap();
+        let s = diagnostics::summary_of_draws(a.view()).unwrap();
         // mean, sd, hdi_3%, hdi_97%, mcse_mean, mcse_sd, ess_bulk, ess_tail, (r_hat), q5, q50, q95
         let ours = [
             s.mean,
@@ -361,7 +362,8 @@ fn summary_uses_the_weights_of_a_polynomial_schedule() {
         let rel = (s.mean - mean[j]).abs() / mean[j].abs();
         assert!(rel < 1e-12, "coordinate {j}: summary mean {} vs Estimate::mean {}", s.mean, mean[j]);
         // The unweighted mean is a different number here: the test is not vacuous.
-        let plain = diagnostics::summarize(diagnostics::chains_of(&out.estimate, |t| t[j]).unwrap().view()).unwrap();
+        let plain =
+            diagnostics::summary_of_draws(diagnostics::chains_of(&out.estimate, |t| t[j]).unwrap().view()).unwrap();
         assert!(!plain.weighted && (plain.mean - s.mean).abs() > 1e-9);
     }
     // MCSE against the replicate spread: 60 independent runs; the reported MCSE² (averaged) and
@@ -410,11 +412,11 @@ fn summary_uses_the_weights_of_a_polynomial_schedule() {
     // Mismatched weights and zero weights are typed errors.
     let x = Array2::<f64>::zeros((2, 10));
     assert!(matches!(
-        diagnostics::summarize_weighted(x.view(), Array2::zeros((2, 9)).view()),
+        diagnostics::summary_of_weighted_draws(x.view(), Array2::zeros((2, 9)).view()),
         Err(Error::DimensionMismatch { .. })
     ));
     assert!(matches!(
-        diagnostics::summarize_weighted(x.view(), Array2::zeros((2, 10)).view()),
+        diagnostics::summary_of_weighted_draws(x.view(), Array2::zeros((2, 10)).view()),
         Err(Error::ZeroTotalWeight)
     ));
 }

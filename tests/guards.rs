@@ -2,6 +2,7 @@
 //! that would not fit in memory, a thinning that keeps nothing, a non-finite starting point, a
 //! multilevel path too long to count.
 
+use sgmcmc::observe::Progress;
 use sgmcmc::*;
 
 fn lg() -> LinearGaussian {

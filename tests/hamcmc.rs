@@ -120,6 +120,8 @@ fn lbfgs_drops_oldest_and_skips_non_positive_pairs() {
     assert_eq!(h, h2);
     assert!(matches!(lb.push(&[1.0], &[1.0]), Err(Error::DimensionMismatch { .. })));
     assert!(Lbfgs::new(3, 2, 0.0).is_err());
+    // A memory that cannot be addressed is an error, not an abort.
+    assert!(matches!(Lbfgs::new(usize::MAX / 2, 2, 1.0), Err(Error::OutOfMemory { limit: None, .. })));
 }
 
 /// A model that records every point its gradient is evaluated at (exact linear-Gaussian model).

@@ -38,22 +38,26 @@ impl Lbfgs {
     /// An empty approximation (`H = γ I`) in dimension `dim` holding at most `capacity` pairs.
     ///
     /// Errors: [`Error::InvalidParameter`](crate::Error::InvalidParameter) for γ not finite and
-    /// positive or a memory `(3·capacity + 2)·dim` too large to address; `dim` or `capacity` of 0
-    /// give [`Error::EmptyData`](crate::Error::EmptyData).
+    /// positive; [`Error::OutOfMemory`](crate::Error::OutOfMemory) if the `(3·capacity + 2)·dim`
+    /// numbers it keeps cannot be allocated; `dim` or `capacity` of 0 give
+    /// [`Error::EmptyData`](crate::Error::EmptyData).
     pub fn new(dim: usize, capacity: usize, gamma: f64) -> Result<Self> {
         check_positive("initial_scale", gamma)?;
         if dim == 0 || capacity == 0 {
             return Err(crate::Error::EmptyData { what: "L-BFGS dimension and capacity must be >= 1" });
         }
         let len = capacity.checked_mul(3).and_then(|c| c.checked_add(2)).and_then(|c| c.checked_mul(dim));
-        let Some(len) = len else {
-            return Err(crate::Error::InvalidParameter {
-                name: "capacity",
-                value: capacity.to_string(),
-                reason: "(3·capacity + 2)·dim numbers overflow the address space",
-            });
+        let needed = len.map_or(u64::MAX, |l| (l as u64).saturating_mul(8));
+        let oom = || crate::Error::OutOfMemory {
+            what: "the L-BFGS memory ((3·capacity + 2)·dim numbers)",
+            needed,
+            limit: None,
         };
-        Ok(Lbfgs { gamma, ring: PairRing::new(capacity), space: Dense { dim, capacity, buf: vec![0.0; len] } })
+        let len = len.ok_or_else(oom)?;
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(len).map_err(|_| oom())?;
+        buf.resize(len, 0.0);
+        Ok(Lbfgs { gamma, ring: PairRing::new(capacity), space: Dense { dim, capacity, buf } })
     }
 
     /// The number of pairs in use.

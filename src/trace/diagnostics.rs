@@ -21,7 +21,7 @@
 //!   sd, 94 % HDI, MCSE of mean and sd, ESS bulk and tail, R̂) plus the 5/50/95 % quantiles,
 //!   equal to ArviZ 0.23.4 to ~1e-15 on the test fixture, printed like it.
 //! - **Weighted draws** (decreasing step schedules, signed estimators): the functions on arrays
-//!   take unweighted draws; [`summary`] of an [`Estimate`] and [`summarize_weighted`] use the
+//!   take unweighted draws; [`summary`] of an [`Estimate`] and [`summary_of_weighted_draws`] use the
 //!   weights (weighted mean and sd, delta-method ESS/MCSE, weighted R̂), so the summary's mean is
 //!   [`Estimate::mean`]'s.
 
@@ -364,7 +364,7 @@ pub struct Summary {
     /// Whose `summary` this row reproduces.
     pub convention: Convention,
     /// Whether the draws carried unequal weights and every field above was computed with them
-    /// (see [`summarize_weighted`]).
+    /// (see [`summary_of_weighted_draws`]).
     pub weighted: bool,
 }
 
@@ -537,12 +537,12 @@ pub fn quantile(draws: ArrayView2<'_, f64>, p: f64) -> Result<f64> {
 
 /// The [`Summary`] of one quantity's (chains × draws) array, in ArviZ 0.23's convention.
 /// Errors as [`ess_bulk`].
-pub fn summarize(draws: ArrayView2<'_, f64>) -> Result<Summary> {
-    summarize_with(draws, Convention::default())
+pub fn summary_of_draws(draws: ArrayView2<'_, f64>) -> Result<Summary> {
+    summary_of_draws_with(draws, Convention::default())
 }
 
-/// [`summarize`] in the given [`Convention`].
-pub fn summarize_with(draws: ArrayView2<'_, f64>, convention: Convention) -> Result<Summary> {
+/// [`summary_of_draws`] in the given [`Convention`].
+pub fn summary_of_draws_with(draws: ArrayView2<'_, f64>, convention: Convention) -> Result<Summary> {
     check_draws(&draws)?;
     let n = draws.len() as f64;
     let mut sorted: Vec<f64> = draws.iter().copied().collect();
@@ -571,7 +571,7 @@ pub fn summarize_with(draws: ArrayView2<'_, f64>, convention: Convention) -> Res
 
 /// The [`Summary`] of one quantity's weighted (chains × draws) array, `weights` of the same shape
 /// (the draws' weights, e.g. step sizes of a decreasing schedule). Equal weights give exactly
-/// [`summarize`]. With unequal weights every field uses them:
+/// [`summary_of_draws`]. With unequal weights every field uses them:
 ///
 /// - `mean = Σ w x / Σ w` (what [`Estimate::mean`] returns);
 /// - `sd² = Σ w (x − mean)² / (Σ w − Σ w² / Σ w)` (reliability weights; ddof 1 when equal);
@@ -590,13 +590,13 @@ pub fn summarize_with(draws: ArrayView2<'_, f64>, convention: Convention) -> Res
 /// Errors: as [`ess_bulk`], plus [`Error::DimensionMismatch`] for weights of another shape,
 /// [`Error::InvalidParameter`] for a non-finite weight and [`Error::ZeroTotalWeight`] when the
 /// weights (or one split chain's) sum to zero.
-pub fn summarize_weighted(draws: ArrayView2<'_, f64>, weights: ArrayView2<'_, f64>) -> Result<Summary> {
-    summarize_weighted_with(draws, weights, Convention::default())
+pub fn summary_of_weighted_draws(draws: ArrayView2<'_, f64>, weights: ArrayView2<'_, f64>) -> Result<Summary> {
+    summary_of_weighted_draws_with(draws, weights, Convention::default())
 }
 
-/// [`summarize_weighted`] in the given [`Convention`] (weighted quantiles for the tail ESS and
+/// [`summary_of_weighted_draws`] in the given [`Convention`] (weighted quantiles for the tail ESS and
 /// the equal-tailed interval, the weighted median of the unsplit or split draws for R̂'s fold).
-pub fn summarize_weighted_with(
+pub fn summary_of_weighted_draws_with(
     draws: ArrayView2<'_, f64>,
     weights: ArrayView2<'_, f64>,
     convention: Convention,
@@ -612,7 +612,7 @@ pub fn summarize_weighted_with(
         if w0 == 0.0 {
             return Err(Error::ZeroTotalWeight);
         }
-        return summarize_with(draws, convention);
+        return summary_of_draws_with(draws, convention);
     }
     let (xs, ws) = (split(&draws), split(&weights));
     for c in ws.outer_iter() {
@@ -751,9 +751,9 @@ fn per_chain(est: &Estimate, row: impl Fn(&crate::trace::estimate::Samples) -> V
 }
 
 /// [`Summary`] of every coordinate of a multi-chain estimate, **with the draws' weights**
-/// ([`summarize_weighted`]): with a decreasing step schedule (weights = step sizes) the mean is
+/// ([`summary_of_weighted_draws`]): with a decreasing step schedule (weights = step sizes) the mean is
 /// [`Estimate::mean`]'s, and MCSE, ESS and R̂ account for the weights; with constant weights this
-/// is [`summarize`] of each coordinate. Errors as [`chains_of`] and [`summarize_weighted`].
+/// is [`summary_of_draws`] of each coordinate. Errors as [`chains_of`] and [`summary_of_weighted_draws`].
 ///
 /// ```
 /// use sgmcmc::prelude::*;
@@ -774,7 +774,7 @@ pub fn summary(est: &Estimate) -> Result<Vec<Summary>> {
 pub fn summary_with(est: &Estimate, convention: Convention) -> Result<Vec<Summary>> {
     let weights = weights_of(est)?;
     (0..est.dim())
-        .map(|j| summarize_weighted_with(chains_of(est, |t| t[j])?.view(), weights.view(), convention))
+        .map(|j| summary_of_weighted_draws_with(chains_of(est, |t| t[j])?.view(), weights.view(), convention))
         .collect()
 }
 
