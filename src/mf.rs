@@ -459,17 +459,12 @@ fn block_gradient(cs: &Consts, blk: &Block, lw: usize, theta: &[f64], scale: f64
 
 /// HAMCMC's replicated state (the same on every worker): the L-BFGS pair ring (the crate's
 /// one recursion, [`PairRing`], over the workers' split vectors), each pair's iteration, and
-/// the history pointer.
+/// the history pointer. Empty (no slot) until HAMCMC's initialisation.
+#[derive(Default)]
 struct HamRing {
     pairs: PairRing,
     iter: std::collections::VecDeque<u64>,
     oldest: usize,
-}
-
-impl Default for HamRing {
-    fn default() -> Self {
-        HamRing { pairs: PairRing::new(1), iter: Default::default(), oldest: 0 }
-    }
 }
 
 impl HamRing {
@@ -957,7 +952,9 @@ impl<'a, F: Fabric> Engine<'a, F> {
     /// `step = H g_old` (two-loop recursion) and `sz = S noise` (product form): the crate's one
     /// L-BFGS recursion ([`PairRing`]) on the workers' split vectors.
     fn apply_h_s(&mut self, gamma: f64) -> Result<()> {
-        let mut pairs = std::mem::replace(&mut self.ring.pairs, PairRing::new(1));
+        // The ring is taken out (leaving an empty one, no allocation) so that the engine itself
+        // can be the space the recursion runs over.
+        let mut pairs = std::mem::take(&mut self.ring.pairs);
         let r = pairs
             .apply_h(self, Wv::GOld, Wv::Step, gamma)
             .and_then(|()| pairs.refresh(self, gamma))

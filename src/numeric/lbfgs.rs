@@ -272,6 +272,23 @@ pub(crate) struct PairRing {
     dirty: bool,
 }
 
+/// A ring of no slot that allocates nothing: a placeholder while a ring is taken out of its
+/// owner (`std::mem::take`) to run a recursion over that owner as the space.
+impl Default for PairRing {
+    fn default() -> Self {
+        PairRing {
+            capacity: 0,
+            head: 0,
+            len: 0,
+            sy: Vec::new(),
+            sbs: Vec::new(),
+            alpha: Vec::new(),
+            skipped: 0,
+            dirty: false,
+        }
+    }
+}
+
 impl PairRing {
     /// An empty ring of `capacity` ≥ 1 slots.
     pub(crate) fn new(capacity: usize) -> Self {
