@@ -14,7 +14,7 @@
 //! - Logistic regression at d = 30, 100 and 300 (N = 10⁴): hand-written, forward-ad, candle — the
 //!   crossover between forward and reverse mode.
 //!
-//! Each benchmark times one `try_grad_data_sum` on a fixed minibatch at a fixed θ.
+//! Each benchmark times one `grad_data_sum` on a fixed minibatch at a fixed θ.
 //! Run with `cargo bench --features forward-ad,candle --bench adapters` (for candle's
 //! single-thread figures: `RAYON_NUM_THREADS=1`).
 
@@ -65,16 +65,18 @@ impl<T: DualDensity> Model for PerCoordinate<T> {
     fn n_data(&self) -> usize {
         self.0.n_data()
     }
-    fn grad_prior(&self, _: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, _: &[f64], out: &mut [f64]) -> sgmcmc::Result<()> {
         out.fill(0.0);
+        Ok(())
     }
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> sgmcmc::Result<()> {
         let mut buf: Vec<Dual64> = theta.iter().map(|&t| Dual64::new(t, 0.0)).collect();
         for (j, o) in out.iter_mut().enumerate() {
             buf[j].eps = 1.0;
             *o = idx.iter().fold(0.0, |s, &i| s + self.0.datum(&buf, i).eps);
             buf[j].eps = 0.0;
         }
+        Ok(())
     }
 }
 
@@ -91,14 +93,16 @@ impl<T: DualDensity> Model for NumDualVector<T> {
     fn n_data(&self) -> usize {
         self.0.n_data()
     }
-    fn grad_prior(&self, _: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, _: &[f64], out: &mut [f64]) -> sgmcmc::Result<()> {
         out.fill(0.0);
+        Ok(())
     }
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> sgmcmc::Result<()> {
         thread_local! {
             static BUF: std::cell::RefCell<Vec<DualSVec64<10>>> = const { std::cell::RefCell::new(Vec::new()) };
         }
         BUF.with_borrow_mut(|buf| self.chunks(buf, theta, idx, out));
+        Ok(())
     }
 }
 
@@ -179,10 +183,11 @@ impl Model for Mlp {
     fn n_data(&self) -> usize {
         self.y.len()
     }
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> sgmcmc::Result<()> {
         out.copy_from_slice(theta);
+        Ok(())
     }
-    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) -> sgmcmc::Result<()> {
         out.fill(0.0);
         let (w1, rest) = t.split_at(HID * IN);
         let (b1, rest) = rest.split_at(HID);
@@ -207,6 +212,7 @@ impl Model for Mlp {
                 }
             }
         }
+        Ok(())
     }
 }
 
@@ -234,13 +240,13 @@ fn adapters(c: &mut Criterion) {
     .expect("adapter");
     let mut g = vec![0.0; 10];
     group.bench_function("logistic_S1/hand-written", |b| {
-        b.iter(|| hand.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+        b.iter(|| hand.grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
     });
     group.bench_function("logistic_S1/forward-ad", |b| {
-        b.iter(|| fwd.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+        b.iter(|| fwd.grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
     });
     group.bench_function("logistic_S1/candle", |b| {
-        b.iter(|| cnd.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+        b.iter(|| cnd.grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
     });
     let old = PerCoordinate(LogisticDensity {
         x: x.outer_iter().map(|r| r.to_vec()).collect(),
@@ -248,15 +254,15 @@ fn adapters(c: &mut Criterion) {
         prior_var: 10.0,
     });
     let mut g2 = vec![0.0; 10];
-    old.grad_data_sum(&theta, &idx, &mut g2);
-    fwd.try_grad_data_sum(&theta, &idx, &mut g).expect("ok");
+    old.grad_data_sum(&theta, &idx, &mut g2).unwrap();
+    fwd.grad_data_sum(&theta, &idx, &mut g).expect("ok");
     assert_eq!(g, g2, "vector and scalar duals differ");
     group.bench_function("logistic_S1/forward-ad-per-coordinate", |b| {
         b.iter(|| old.grad_data_sum(black_box(&theta), &idx, &mut g))
     });
     let nd = NumDualVector(old.0);
-    nd.grad_data_sum(&theta, &idx, &mut g2);
-    fwd.try_grad_data_sum(&theta, &idx, &mut g).expect("ok");
+    nd.grad_data_sum(&theta, &idx, &mut g2).unwrap();
+    fwd.grad_data_sum(&theta, &idx, &mut g).expect("ok");
     assert_eq!(g, g2, "the crate's dual and num-dual's differ");
     group.bench_function("logistic_S1/forward-ad-num-dual", |b| {
         b.iter(|| nd.grad_data_sum(black_box(&theta), &idx, &mut g))
@@ -281,18 +287,18 @@ fn adapters(c: &mut Criterion) {
         .expect("adapter");
         let mut g = vec![0.0; d];
         let mut g2 = vec![0.0; d];
-        hand.grad_data_sum(&theta, &idx, &mut g);
-        fwd.try_grad_data_sum(&theta, &idx, &mut g2).expect("ok");
+        hand.grad_data_sum(&theta, &idx, &mut g).unwrap();
+        fwd.grad_data_sum(&theta, &idx, &mut g2).expect("ok");
         let err = g.iter().zip(&g2).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
         assert!(err < 1e-9, "d = {d}: forward-mode gradient differs by {err:e}");
         group.bench_function(format!("logistic_d{d}/hand-written"), |b| {
-            b.iter(|| hand.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+            b.iter(|| hand.grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
         });
         group.bench_function(format!("logistic_d{d}/forward-ad"), |b| {
-            b.iter(|| fwd.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+            b.iter(|| fwd.grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
         });
         group.bench_function(format!("logistic_d{d}/candle"), |b| {
-            b.iter(|| cnd.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+            b.iter(|| cnd.grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
         });
     }
 
@@ -318,22 +324,22 @@ fn adapters(c: &mut Criterion) {
     let mut g = vec![0.0; MLP_DIM];
     // The two agree (checked once, outside the timing).
     let mut g2 = vec![0.0; MLP_DIM];
-    mlp.grad_data_sum(&theta, &idx, &mut g);
-    cmlp.try_grad_data_sum(&theta, &idx, &mut g2).expect("ok");
+    mlp.grad_data_sum(&theta, &idx, &mut g).unwrap();
+    cmlp.grad_data_sum(&theta, &idx, &mut g2).expect("ok");
     let err = g.iter().zip(&g2).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
     assert!(err < 1e-10, "MLP gradients differ by {err:e}");
-    fmlp.try_grad_data_sum(&theta, &idx, &mut g2).expect("ok");
+    fmlp.grad_data_sum(&theta, &idx, &mut g2).expect("ok");
     let err = g.iter().zip(&g2).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
     assert!(err < 1e-10, "forward-mode MLP gradient differs by {err:e}");
     group.bench_function("mlp_20-50-1/hand-written", |b| {
-        b.iter(|| mlp.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+        b.iter(|| mlp.grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
     });
     group.bench_function("mlp_20-50-1/candle", |b| {
-        b.iter(|| cmlp.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+        b.iter(|| cmlp.grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
     });
     group.sample_size(10).measurement_time(Duration::from_secs(8));
     group.bench_function("mlp_20-50-1/forward-ad", |b| {
-        b.iter(|| fmlp.try_grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
+        b.iter(|| fmlp.grad_data_sum(black_box(&theta), &idx, &mut g).expect("ok"))
     });
     let old = PerCoordinate(MlpDensity { x: mlp.x.clone(), y: mlp.y.clone() });
     group.bench_function("mlp_20-50-1/forward-ad-per-coordinate", |b| {

@@ -83,7 +83,7 @@ impl Model for Hierarchical {
     fn n_data(&self) -> usize {
         self.y.len()
     }
-    fn grad_prior(&self, t: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, t: &[f64], out: &mut [f64]) -> sgmcmc::Result<()> {
         out.fill(0.0);
         out[ALPHA] = t[ALPHA] / 100.0;
         out[BETA] = t[BETA] / 100.0;
@@ -95,8 +95,9 @@ impl Model for Hierarchical {
         }
         out[TAU] = -ss / (tau * tau * tau) + G as f64 / tau + 1.0;
         out[SIGMA] = 1.0;
+        Ok(())
     }
-    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) -> sgmcmc::Result<()> {
         out.fill(0.0);
         let s2 = t[SIGMA] * t[SIGMA];
         for &i in idx {
@@ -107,23 +108,16 @@ impl Model for Hierarchical {
             out[SIGMA] += -r * r / (s2 * t[SIGMA]) + 1.0 / t[SIGMA];
             out[W + self.g[i]] -= 1.0 / t[W + self.g[i]];
         }
+        Ok(())
     }
-    fn potential_prior(&self, t: &[f64]) -> Option<f64> {
+    fn potential_prior(&self, t: &[f64]) -> sgmcmc::Result<f64> {
         let tau = t[TAU];
         let ss: f64 = (0..G).map(|k| t[U + k] * t[U + k]).sum();
-        Some(
-            (t[ALPHA].powi(2) + t[BETA].powi(2)) / 200.0
-                + ss / (2.0 * tau * tau)
-                + G as f64 * tau.ln()
-                + tau
-                + t[SIGMA],
-        )
+        Ok((t[ALPHA].powi(2) + t[BETA].powi(2)) / 200.0 + ss / (2.0 * tau * tau) + G as f64 * tau.ln() + tau + t[SIGMA])
     }
-    fn potential_data_sum(&self, t: &[f64], idx: &[usize]) -> Option<f64> {
+    fn potential_data_sum(&self, t: &[f64], idx: &[usize]) -> sgmcmc::Result<f64> {
         let s2 = t[SIGMA] * t[SIGMA];
-        Some(
-            idx.iter().map(|&i| self.residual(t, i).powi(2) / (2.0 * s2) + t[SIGMA].ln() - t[W + self.g[i]].ln()).sum(),
-        )
+        Ok(idx.iter().map(|&i| self.residual(t, i).powi(2) / (2.0 * s2) + t[SIGMA].ln() - t[W + self.g[i]].ln()).sum())
     }
 }
 

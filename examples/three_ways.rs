@@ -30,7 +30,7 @@ fn micros_per_gradient<M: Model>(model: &M) -> f64 {
     let mut g = [0.0; P + 2];
     let t = Instant::now();
     for _ in 0..20_000 {
-        model.grad_data_sum(std::hint::black_box(&theta), &idx, &mut g);
+        model.grad_data_sum(std::hint::black_box(&theta), &idx, &mut g).unwrap();
     }
     t.elapsed().as_secs_f64() / 20_000.0 * 1e6
 }

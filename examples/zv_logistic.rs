@@ -160,9 +160,7 @@ fn main() -> Res<()> {
     // Only the likelihood of the test model is used (its prior variance is irrelevant).
     let test = LogisticRegression::new(&x.slice(s![n_max.., ..]).to_owned(), &y.slice(s![n_max..]).to_owned(), 1.0)?;
     let test_idx: Vec<usize> = (0..N_TEST).collect();
-    if test.potential_data_sum(&[0.0; DIM], &test_idx).is_none() {
-        return Err("the logistic model provides no potential".into());
-    }
+    test.potential_data_sum(&[0.0; DIM], &test_idx)?;
     let lpd = |t: &[f64]| test.potential_data_sum(t, &test_idx).map_or(f64::NAN, |u| -u / N_TEST as f64);
 
     println!("ZV post-processing of SGLD and SGLD-CV: Bayesian logistic regression (Baker et al. 2019, Theorem 2)");

@@ -438,44 +438,30 @@ impl<M: Model> Model for Sharded<M> {
         self.n_data
     }
 
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
-        self.local.grad_prior(theta, out);
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
+        self.local.grad_prior(theta, out)
     }
 
-    fn try_grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
-        self.local.try_grad_prior(theta, out)
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.reduce(out, |li, buf| self.local.grad_data_sum(theta, li, buf), idx, true)
     }
 
-    /// Fills NaN on failure (the sampler then reports a non-finite gradient on every rank).
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
-        if self.try_grad_data_sum(theta, idx, out).is_err() {
-            out.fill(f64::NAN);
-        }
-    }
-
-    fn try_grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
-        self.reduce(out, |li, buf| self.local.try_grad_data_sum(theta, li, buf), idx, true)
-    }
-
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+    fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
         self.local.potential_prior(theta)
     }
 
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
         let mut out = [0.0];
         let r = self.reduce(
             &mut out,
             |li, buf| {
-                buf[0] = self
-                    .local
-                    .potential_data_sum(theta, li)
-                    .ok_or(Error::Unsupported { method: "potential_data_sum", needed_by: "a sharded potential" })?;
+                buf[0] = self.local.potential_data_sum(theta, li).map_err(|e| e.needed_by("a sharded potential"))?;
                 Ok(())
             },
             idx,
             false,
         );
-        r.ok().map(|()| out[0])
+        r.map(|()| out[0])
     }
 
     fn hvp_prior(&self, theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {

@@ -157,9 +157,7 @@ pub enum Error {
         iteration: u64,
     },
     /// A model's gradient computation failed: an automatic-differentiation engine returned an
-    /// error (shape mismatch, backend failure, ...) through the fallible path
-    /// [`Model::try_grad_data_sum`](crate::Model::try_grad_data_sum) /
-    /// [`Model::try_grad_prior`](crate::Model::try_grad_prior).
+    /// error (shape mismatch, backend failure, ...) from a [`Model`](crate::Model) method.
     #[error("the model's `{method}` failed{}: {message}", at_iteration(*iteration))]
     ModelFailure {
         /// The [`Model`](crate::Model) method that failed.
@@ -363,6 +361,28 @@ impl Error {
         matches!(self.root(), Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. } | Error::Runaway { .. })
     }
 
+    /// Whether this is [`Error::Unsupported`] (a [`Model`](crate::Model) method the model does not
+    /// provide), looking through chain and rank wrappers: what callers that can do without an
+    /// optional method test.
+    ///
+    /// ```
+    /// use sgmcmc::Error;
+    /// let e = Error::Unsupported { method: "potential_prior", needed_by: "MALA" };
+    /// assert!(e.is_unsupported());
+    /// assert!(!Error::NotInitialised.is_unsupported());
+    /// ```
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self.root(), Error::Unsupported { .. })
+    }
+
+    /// An [`Error::Unsupported`] restated as needed by `who`; any other error unchanged.
+    pub(crate) fn needed_by(self, who: &'static str) -> Self {
+        match self {
+            Error::Unsupported { method, .. } => Error::Unsupported { method, needed_by: who },
+            e => e,
+        }
+    }
+
     /// The iteration the error names, if any (looking through chain and rank wrappers).
     pub fn iteration(&self) -> Option<u64> {
         match self.root() {
@@ -386,7 +406,7 @@ impl Error {
     }
 
     /// A [`ModelFailure`](Error::ModelFailure) raised outside a sampler step: what an adapter
-    /// returns from [`Model::try_grad_data_sum`](crate::Model::try_grad_data_sum).
+    /// returns from a failing [`Model`](crate::Model) method.
     pub fn model_failure(method: &'static str, message: impl std::fmt::Display) -> Self {
         Error::ModelFailure { method, iteration: None, message: message.to_string() }
     }

@@ -260,14 +260,16 @@ impl Model for Cliff {
     fn n_data(&self) -> usize {
         self.0.n_data()
     }
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
-        self.0.grad_prior(theta, out);
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
+        self.0.grad_prior(theta, out)?;
+        Ok(())
     }
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
-        self.0.grad_data_sum(theta, idx, out);
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.0.grad_data_sum(theta, idx, out)?;
         if theta[0] > -5.0 && theta[0] < -4.0 {
             out[0] = f64::NAN;
         }
+        Ok(())
     }
 }
 

@@ -38,32 +38,31 @@ impl Model for Smooth {
     fn n_data(&self) -> usize {
         4
     }
-    fn grad_prior(&self, t: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, t: &[f64], out: &mut [f64]) -> Result<()> {
         for j in 0..self.d {
             out[j] = Self::c(j) * t[j];
         }
         out[0] += t[1] / 4.0;
         out[1] += t[0] / 4.0;
+        Ok(())
     }
-    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
         for &i in idx {
             for j in 0..self.d {
                 out[j] += Self::a(i, j) * t[j] + Self::b(i, j) * t[j].cos();
             }
         }
+        Ok(())
     }
-    fn potential_prior(&self, t: &[f64]) -> Option<f64> {
-        Some((0..self.d).map(|j| Self::c(j) * t[j] * t[j] / 2.0).sum::<f64>() + t[0] * t[1] / 4.0)
+    fn potential_prior(&self, t: &[f64]) -> Result<f64> {
+        Ok((0..self.d).map(|j| Self::c(j) * t[j] * t[j] / 2.0).sum::<f64>() + t[0] * t[1] / 4.0)
     }
-    fn potential_data_sum(&self, t: &[f64], idx: &[usize]) -> Option<f64> {
-        Some(
-            idx.iter()
-                .map(|&i| {
-                    (0..self.d).map(|j| Self::a(i, j) * t[j] * t[j] / 2.0 + Self::b(i, j) * t[j].sin()).sum::<f64>()
-                })
-                .sum(),
-        )
+    fn potential_data_sum(&self, t: &[f64], idx: &[usize]) -> Result<f64> {
+        Ok(idx
+            .iter()
+            .map(|&i| (0..self.d).map(|j| Self::a(i, j) * t[j] * t[j] / 2.0 + Self::b(i, j) * t[j].sin()).sum::<f64>())
+            .sum())
     }
     fn hvp_prior(&self, _t: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
         for j in 0..self.d {
@@ -199,10 +198,10 @@ fn gradients_and_hvps_match_finite_differences() {
         let model = Constrained::new(Smooth { d }, layout.clone()).unwrap();
         let phi = phi_point(m);
         let mut g = vec![0.0; m];
-        model.grad_prior(&phi, &mut g);
+        model.grad_prior(&phi, &mut g).unwrap();
         let fd = fd_gradient(|x| model.potential_prior(x).unwrap(), &phi);
         assert!(max_rel(&g, &fd) < 1e-7, "{:?} prior: {g:?} vs {fd:?}", layout.names());
-        model.grad_data_sum(&phi, &idx, &mut g);
+        model.grad_data_sum(&phi, &idx, &mut g).unwrap();
         let fd = fd_gradient(|x| model.potential_data_sum(x, &idx).unwrap(), &phi);
         assert!(max_rel(&g, &fd) < 1e-7, "{:?} data: {g:?} vs {fd:?}", layout.names());
         // φ → θ → φ.
@@ -223,10 +222,10 @@ fn gradients_and_hvps_match_finite_differences() {
             f(&down, &mut gd);
             gu.iter().zip(&gd).map(|(a, b)| (a - b) / (2.0 * h)).collect()
         };
-        let fd = dir(&|x, o| model.grad_prior(x, o));
+        let fd = dir(&|x, o| model.grad_prior(x, o).unwrap());
         assert!(max_rel(&hv, &fd) < 1e-6, "{:?} prior HVP {hv:?} vs {fd:?}", layout.names());
         model.hvp_data_sum(&phi, &v, &idx, &mut hv).unwrap();
-        let fd = dir(&|x, o| model.grad_data_sum(x, &idx, o));
+        let fd = dir(&|x, o| model.grad_data_sum(x, &idx, o).unwrap());
         assert!(max_rel(&hv, &fd) < 1e-6, "{:?} data HVP {hv:?} vs {fd:?}", layout.names());
     }
 }
@@ -245,17 +244,19 @@ impl Model for Rate {
     fn n_data(&self) -> usize {
         self.x.len()
     }
-    fn grad_prior(&self, t: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, t: &[f64], out: &mut [f64]) -> Result<()> {
         out[0] = -(self.a - 1.0) / t[0] + self.b;
+        Ok(())
     }
-    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out[0] = idx.iter().map(|&i| -1.0 / t[0] + self.x[i]).sum();
+        Ok(())
     }
-    fn potential_prior(&self, t: &[f64]) -> Option<f64> {
-        Some(-(self.a - 1.0) * t[0].ln() + self.b * t[0])
+    fn potential_prior(&self, t: &[f64]) -> Result<f64> {
+        Ok(-(self.a - 1.0) * t[0].ln() + self.b * t[0])
     }
-    fn potential_data_sum(&self, t: &[f64], idx: &[usize]) -> Option<f64> {
-        Some(idx.iter().map(|&i| -t[0].ln() + t[0] * self.x[i]).sum())
+    fn potential_data_sum(&self, t: &[f64], idx: &[usize]) -> Result<f64> {
+        Ok(idx.iter().map(|&i| -t[0].ln() + t[0] * self.x[i]).sum())
     }
     fn hvp_prior(&self, t: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
         out[0] = (self.a - 1.0) / (t[0] * t[0]) * v[0];
@@ -322,22 +323,24 @@ impl Model for Categories {
     fn n_data(&self) -> usize {
         self.c.len()
     }
-    fn grad_prior(&self, t: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, t: &[f64], out: &mut [f64]) -> Result<()> {
         for k in 0..3 {
             out[k] = -(self.alpha[k] - 1.0) / t[k];
         }
+        Ok(())
     }
-    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
         for &i in idx {
             out[self.c[i]] -= 1.0 / t[self.c[i]];
         }
+        Ok(())
     }
-    fn potential_prior(&self, t: &[f64]) -> Option<f64> {
-        Some((0..3).map(|k| -(self.alpha[k] - 1.0) * t[k].ln()).sum())
+    fn potential_prior(&self, t: &[f64]) -> Result<f64> {
+        Ok((0..3).map(|k| -(self.alpha[k] - 1.0) * t[k].ln()).sum())
     }
-    fn potential_data_sum(&self, t: &[f64], idx: &[usize]) -> Option<f64> {
-        Some(idx.iter().map(|&i| -t[self.c[i]].ln()).sum())
+    fn potential_data_sum(&self, t: &[f64], idx: &[usize]) -> Result<f64> {
+        Ok(idx.iter().map(|&i| -t[self.c[i]].ln()).sum())
     }
 }
 
@@ -387,17 +390,19 @@ impl Model for Pair {
     fn n_data(&self) -> usize {
         1
     }
-    fn grad_prior(&self, t: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, t: &[f64], out: &mut [f64]) -> Result<()> {
         out.copy_from_slice(t);
+        Ok(())
     }
-    fn grad_data_sum(&self, _: &[f64], _: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, _: &[f64], _: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
+        Ok(())
     }
-    fn potential_prior(&self, t: &[f64]) -> Option<f64> {
-        Some((t[0] * t[0] + t[1] * t[1]) / 2.0)
+    fn potential_prior(&self, t: &[f64]) -> Result<f64> {
+        Ok((t[0] * t[0] + t[1] * t[1]) / 2.0)
     }
-    fn potential_data_sum(&self, _: &[f64], _: &[usize]) -> Option<f64> {
-        Some(0.0)
+    fn potential_data_sum(&self, _: &[f64], _: &[usize]) -> Result<f64> {
+        Ok(0.0)
     }
 }
 
@@ -428,20 +433,22 @@ impl Model for Lkj {
     fn n_data(&self) -> usize {
         1
     }
-    fn grad_prior(&self, t: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, t: &[f64], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
         for i in 1..self.k {
             out[i * self.k + i] = -((self.k - i) as f64 - 3.0 + 2.0 * self.eta) / t[i * self.k + i];
         }
+        Ok(())
     }
-    fn grad_data_sum(&self, _: &[f64], _: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, _: &[f64], _: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
+        Ok(())
     }
-    fn potential_prior(&self, t: &[f64]) -> Option<f64> {
-        Some((1..self.k).map(|i| -((self.k - i) as f64 - 3.0 + 2.0 * self.eta) * t[i * self.k + i].ln()).sum())
+    fn potential_prior(&self, t: &[f64]) -> Result<f64> {
+        Ok((1..self.k).map(|i| -((self.k - i) as f64 - 3.0 + 2.0 * self.eta) * t[i * self.k + i].ln()).sum())
     }
-    fn potential_data_sum(&self, _: &[f64], _: &[usize]) -> Option<f64> {
-        Some(0.0)
+    fn potential_data_sum(&self, _: &[f64], _: &[usize]) -> Result<f64> {
+        Ok(0.0)
     }
 }
 

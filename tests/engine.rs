@@ -86,14 +86,16 @@ impl Model for NanAfter {
     fn n_data(&self) -> usize {
         self.inner.n_data()
     }
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
-        self.inner.grad_prior(theta, out);
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
+        self.inner.grad_prior(theta, out)?;
+        Ok(())
     }
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
-        self.inner.grad_data_sum(theta, idx, out);
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.inner.grad_data_sum(theta, idx, out)?;
         if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= self.from_call {
             out[0] = f64::NAN;
         }
+        Ok(())
     }
 }
 

@@ -109,21 +109,23 @@ impl Model for Custom {
     fn n_data(&self) -> usize {
         self.n
     }
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         out.copy_from_slice(theta);
+        Ok(())
     }
-    fn grad_data_sum(&self, theta: &[f64], _idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], _idx: &[usize], out: &mut [f64]) -> Result<()> {
         let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
         let v = if call >= self.nan_from_call { f64::NAN } else { 0.0 };
         for (o, t) in out.iter_mut().zip(theta) {
             *o = t * 0.0 + v;
         }
+        Ok(())
     }
-    fn potential_prior(&self, _theta: &[f64]) -> Option<f64> {
-        self.potential
+    fn potential_prior(&self, _theta: &[f64]) -> Result<f64> {
+        self.potential.ok_or(Error::Unsupported { method: "potential_prior", needed_by: "a potential" })
     }
-    fn potential_data_sum(&self, _theta: &[f64], _idx: &[usize]) -> Option<f64> {
-        self.potential
+    fn potential_data_sum(&self, _theta: &[f64], _idx: &[usize]) -> Result<f64> {
+        self.potential.ok_or(Error::Unsupported { method: "potential_data_sum", needed_by: "a potential" })
     }
 }
 
@@ -206,6 +208,45 @@ fn missing_model_methods_are_unsupported() {
     let mut out = [0.0; 2];
     assert!(matches!(m.hvp_data_sum(&[0.0; 2], &[1.0; 2], &[0], &mut out), Err(Error::Unsupported { .. })));
     assert!(matches!(m.hvp_prior(&[0.0; 2], &[1.0; 2], &mut out), Err(Error::Unsupported { .. })));
+    assert!(e.is_unsupported() && m.potential_data_sum(&[0.0; 2], &[0]).unwrap_err().is_unsupported());
+    // Without potentials the model check falls back to the curvature test; with them it compares.
+    assert!(!check_model(&m, &[0.0; 2], &CheckSettings::default()).unwrap().used_potentials);
+    let with = Custom { potential: Some(0.0), ..Custom::new(10, 2) };
+    assert!(check_model(&with, &[0.0; 2], &CheckSettings::default()).unwrap().used_potentials);
+}
+
+/// A potential that fails (not "not provided") is the model's error, not a reason to skip the
+/// comparison with finite differences: `check_model`, MALA and runs report it.
+#[test]
+fn a_failing_potential_is_reported_not_read_as_absent() {
+    struct BadPotential(LinearGaussian);
+    impl Model for BadPotential {
+        fn dim(&self) -> usize {
+            self.0.dim()
+        }
+        fn n_data(&self) -> usize {
+            self.0.n_data()
+        }
+        fn grad_prior(&self, t: &[f64], out: &mut [f64]) -> Result<()> {
+            self.0.grad_prior(t, out)
+        }
+        fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+            self.0.grad_data_sum(t, idx, out)
+        }
+        fn potential_prior(&self, t: &[f64]) -> Result<f64> {
+            self.0.potential_prior(t)
+        }
+        fn potential_data_sum(&self, _: &[f64], _: &[usize]) -> Result<f64> {
+            Err(Error::model_failure("potential_data_sum", "engine exploded"))
+        }
+    }
+    let m = BadPotential(LinearGaussian::synthetic(50, 2, 1.0, 1.0, 3).unwrap());
+    let e = check_model(&m, &[0.1, 0.2], &CheckSettings::default()).unwrap_err();
+    assert!(matches!(&e, Error::ModelFailure { method: "potential_data_sum", .. }), "{e}");
+    assert!(!e.is_unsupported());
+    let mala = Mala::new(MalaSettings::fixed(1e-3)).unwrap();
+    let e = run(&m, &mala, &[0.1, 0.2], &RunSettings { check_model: false, ..quick() }).unwrap_err();
+    assert!(matches!(e.root(), Error::ModelFailure { method: "potential_data_sum", iteration: Some(0), .. }), "{e}");
 }
 
 /// A sampler that keeps no gradient (the trait's default), to test storage requests.
@@ -285,7 +326,7 @@ fn errors_display_their_details() {
 }
 
 /// A model whose gradient fails (as an AD engine can) on its `fail_at`-th call of
-/// `try_grad_data_sum`: the failure comes back as `ModelFailure` with the sampler's iteration
+/// `grad_data_sum`: the failure comes back as `ModelFailure` with the sampler's iteration
 /// and the chain, from every sampler family, and the run stops; nothing panics.
 struct Failing {
     inner: LinearGaussian,
@@ -300,25 +341,19 @@ impl Model for Failing {
     fn n_data(&self) -> usize {
         self.inner.n_data()
     }
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         self.inner.grad_prior(theta, out)
     }
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
-        if self.try_grad_data_sum(theta, idx, out).is_err() {
-            out.fill(f64::NAN);
-        }
-    }
-    fn try_grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         if self.calls.fetch_add(1, Ordering::SeqCst) + 1 == self.fail_at {
             return Err(Error::model_failure("grad_data_sum", "engine exploded"));
         }
-        self.inner.grad_data_sum(theta, idx, out);
-        Ok(())
+        self.inner.grad_data_sum(theta, idx, out)
     }
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+    fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
         self.inner.potential_prior(theta)
     }
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
         self.inner.potential_data_sum(theta, idx)
     }
 }
@@ -380,10 +415,10 @@ impl Model for Panics {
     fn n_data(&self) -> usize {
         self.inner.n_data()
     }
-    fn grad_prior(&self, t: &[f64], o: &mut [f64]) {
+    fn grad_prior(&self, t: &[f64], o: &mut [f64]) -> Result<()> {
         self.inner.grad_prior(t, o)
     }
-    fn grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) {
+    fn grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) -> Result<()> {
         if self.calls.fetch_add(1, Ordering::SeqCst) + 1 == self.at {
             panic!("the model panicked on purpose");
         }

@@ -16,7 +16,7 @@ fn per_datum_gradients(model: &LogisticRegression, theta: &[f64]) -> Vec<Vec<f64
     (0..model.n_data())
         .map(|i| {
             let mut g = vec![0.0; model.dim()];
-            model.grad_data_sum(theta, &[i], &mut g);
+            model.grad_data_sum(theta, &[i], &mut g).unwrap();
             g
         })
         .collect()

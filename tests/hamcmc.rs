@@ -137,10 +137,10 @@ impl Model for Recording {
     fn n_data(&self) -> usize {
         self.inner.n_data()
     }
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         self.inner.grad_prior(theta, out)
     }
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         self.points.lock().unwrap().push(theta.to_vec());
         self.inner.grad_data_sum(theta, idx, out)
     }
@@ -149,8 +149,8 @@ impl Model for Recording {
 fn full_grad(m: &LinearGaussian, theta: &[f64]) -> Vec<f64> {
     let all: Vec<usize> = (0..m.n_data()).collect();
     let (mut g, mut p) = (vec![0.0; m.dim()], vec![0.0; m.dim()]);
-    m.grad_data_sum(theta, &all, &mut g);
-    m.grad_prior(theta, &mut p);
+    m.grad_data_sum(theta, &all, &mut g).unwrap();
+    m.grad_prior(theta, &mut p).unwrap();
     g.iter().zip(&p).map(|(a, b)| a + b).collect()
 }
 

@@ -230,10 +230,10 @@ fn taylor_estimator_is_unbiased_and_second_order() {
         fn n_data(&self) -> usize {
             self.0.n_data()
         }
-        fn grad_prior(&self, t: &[f64], o: &mut [f64]) {
+        fn grad_prior(&self, t: &[f64], o: &mut [f64]) -> Result<()> {
             self.0.grad_prior(t, o)
         }
-        fn grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) {
+        fn grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) -> Result<()> {
             self.0.grad_data_sum(t, i, o)
         }
     }

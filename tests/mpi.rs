@@ -87,15 +87,10 @@ impl<M: Model> Model for FailsOnRank<M> {
     fn n_data(&self) -> usize {
         self.inner.n_data()
     }
-    fn grad_prior(&self, t: &[f64], o: &mut [f64]) {
+    fn grad_prior(&self, t: &[f64], o: &mut [f64]) -> Result<()> {
         self.inner.grad_prior(t, o)
     }
-    fn grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) {
-        if self.try_grad_data_sum(t, i, o).is_err() {
-            o.fill(f64::NAN);
-        }
-    }
-    fn try_grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) -> Result<()> {
+    fn grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) -> Result<()> {
         if self.fail && self.calls.fetch_add(1, Ordering::SeqCst) + 1 == self.fail_at {
             match self.how {
                 How::Error => return Err(Error::model_failure("grad_data_sum", "forced failure")),
@@ -106,7 +101,7 @@ impl<M: Model> Model for FailsOnRank<M> {
                 How::Panic => panic!("forced panic in the model at call {}", self.fail_at),
             }
         }
-        self.inner.try_grad_data_sum(t, i, o)
+        self.inner.grad_data_sum(t, i, o)
     }
 }
 
@@ -120,11 +115,13 @@ impl Model for Empty {
     fn n_data(&self) -> usize {
         0
     }
-    fn grad_prior(&self, _: &[f64], o: &mut [f64]) {
-        o.fill(0.0)
+    fn grad_prior(&self, _: &[f64], o: &mut [f64]) -> Result<()> {
+        o.fill(0.0);
+        Ok(())
     }
-    fn grad_data_sum(&self, _: &[f64], _: &[usize], o: &mut [f64]) {
-        o.fill(0.0)
+    fn grad_data_sum(&self, _: &[f64], _: &[usize], o: &mut [f64]) -> Result<()> {
+        o.fill(0.0);
+        Ok(())
     }
 }
 

@@ -15,10 +15,10 @@ impl Model for NoHvp<'_> {
     fn n_data(&self) -> usize {
         self.0.n_data()
     }
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         self.0.grad_prior(theta, out)
     }
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         self.0.grad_data_sum(theta, idx, out)
     }
 }

@@ -183,11 +183,13 @@ fn svrg_and_saga_count_their_cost_and_memory() {
         fn n_data(&self) -> usize {
             1 << 40
         }
-        fn grad_prior(&self, _: &[f64], out: &mut [f64]) {
-            out.fill(0.0)
+        fn grad_prior(&self, _: &[f64], out: &mut [f64]) -> Result<()> {
+            out.fill(0.0);
+            Ok(())
         }
-        fn grad_data_sum(&self, _: &[f64], _: &[usize], out: &mut [f64]) {
-            out.fill(0.0)
+        fn grad_data_sum(&self, _: &[f64], _: &[usize], out: &mut [f64]) -> Result<()> {
+            out.fill(0.0);
+            Ok(())
         }
     }
     let mut saga = Saga::new(10);

@@ -137,12 +137,12 @@ impl ControlVariate {
             // One pass that yields every per-datum gradient; their sum is the data part of ∇U(θ̂).
             let mut cache = vec![0.0; n * d];
             for (i, row) in cache.chunks_exact_mut(d).enumerate() {
-                model.try_grad_data_sum(centre, &[i], row)?;
+                model.grad_data_sum(centre, &[i], row)?;
                 for (f, r) in full_grad.iter_mut().zip(row.iter()) {
                     *f += r;
                 }
             }
-            model.try_grad_prior(centre, &mut prior_grad)?;
+            model.grad_prior(centre, &mut prior_grad)?;
             for (f, p) in full_grad.iter_mut().zip(&prior_grad) {
                 *f += p;
             }
@@ -151,7 +151,7 @@ impl ControlVariate {
         } else {
             let mut rng = crate::numeric::rng::stream(0, &[0]);
             full.estimate(model, centre, &mut rng, &mut full_grad)?;
-            model.try_grad_prior(centre, &mut prior_grad)?;
+            model.grad_prior(centre, &mut prior_grad)?;
             setup.datum_gradients += full.n_datum_gradients();
             None
         };
@@ -222,7 +222,7 @@ fn cv_eval<M: Model + ?Sized>(
     buf_prior: &mut [f64],
 ) -> Result<u64> {
     let mut used = idx.len() as u64;
-    model.try_grad_data_sum(theta, idx, out)?;
+    model.grad_data_sum(theta, idx, out)?;
     match &c.cache {
         Some(cache) => {
             let d = c.theta_hat.len();
@@ -234,11 +234,11 @@ fn cv_eval<M: Model + ?Sized>(
             }
         }
         None => {
-            model.try_grad_data_sum(&c.theta_hat, idx, buf_hat)?;
+            model.grad_data_sum(&c.theta_hat, idx, buf_hat)?;
             used += idx.len() as u64;
         }
     }
-    model.try_grad_prior(theta, buf_prior)?;
+    model.grad_prior(theta, buf_prior)?;
     let scale = c.n_data as f64 / idx.len() as f64;
     for ((((o, h), p), fg), pg) in
         out.iter_mut().zip(buf_hat.iter()).zip(buf_prior.iter()).zip(&c.full_grad).zip(&c.prior_grad)

@@ -134,8 +134,8 @@ impl GradientEstimator for FullGradient {
     fn resample<R: Rng + ?Sized>(&mut self, _rng: &mut R) {}
 
     fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) -> Result<()> {
-        model.try_grad_data_sum(theta, &self.all, out)?;
-        model.try_grad_prior(theta, &mut self.scratch)?;
+        model.grad_data_sum(theta, &self.all, out)?;
+        model.grad_prior(theta, &mut self.scratch)?;
         for (o, s) in out.iter_mut().zip(&self.scratch) {
             *o += s;
         }
@@ -344,8 +344,8 @@ impl GradientEstimator for Minibatch {
 
     #[inline]
     fn eval<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], out: &mut [f64]) -> Result<()> {
-        model.try_grad_data_sum(theta, self.sub.indices(), out)?;
-        model.try_grad_prior(theta, &mut self.scratch)?;
+        model.grad_data_sum(theta, self.sub.indices(), out)?;
+        model.grad_prior(theta, &mut self.scratch)?;
         let scale = self.sub.scale();
         for (o, s) in out.iter_mut().zip(&self.scratch) {
             *o = scale * *o + s;
@@ -388,8 +388,8 @@ impl SubsampledEstimator for Minibatch {
 
     #[inline]
     fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
-        model.try_grad_data_sum(theta, idx, out)?;
-        model.try_grad_prior(theta, &mut self.scratch)?;
+        model.grad_data_sum(theta, idx, out)?;
+        model.grad_prior(theta, &mut self.scratch)?;
         let scale = model.n_data() as f64 / idx.len() as f64;
         for (o, s) in out.iter_mut().zip(&self.scratch) {
             *o = scale * *o + s;

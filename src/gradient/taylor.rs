@@ -72,14 +72,14 @@ impl Taylor {
         let cache = if settings.cache_centre_gradients {
             let mut cache = vec![0.0; n * d];
             for (i, row) in cache.chunks_exact_mut(d).enumerate() {
-                model.try_grad_data_sum(theta0, &[i], row)?;
+                model.grad_data_sum(theta0, &[i], row)?;
                 for (g, r) in data_grad0.iter_mut().zip(row.iter()) {
                     *g += r;
                 }
             }
             Some(cache)
         } else {
-            model.try_grad_data_sum(theta0, &all, &mut data_grad0)?;
+            model.grad_data_sum(theta0, &all, &mut data_grad0)?;
             None
         };
         setup.datum_gradients += n as u64;
@@ -131,7 +131,7 @@ impl Taylor {
             *v = t - t0;
         }
         // A = Σ_S ∇Uᵣ(θ) into out.
-        model.try_grad_data_sum(theta, idx, out)?;
+        model.grad_data_sum(theta, idx, out)?;
         self.grads += idx.len() as u64;
         // B = Σ_S ∇Uᵣ(θ₀).
         match &e.cache {
@@ -144,14 +144,14 @@ impl Taylor {
                 }
             }
             None => {
-                model.try_grad_data_sum(&e.theta0, idx, &mut self.buf_b)?;
+                model.grad_data_sum(&e.theta0, idx, &mut self.buf_b)?;
                 self.grads += idx.len() as u64;
             }
         }
         // C = Σ_S ∇²Uᵣ(θ₀) v.
         model.hvp_data_sum(&e.theta0, &self.buf_v, idx, &mut self.buf_hv)?;
         self.hvps += idx.len() as u64;
-        model.try_grad_prior(theta, &mut self.buf_a)?;
+        model.grad_prior(theta, &mut self.buf_a)?;
         let scale = e.n_data as f64 / idx.len() as f64;
         for (i, o) in out.iter_mut().enumerate() {
             let hv: f64 = e.hess_data[i * d..(i + 1) * d].iter().zip(&self.buf_v).map(|(a, b)| a * b).sum();

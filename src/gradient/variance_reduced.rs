@@ -134,14 +134,14 @@ impl Svrg {
         if self.snapshot.is_empty() || self.since > self.epoch_len {
             self.snapshot.clear();
             self.snapshot.extend_from_slice(theta);
-            model.try_grad_data_sum(theta, &self.all, &mut self.snapshot_grad)?;
+            model.grad_data_sum(theta, &self.all, &mut self.snapshot_grad)?;
             self.count += self.all.len() as u64;
             self.refreshes += 1;
             self.since = 1;
         }
-        model.try_grad_data_sum(theta, idx, out)?;
-        model.try_grad_data_sum(&self.snapshot, idx, &mut self.buf)?;
-        model.try_grad_prior(theta, &mut self.prior)?;
+        model.grad_data_sum(theta, idx, out)?;
+        model.grad_data_sum(&self.snapshot, idx, &mut self.buf)?;
+        model.grad_prior(theta, &mut self.prior)?;
         self.count += 2 * idx.len() as u64;
         for (((o, b), p), g) in out.iter_mut().zip(&self.buf).zip(&self.prior).zip(&self.snapshot_grad) {
             *o = p + g + scale * (*o - b);
@@ -300,7 +300,7 @@ impl Saga {
         if !self.filled {
             self.sum.fill(0.0);
             for (i, row) in self.table.chunks_exact_mut(d).enumerate() {
-                model.try_grad_data_sum(theta, &[i], row)?;
+                model.grad_data_sum(theta, &[i], row)?;
                 for (s, r) in self.sum.iter_mut().zip(row.iter()) {
                     *s += r;
                 }
@@ -312,14 +312,14 @@ impl Saga {
         // in `rows` (n × d, allocated once) for the update.
         out.fill(0.0);
         for (&i, row) in idx.iter().zip(self.rows.chunks_exact_mut(d)) {
-            model.try_grad_data_sum(theta, &[i], row)?;
+            model.grad_data_sum(theta, &[i], row)?;
             let g = &self.table[i * d..(i + 1) * d];
             for ((o, r), t) in out.iter_mut().zip(row.iter()).zip(g) {
                 *o += r - t;
             }
         }
         self.count += idx.len() as u64;
-        model.try_grad_prior(theta, &mut self.prior)?;
+        model.grad_prior(theta, &mut self.prior)?;
         for ((o, p), s) in out.iter_mut().zip(&self.prior).zip(&self.sum) {
             *o = p + s + scale * *o;
         }

@@ -109,8 +109,8 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
     let mut gp = vec![0.0; d];
     let mut gd = vec![0.0; d];
     let eval = |x: &[f64], gp: &mut [f64], gd: &mut [f64], cost: &mut Cost| -> Result<()> {
-        model.try_grad_prior(x, gp)?;
-        model.try_grad_data_sum(x, &idx, gd)?;
+        model.grad_prior(x, gp)?;
+        model.grad_data_sum(x, &idx, gd)?;
         cost.datum_gradients += b as u64;
         if !all_finite(gp) || !all_finite(gd) {
             return Err(Error::NonFiniteGradient { iteration: 0 });
@@ -134,7 +134,13 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
         dirs.push(v.iter().map(|x| x / nv).collect());
     }
     let shifted = |v: &[f64], s: f64| -> Vec<f64> { theta.iter().zip(v).map(|(t, v)| t + s * v).collect() };
-    let has_potentials = model.potential_prior(theta).is_some() && model.potential_data_sum(theta, &idx).is_some();
+    // Potentials the model does not provide mean the sign-only check; any other failure is the
+    // model's error.
+    let has_potentials = match (model.potential_prior(theta), model.potential_data_sum(theta, &idx)) {
+        (Ok(_), Ok(_)) => true,
+        (Err(e), _) | (_, Err(e)) if !e.is_unsupported() => return Err(e),
+        _ => false,
+    };
     let (mut prior_err, mut data_err) = (0.0f64, 0.0f64);
     let sqrt_d = (d as f64).sqrt();
     let base_h = 1e-4 * norm(theta).max(1.0);
@@ -174,8 +180,8 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
             let (up, um) = (f(&shifted(v, h))?, f(&shifted(v, -h))?);
             Some(((up - um) / (2.0 * h), f64::EPSILON * (up.abs() + um.abs()) / h))
         };
-        let prior = |x: &[f64]| model.potential_prior(x);
-        let data = |x: &[f64]| model.potential_data_sum(x, &idx);
+        let prior = |x: &[f64]| model.potential_prior(x).ok();
+        let data = |x: &[f64]| model.potential_data_sum(x, &idx).ok();
         cost.datum_potentials += 4 * b as u64;
         let (Some((fp, rp)), Some((fp2, _))) = (fd(&prior, h), fd(&prior, 2.0 * h)) else { continue };
         let (Some((fdd, rd)), Some((fdd2, _))) = (fd(&data, h), fd(&data, 2.0 * h)) else { continue };

@@ -799,20 +799,24 @@ fn with_scratch<R>(d: usize, f: impl FnOnce(&mut [Vec<f64>; 4]) -> R) -> R {
 ///
 /// ```
 /// use sgmcmc::prelude::*;
-/// use sgmcmc::{Constrained, Layout};
+/// use sgmcmc::{Constrained, Layout, Result};
 ///
 /// /// Exponential data with rate λ > 0, prior Gamma(2, 1): posterior Gamma(2 + N, 1 + Σx).
 /// struct Rate(Vec<f64>);
 /// impl Model for Rate {
 ///     fn dim(&self) -> usize { 1 }
 ///     fn n_data(&self) -> usize { self.0.len() }
-///     fn grad_prior(&self, t: &[f64], out: &mut [f64]) { out[0] = -1.0 / t[0] + 1.0; }
-///     fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) {
-///         out[0] = idx.iter().map(|&i| -1.0 / t[0] + self.0[i]).sum();
+///     fn grad_prior(&self, t: &[f64], out: &mut [f64]) -> Result<()> {
+///         out[0] = -1.0 / t[0] + 1.0;
+///         Ok(())
 ///     }
-///     fn potential_prior(&self, t: &[f64]) -> Option<f64> { Some(-t[0].ln() + t[0]) }
-///     fn potential_data_sum(&self, t: &[f64], idx: &[usize]) -> Option<f64> {
-///         Some(idx.iter().map(|&i| -t[0].ln() + t[0] * self.0[i]).sum())
+///     fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+///         out[0] = idx.iter().map(|&i| -1.0 / t[0] + self.0[i]).sum();
+///         Ok(())
+///     }
+///     fn potential_prior(&self, t: &[f64]) -> Result<f64> { Ok(-t[0].ln() + t[0]) }
+///     fn potential_data_sum(&self, t: &[f64], idx: &[usize]) -> Result<f64> {
+///         Ok(idx.iter().map(|&i| -t[0].ln() + t[0] * self.0[i]).sum())
 ///     }
 /// }
 ///
@@ -948,30 +952,16 @@ impl<M: Model> Model for Constrained<M> {
         self.model.n_data()
     }
 
-    fn grad_prior(&self, phi: &[f64], out: &mut [f64]) {
-        if self.try_grad_prior(phi, out).is_err() {
-            out.fill(f64::NAN);
-        }
+    fn grad_prior(&self, phi: &[f64], out: &mut [f64]) -> Result<()> {
+        self.pull_back(phi, out, 1.0, |t, g| self.model.grad_prior(t, g))
     }
 
-    fn grad_data_sum(&self, phi: &[f64], idx: &[usize], out: &mut [f64]) {
-        if self.try_grad_data_sum(phi, idx, out).is_err() {
-            out.fill(f64::NAN);
-        }
+    fn grad_data_sum(&self, phi: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.pull_back(phi, out, 0.0, |t, g| self.model.grad_data_sum(t, idx, g))
     }
 
-    fn try_grad_prior(&self, phi: &[f64], out: &mut [f64]) -> Result<()> {
-        self.pull_back(phi, out, 1.0, |t, g| self.model.try_grad_prior(t, g))
-    }
-
-    fn try_grad_data_sum(&self, phi: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
-        self.pull_back(phi, out, 0.0, |t, g| self.model.try_grad_data_sum(t, idx, g))
-    }
-
-    fn potential_prior(&self, phi: &[f64]) -> Option<f64> {
-        if phi.len() != self.dim {
-            return None;
-        }
+    fn potential_prior(&self, phi: &[f64]) -> Result<f64> {
+        check_len("unconstrained parameters", self.dim, phi.len())?;
         with_scratch(self.layout.dim(), |[theta, ..]| {
             let mut lj = 0.0;
             self.layout.forward(phi, theta, Some(&mut lj));
@@ -979,10 +969,8 @@ impl<M: Model> Model for Constrained<M> {
         })
     }
 
-    fn potential_data_sum(&self, phi: &[f64], idx: &[usize]) -> Option<f64> {
-        if phi.len() != self.dim {
-            return None;
-        }
+    fn potential_data_sum(&self, phi: &[f64], idx: &[usize]) -> Result<f64> {
+        check_len("unconstrained parameters", self.dim, phi.len())?;
         with_scratch(self.layout.dim(), |[theta, ..]| {
             self.layout.forward(phi, theta, None);
             self.model.potential_data_sum(theta, idx)
@@ -990,7 +978,7 @@ impl<M: Model> Model for Constrained<M> {
     }
 
     fn hvp_prior(&self, phi: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
-        self.hvp(phi, v, out, 1.0, |t, g| self.model.try_grad_prior(t, g), |t, w, h| self.model.hvp_prior(t, w, h))
+        self.hvp(phi, v, out, 1.0, |t, g| self.model.grad_prior(t, g), |t, w, h| self.model.hvp_prior(t, w, h))
     }
 
     fn hvp_data_sum(&self, phi: &[f64], v: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
@@ -999,7 +987,7 @@ impl<M: Model> Model for Constrained<M> {
             v,
             out,
             0.0,
-            |t, g| self.model.try_grad_data_sum(t, idx, g),
+            |t, g| self.model.grad_data_sum(t, idx, g),
             |t, w, h| self.model.hvp_data_sum(t, w, idx, h),
         )
     }

@@ -443,7 +443,7 @@ impl Model for Glm {
         self.rows.n
     }
 
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         let nc = self.n_coef();
         for (o, t) in out[..nc].iter_mut().zip(theta) {
             *o = t * self.inv_prior;
@@ -451,33 +451,34 @@ impl Model for Glm {
         if self.family.has_aux() {
             out[nc] = self.aux_rate;
         }
+        Ok(())
     }
 
     /// By blocks of 16 rows, in index order (the order depends on `idx` only); allocates
     /// nothing.
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
         for block in idx.chunks(BLOCK) {
             self.add_block(theta, block, out);
         }
+        Ok(())
     }
 
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+    fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
         let nc = self.n_coef();
         let aux = if self.family.has_aux() { self.aux_rate * theta[nc] } else { 0.0 };
-        Some(0.5 * self.inv_prior * dot(&theta[..nc], &theta[..nc]) + aux)
+        Ok(0.5 * self.inv_prior * dot(&theta[..nc], &theta[..nc]) + aux)
     }
 
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
         let (beta, aux) = (self.beta(theta), self.aux(theta));
-        Some(
-            idx.iter()
-                .map(|&i| {
-                    let eta = dot(self.rows.row(i), beta) + self.eta_shift(theta, i);
-                    self.weight(i) * self.potential(eta, i, aux)
-                })
-                .sum(),
-        )
+        Ok(idx
+            .iter()
+            .map(|&i| {
+                let eta = dot(self.rows.row(i), beta) + self.eta_shift(theta, i);
+                self.weight(i) * self.potential(eta, i, aux)
+            })
+            .sum())
     }
 
     fn hvp_prior(&self, _theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {

@@ -34,8 +34,8 @@ impl<'a, M: Model + ?Sized> Hessian<'a, M> {
 
     pub(crate) fn grad(&mut self, x: &[f64], out: &mut [f64]) -> Result<()> {
         let (_, _, tmp) = &mut self.buf;
-        self.model.try_grad_data_sum(x, &self.all, out)?;
-        self.model.try_grad_prior(x, tmp)?;
+        self.model.grad_data_sum(x, &self.all, out)?;
+        self.model.grad_prior(x, tmp)?;
         out.iter_mut().zip(tmp.iter()).for_each(|(o, t)| *o += t);
         self.cost.datum_gradients += self.all.len() as u64;
         if all_finite(out) { Ok(()) } else { Err(Error::NonFiniteGradient { iteration: 0 }) }

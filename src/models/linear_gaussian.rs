@@ -147,35 +147,36 @@ impl Model for LinearGaussian {
         self.rows.n
     }
 
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         for (o, t) in out.iter_mut().zip(theta) {
             *o = t * self.inv_prior;
         }
+        Ok(())
     }
 
     #[inline]
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
         for &i in idx {
             let a = self.rows.row(i);
             let r = (dot(a, theta) - self.targets[i]) * self.inv_noise;
             axpy(r, a, out);
         }
+        Ok(())
     }
 
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
-        Some(0.5 * self.inv_prior * dot(theta, theta))
+    fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
+        Ok(0.5 * self.inv_prior * dot(theta, theta))
     }
 
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
-        Some(
-            idx.iter()
-                .map(|&i| {
-                    let r = dot(self.rows.row(i), theta) - self.targets[i];
-                    0.5 * self.inv_noise * r * r
-                })
-                .sum(),
-        )
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
+        Ok(idx
+            .iter()
+            .map(|&i| {
+                let r = dot(self.rows.row(i), theta) - self.targets[i];
+                0.5 * self.inv_noise * r * r
+            })
+            .sum())
     }
 
     fn hvp_prior(&self, _theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {

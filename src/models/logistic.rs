@@ -221,8 +221,8 @@ impl LogisticRegression {
         let mut gp = vec![0.0; d];
         let tol = 1e-10 * (1.0 + self.rows.n as f64);
         for it in 0..100u64 {
-            self.grad_data_sum(&theta, &all, &mut g);
-            self.grad_prior(&theta, &mut gp);
+            self.grad_data_sum(&theta, &all, &mut g)?;
+            self.grad_prior(&theta, &mut gp)?;
             for (a, b) in g.iter_mut().zip(&gp) {
                 *a += b;
             }
@@ -260,10 +260,11 @@ impl Model for LogisticRegression {
         self.rows.n
     }
 
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         for (o, t) in out.iter_mut().zip(theta) {
             *o = t * self.inv_prior;
         }
+        Ok(())
     }
 
     /// By blocks of 16 indices (see `add_block_gradient`), adding the rows in index order: the
@@ -272,7 +273,7 @@ impl Model for LogisticRegression {
     /// nothing; the residuals `σ(z) − y` keep their relative accuracy where they are tiny, and
     /// the sigmoid cannot overflow.
     #[inline]
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
         let prefetch = self.rows.worth_prefetching();
         let mut touched = 0;
@@ -284,21 +285,21 @@ impl Model for LogisticRegression {
             self.add_block_gradient(theta, block, out);
         }
         std::hint::black_box(touched);
+        Ok(())
     }
 
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
-        Some(0.5 * self.inv_prior * dot(theta, theta))
+    fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
+        Ok(0.5 * self.inv_prior * dot(theta, theta))
     }
 
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
-        Some(
-            idx.iter()
-                .map(|&i| {
-                    let z = dot(self.rows.row(i), theta);
-                    softplus(z) - self.labels[i] * z
-                })
-                .sum(),
-        )
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
+        Ok(idx
+            .iter()
+            .map(|&i| {
+                let z = dot(self.rows.row(i), theta);
+                softplus(z) - self.labels[i] * z
+            })
+            .sum())
     }
 
     fn hvp_prior(&self, _theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
@@ -330,7 +331,7 @@ mod tests {
         let all: Vec<usize> = (0..50).collect();
         let theta = [0.3, -0.2, 0.5, 0.1];
         let mut g = [0.0; 4];
-        m.grad_data_sum(&theta, &all, &mut g);
+        m.grad_data_sum(&theta, &all, &mut g).unwrap();
         let h = 1e-6;
         for j in 0..4 {
             let mut tp = theta;
@@ -346,8 +347,8 @@ mod tests {
         let tp: Vec<f64> = theta.iter().zip(&v).map(|(t, v)| t + h * v).collect();
         let tm: Vec<f64> = theta.iter().zip(&v).map(|(t, v)| t - h * v).collect();
         let (mut gp, mut gm) = ([0.0; 4], [0.0; 4]);
-        m.grad_data_sum(&tp, &all, &mut gp);
-        m.grad_data_sum(&tm, &all, &mut gm);
+        m.grad_data_sum(&tp, &all, &mut gp).unwrap();
+        m.grad_data_sum(&tm, &all, &mut gm).unwrap();
         for j in 0..4 {
             let fd = (gp[j] - gm[j]) / (2.0 * h);
             assert!((fd - hv[j]).abs() < 1e-6 * (1.0 + hv[j].abs()), "hvp {j}: {fd} vs {}", hv[j]);
@@ -405,7 +406,7 @@ mod tests {
                 for len in 1..=3 * BLOCK + 1 {
                     let idx: Vec<usize> = (0..len).map(|k| (k * 7919) % n % (len + 3)).collect();
                     let mut got = vec![f64::NAN; d];
-                    m.grad_data_sum(&theta, &idx, &mut got);
+                    m.grad_data_sum(&theta, &idx, &mut got).unwrap();
                     let mut want = vec![0.0; d];
                     for &i in &idx {
                         let x = m.rows.row(i);
@@ -429,8 +430,8 @@ mod tests {
         let map = m.map().unwrap();
         let all: Vec<usize> = (0..2_000).collect();
         let (mut g, mut gp) = ([0.0; 3], [0.0; 3]);
-        m.grad_data_sum(map.as_slice().unwrap(), &all, &mut g);
-        m.grad_prior(map.as_slice().unwrap(), &mut gp);
+        m.grad_data_sum(map.as_slice().unwrap(), &all, &mut g).unwrap();
+        m.grad_prior(map.as_slice().unwrap(), &mut gp).unwrap();
         for j in 0..3 {
             assert!((g[j] + gp[j]).abs() < 1e-6);
         }

@@ -24,26 +24,29 @@ use crate::error::{Error, Result};
 ///
 /// Optional methods, with documented defaults:
 /// - [`potential_prior`](Model::potential_prior) / [`potential_data_sum`](Model::potential_data_sum):
-///   needed by MALA and by diagnostics; default `None` ("not available").
+///   needed by MALA, by the gradient check and by diagnostics;
 /// - [`hvp_prior`](Model::hvp_prior) / [`hvp_data_sum`](Model::hvp_data_sum): Hessian-vector
-///   products, needed by the Taylor gradient estimator of ML-SGLD; default
-///   [`Error::Unsupported`].
+///   products, used by the Taylor gradient estimator of ML-SGLD and by the tuner (which otherwise
+///   differences gradients).
 ///
-/// # Fallible gradients
+/// # One failure convention
 ///
-/// Samplers and estimators call [`try_grad_prior`](Model::try_grad_prior) and
-/// [`try_grad_data_sum`](Model::try_grad_data_sum), whose defaults call the infallible methods
-/// and return `Ok`. A model whose gradient can fail (an automatic-differentiation engine, as
-/// in the adapters of features `candle` and `forward-ad`) overrides them to return
-/// [`Error::ModelFailure`](crate::Error::ModelFailure) with the engine's message; the sampler
-/// stamps it with the iteration and the run with the chain, and stops. Such a model's infallible
-/// methods should fill `out` with NaN on failure (a sampler would then report a non-finite
-/// gradient), never panic.
+/// Every method but `dim` and `n_data` returns [`Result`](crate::Result):
+/// - a method the model does not provide returns [`Error::Unsupported`] (the optional methods'
+///   default), which callers that can do without it (the gradient check, the tuner's Hessian)
+///   take as "not available" ([`Error::is_unsupported`]) and the others report;
+/// - a computation that fails (an automatic-differentiation engine, as in the adapters of
+///   features `candle` and `forward-ad`) returns [`Error::ModelFailure`] with the engine's
+///   message; the sampler stamps it with the iteration and the run with the chain, and stops.
+///
+/// A model that cannot fail ends its gradients with `Ok(())`. Non-finite values are not errors
+/// of the model: samplers check the gradients they receive and report
+/// [`Error::NonFiniteGradient`].
 ///
 /// Models take `&self` and are `Sync`, so many chains can share one model across threads.
 ///
 /// ```
-/// use sgmcmc::Model;
+/// use sgmcmc::{Model, Result};
 ///
 /// /// Gaussian mean with known unit variance and a N(0, 10² I) prior.
 /// struct GaussianMean { data: Vec<[f64; 2]> }
@@ -51,14 +54,16 @@ use crate::error::{Error, Result};
 /// impl Model for GaussianMean {
 ///     fn dim(&self) -> usize { 2 }
 ///     fn n_data(&self) -> usize { self.data.len() }
-///     fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+///     fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
 ///         for (o, t) in out.iter_mut().zip(theta) { *o = t / 100.0; }
+///         Ok(())
 ///     }
-///     fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+///     fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
 ///         out.fill(0.0);
 ///         for &i in idx {
 ///             for j in 0..2 { out[j] += theta[j] - self.data[i][j]; }
 ///         }
+///         Ok(())
 ///     }
 /// }
 /// ```
@@ -70,50 +75,37 @@ pub trait Model: Sync {
     fn n_data(&self) -> usize;
 
     /// Writes `∇U₀(θ)` (the gradient of the prior potential) into `out`, overwriting it.
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]);
+    ///
+    /// Errors: [`Error::ModelFailure`] if the computation fails.
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()>;
 
     /// Writes `Σ_{i ∈ idx} ∇Uᵢ(θ)` into `out`, overwriting it.
     ///
     /// `idx` may repeat indices (minibatches drawn with replacement): a repeated index counts
     /// as many times as it appears. Every index is `< n_data()`.
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]);
+    ///
+    /// Errors: [`Error::ModelFailure`] if the computation fails.
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()>;
 
-    /// [`grad_prior`](Model::grad_prior), for models whose gradient can fail: what samplers and
-    /// estimators call. Default: `grad_prior` and `Ok`.
-    #[inline]
-    fn try_grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
-        self.grad_prior(theta, out);
-        Ok(())
-    }
-
-    /// [`grad_data_sum`](Model::grad_data_sum), for models whose gradient can fail (errors:
-    /// [`Error::ModelFailure`](crate::Error::ModelFailure)): what samplers and estimators call.
-    /// Default: `grad_data_sum` and `Ok`.
-    #[inline]
-    fn try_grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
-        self.grad_data_sum(theta, idx, out);
-        Ok(())
-    }
-
-    /// The prior potential `U₀(θ)`, or `None` if the model does not provide it (the default).
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+    /// The prior potential `U₀(θ)`. Default: [`Error::Unsupported`] (not provided).
+    fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
         let _ = theta;
-        None
+        Err(Error::Unsupported { method: "potential_prior", needed_by: "a potential" })
     }
 
-    /// `Σ_{i ∈ idx} Uᵢ(θ)`, or `None` if the model does not provide it (the default).
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+    /// `Σ_{i ∈ idx} Uᵢ(θ)`. Default: [`Error::Unsupported`] (not provided).
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
         let _ = (theta, idx);
-        None
+        Err(Error::Unsupported { method: "potential_data_sum", needed_by: "a potential" })
     }
 
-    /// Writes `∇²U₀(θ) v` into `out`. Default: [`Error::Unsupported`].
+    /// Writes `∇²U₀(θ) v` into `out`. Default: [`Error::Unsupported`] (not provided).
     fn hvp_prior(&self, theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
         let _ = (theta, v, out);
         Err(Error::Unsupported { method: "hvp_prior", needed_by: "a Hessian-vector product" })
     }
 
-    /// Writes `Σ_{i ∈ idx} ∇²Uᵢ(θ) v` into `out`. Default: [`Error::Unsupported`].
+    /// Writes `Σ_{i ∈ idx} ∇²Uᵢ(θ) v` into `out`. Default: [`Error::Unsupported`] (not provided).
     fn hvp_data_sum(&self, theta: &[f64], v: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         let _ = (theta, v, idx, out);
         Err(Error::Unsupported { method: "hvp_data_sum", needed_by: "a Hessian-vector product" })
@@ -132,25 +124,17 @@ impl<M: Model + ?Sized> Model for &M {
         (**self).n_data()
     }
     #[inline]
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         (**self).grad_prior(theta, out)
     }
     #[inline]
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         (**self).grad_data_sum(theta, idx, out)
     }
-    #[inline]
-    fn try_grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
-        (**self).try_grad_prior(theta, out)
-    }
-    #[inline]
-    fn try_grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
-        (**self).try_grad_data_sum(theta, idx, out)
-    }
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+    fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
         (**self).potential_prior(theta)
     }
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
         (**self).potential_data_sum(theta, idx)
     }
     fn hvp_prior(&self, theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {

@@ -320,7 +320,7 @@ impl Model for Pmf {
         self.train.len()
     }
 
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         let split = self.train.n_users * self.rank;
         for (o, t) in out[..split].iter_mut().zip(&theta[..split]) {
             *o = t * self.inv_prior_w;
@@ -328,9 +328,10 @@ impl Model for Pmf {
         for (o, t) in out[split..].iter_mut().zip(&theta[split..]) {
             *o = t * self.inv_prior_h;
         }
+        Ok(())
     }
 
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
         let k = self.rank;
         for &r in idx {
@@ -341,30 +342,27 @@ impl Model for Pmf {
                 out[b + p] += e * theta[a + p];
             }
         }
+        Ok(())
     }
 
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+    fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
         let split = self.train.n_users * self.rank;
-        Some(
-            0.5 * self.inv_prior_w * dot(&theta[..split], &theta[..split])
-                + 0.5 * self.inv_prior_h * dot(&theta[split..], &theta[split..]),
-        )
+        Ok(0.5 * self.inv_prior_w * dot(&theta[..split], &theta[..split])
+            + 0.5 * self.inv_prior_h * dot(&theta[split..], &theta[split..]))
     }
 
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
-        Some(
-            idx.iter()
-                .map(|&r| {
-                    let e = self.predict(theta, self.train.users[r], self.train.items[r]) - self.train.values[r];
-                    0.5 * self.inv_noise * e * e
-                })
-                .sum(),
-        )
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
+        Ok(idx
+            .iter()
+            .map(|&r| {
+                let e = self.predict(theta, self.train.users[r], self.train.items[r]) - self.train.values[r];
+                0.5 * self.inv_noise * e * e
+            })
+            .sum())
     }
 
     fn hvp_prior(&self, _theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
-        self.grad_prior(v, out);
-        Ok(())
+        self.grad_prior(v, out)
     }
 
     fn hvp_data_sum(&self, theta: &[f64], v: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
@@ -398,9 +396,9 @@ mod tests {
         let all: Vec<usize> = (0..m.n_data()).collect();
         let d = m.dim();
         let mut g = vec![0.0; d];
-        m.grad_data_sum(&theta, &all, &mut g);
+        m.grad_data_sum(&theta, &all, &mut g).unwrap();
         let mut gp = vec![0.0; d];
-        m.grad_prior(&theta, &mut gp);
+        m.grad_prior(&theta, &mut gp).unwrap();
         let u = |t: &[f64]| m.potential_data_sum(t, &all).unwrap() + m.potential_prior(t).unwrap();
         let h = 1e-6;
         for j in 0..d {
@@ -417,8 +415,8 @@ mod tests {
         let tp: Vec<f64> = theta.iter().zip(&v).map(|(t, v)| t + h * v).collect();
         let tm: Vec<f64> = theta.iter().zip(&v).map(|(t, v)| t - h * v).collect();
         let (mut g1, mut g2) = (vec![0.0; d], vec![0.0; d]);
-        m.grad_data_sum(&tp, &all, &mut g1);
-        m.grad_data_sum(&tm, &all, &mut g2);
+        m.grad_data_sum(&tp, &all, &mut g1).unwrap();
+        m.grad_data_sum(&tm, &all, &mut g2).unwrap();
         for j in 0..d {
             let fd = (g1[j] - g2[j]) / (2.0 * h);
             assert!((fd - hv[j]).abs() < 1e-5 * (1.0 + fd.abs()), "hvp {j}: {fd} vs {}", hv[j]);

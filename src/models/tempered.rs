@@ -156,33 +156,23 @@ impl<M: Model> Model for Tempered<M> {
         self.model.n_data()
     }
 
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
-        self.model.grad_prior(theta, out);
-        scale(out, self.inv_prior);
-    }
-
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
-        self.model.grad_data_sum(theta, idx, out);
-        scale(out, self.inv_likelihood);
-    }
-
-    fn try_grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
-        self.model.try_grad_prior(theta, out)?;
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
+        self.model.grad_prior(theta, out)?;
         scale(out, self.inv_prior);
         Ok(())
     }
 
-    fn try_grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
-        self.model.try_grad_data_sum(theta, idx, out)?;
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.model.grad_data_sum(theta, idx, out)?;
         scale(out, self.inv_likelihood);
         Ok(())
     }
 
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+    fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
         self.model.potential_prior(theta).map(|u| if self.inv_prior == 1.0 { u } else { u * self.inv_prior })
     }
 
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
         self.model
             .potential_data_sum(theta, idx)
             .map(|u| if self.inv_likelihood == 1.0 { u } else { u * self.inv_likelihood })

@@ -247,14 +247,14 @@ impl ModelFingerprint {
         };
         for i in idx {
             g.iter_mut().for_each(|v| *v = 0.0);
-            if model.try_grad_data_sum(&theta, &[i], &mut g).is_err() {
+            if model.grad_data_sum(&theta, &[i], &mut g).is_err() {
                 return ModelFingerprint::shape(d, n);
             }
             let (weighted, size) = sums(&g);
             fp.data.push((i, weighted, size));
         }
         g.iter_mut().for_each(|v| *v = 0.0);
-        if model.try_grad_prior(&theta, &mut g).is_ok() {
+        if model.grad_prior(&theta, &mut g).is_ok() {
             let (weighted, size) = sums(&g);
             fp.data.push((PRIOR, weighted, size));
         }

@@ -329,7 +329,7 @@ pub fn run<M: Model + ?Sized, S: Sampler>(
 /// finished (they are not interrupted; chains not yet started may not start), and the run's
 /// output is lost. Under MPI a panic aborts the whole job
 /// instead (module `distributed`, feature `mpi`). Models should return errors through
-/// [`Model::try_grad_data_sum`] rather than panic.
+/// [`Model::grad_data_sum`] rather than panic.
 ///
 /// ```
 /// use sgmcmc::prelude::*;
@@ -695,16 +695,17 @@ impl RunawayDetector {
     }
 }
 
-/// `U(θ)` over all the data, in blocks of 4 096 items (`None` without potentials).
+/// `U(θ)` over all the data, in blocks of 4 096 items (`None` without potentials or when one
+/// fails: the runaway detector then trusts the norms alone).
 fn full_potential<M: Model + ?Sized>(model: &M, theta: &[f64]) -> Option<f64> {
     const BLOCK: usize = 4_096;
     let n = model.n_data();
-    let mut u = model.potential_prior(theta)?;
+    let mut u = model.potential_prior(theta).ok()?;
     let mut idx = Vec::with_capacity(n.min(BLOCK));
     for start in (0..n).step_by(BLOCK) {
         idx.clear();
         idx.extend(start..(start + BLOCK).min(n));
-        u += model.potential_data_sum(theta, &idx)?;
+        u += model.potential_data_sum(theta, &idx).ok()?;
     }
     Some(u)
 }
@@ -1113,17 +1114,19 @@ mod tests {
         fn n_data(&self) -> usize {
             1
         }
-        fn grad_prior(&self, _: &[f64], out: &mut [f64]) {
+        fn grad_prior(&self, _: &[f64], out: &mut [f64]) -> Result<()> {
             out[0] = 0.0;
+            Ok(())
         }
-        fn grad_data_sum(&self, t: &[f64], _: &[usize], out: &mut [f64]) {
+        fn grad_data_sum(&self, t: &[f64], _: &[usize], out: &mut [f64]) -> Result<()> {
             out[0] = t[0] - self.0;
+            Ok(())
         }
-        fn potential_prior(&self, _: &[f64]) -> Option<f64> {
-            Some(0.0)
+        fn potential_prior(&self, _: &[f64]) -> Result<f64> {
+            Ok(0.0)
         }
-        fn potential_data_sum(&self, t: &[f64], _: &[usize]) -> Option<f64> {
-            Some(0.5 * (t[0] - self.0).powi(2))
+        fn potential_data_sum(&self, t: &[f64], _: &[usize]) -> Result<f64> {
+            Ok(0.5 * (t[0] - self.0).powi(2))
         }
     }
 

@@ -357,15 +357,14 @@ impl Mala {
         if k == 0 { 0.0 } else { (self.n_accepted - self.n_accepted_adapting) as f64 / k as f64 }
     }
 
-    /// Potential and gradient at `x` into (`u`, `g`); `None` potential = unsupported.
+    /// Potential and gradient at `x` into (`u`, `g`); a model without potentials is
+    /// [`Error::Unsupported`] (needed by MALA).
     fn evaluate<M: Model + ?Sized>(&mut self, model: &M, at_proposal: bool) -> Result<f64> {
         let (x, g) = if at_proposal { (&self.prop, &mut self.grad_prop) } else { (&self.theta, &mut self.grad) };
         let n = self.all.len() as u64;
-        let u = match (model.potential_prior(x), model.potential_data_sum(x, &self.all)) {
-            (Some(a), Some(b)) => a + b,
-            (None, _) => return Err(Error::Unsupported { method: "potential_prior", needed_by: "MALA" }),
-            (_, None) => return Err(Error::Unsupported { method: "potential_data_sum", needed_by: "MALA" }),
-        };
+        let k = self.k;
+        let u = model.potential_prior(x).map_err(|e| e.needed_by("MALA").at_iteration(k))?
+            + model.potential_data_sum(x, &self.all).map_err(|e| e.needed_by("MALA").at_iteration(k))?;
         self.cost.datum_potentials += n;
         if u.is_nan() {
             return Err(Error::NonFinitePotential { iteration: self.k });
@@ -373,9 +372,8 @@ impl Mala {
         if u == f64::INFINITY {
             return Ok(u);
         }
-        let k = self.k;
-        model.try_grad_data_sum(x, &self.all, g).map_err(|e| e.at_iteration(k))?;
-        model.try_grad_prior(x, &mut self.scratch).map_err(|e| e.at_iteration(k))?;
+        model.grad_data_sum(x, &self.all, g).map_err(|e| e.at_iteration(k))?;
+        model.grad_prior(x, &mut self.scratch).map_err(|e| e.at_iteration(k))?;
         for (gi, s) in g.iter_mut().zip(&self.scratch) {
             *gi += s;
         }

@@ -1139,8 +1139,8 @@ pub(crate) fn exact_scores<M: Model + ?Sized>(model: &M, draws: ndarray::ArrayVi
     let (mut g, mut tmp) = (vec![0.0; d], vec![0.0; d]);
     for (i, row) in draws.outer_iter().enumerate() {
         let x = row.to_vec();
-        model.try_grad_data_sum(&x, &all, &mut g).ok()?;
-        model.try_grad_prior(&x, &mut tmp).ok()?;
+        model.grad_data_sum(&x, &all, &mut g).ok()?;
+        model.grad_prior(&x, &mut tmp).ok()?;
         for j in 0..d {
             scores[[i, j]] = -(g[j] + tmp[j]);
         }

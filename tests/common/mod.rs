@@ -272,6 +272,11 @@ pub struct Altered<'a, M> {
     pub potentials: bool,
 }
 
+/// The error of a model method that is not provided.
+fn unsupported(method: &'static str) -> sgmcmc::Error {
+    sgmcmc::Error::Unsupported { method, needed_by: "a potential" }
+}
+
 impl<M: Model> Model for Altered<'_, M> {
     fn dim(&self) -> usize {
         self.inner.dim()
@@ -279,18 +284,20 @@ impl<M: Model> Model for Altered<'_, M> {
     fn n_data(&self) -> usize {
         self.inner.n_data()
     }
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
-        self.inner.grad_prior(theta, out);
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> sgmcmc::Result<()> {
+        self.inner.grad_prior(theta, out)?;
         out.iter_mut().for_each(|g| *g *= self.factor);
+        Ok(())
     }
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
-        self.inner.grad_data_sum(theta, idx, out);
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> sgmcmc::Result<()> {
+        self.inner.grad_data_sum(theta, idx, out)?;
         out.iter_mut().for_each(|g| *g *= self.factor);
+        Ok(())
     }
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
-        if self.potentials { self.inner.potential_prior(theta) } else { None }
+    fn potential_prior(&self, theta: &[f64]) -> sgmcmc::Result<f64> {
+        if self.potentials { self.inner.potential_prior(theta) } else { Err(unsupported("potential_prior")) }
     }
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
-        if self.potentials { self.inner.potential_data_sum(theta, idx) } else { None }
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> sgmcmc::Result<f64> {
+        if self.potentials { self.inner.potential_data_sum(theta, idx) } else { Err(unsupported("potential_data_sum")) }
     }
 }

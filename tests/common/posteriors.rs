@@ -94,14 +94,15 @@ impl Model for LinReg {
     fn n_data(&self) -> usize {
         self.y.len()
     }
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         let p = self.p();
         for j in 0..p {
             out[j] = theta[j] / (self.prior_sd_beta * self.prior_sd_beta);
         }
         out[p] = theta[p] / (self.prior_sd_log_sigma * self.prior_sd_log_sigma);
+        Ok(())
     }
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         let p = self.p();
         let inv_var = (-2.0 * theta[p]).exp();
         out.fill(0.0);
@@ -113,16 +114,17 @@ impl Model for LinReg {
             }
             out[p] += 1.0 - r * r * inv_var;
         }
+        Ok(())
     }
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+    fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
         let p = self.p();
         let b: f64 = theta[..p].iter().map(|t| t * t).sum::<f64>() / (2.0 * self.prior_sd_beta * self.prior_sd_beta);
-        Some(b + theta[p] * theta[p] / (2.0 * self.prior_sd_log_sigma * self.prior_sd_log_sigma))
+        Ok(b + theta[p] * theta[p] / (2.0 * self.prior_sd_log_sigma * self.prior_sd_log_sigma))
     }
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
         let p = self.p();
         let inv_var = (-2.0 * theta[p]).exp();
-        Some(idx.iter().map(|&i| theta[p] + 0.5 * self.resid(theta, i).powi(2) * inv_var).sum())
+        Ok(idx.iter().map(|&i| theta[p] + 0.5 * self.resid(theta, i).powi(2) * inv_var).sum())
     }
     fn hvp_prior(&self, _theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
         let p = self.p();
@@ -214,12 +216,13 @@ impl Model for PoissonReg {
     fn n_data(&self) -> usize {
         self.y.len()
     }
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         for (o, t) in out.iter_mut().zip(theta) {
             *o = t / (self.prior_sd * self.prior_sd);
         }
+        Ok(())
     }
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
         for &i in idx {
             let row = self.x.row(i);
@@ -227,19 +230,19 @@ impl Model for PoissonReg {
             let c = eta.exp() - self.y[i];
             out.iter_mut().zip(row.iter()).for_each(|(o, x)| *o += c * x);
         }
+        Ok(())
     }
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
-        Some(theta.iter().map(|t| t * t).sum::<f64>() / (2.0 * self.prior_sd * self.prior_sd))
+    fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
+        Ok(theta.iter().map(|t| t * t).sum::<f64>() / (2.0 * self.prior_sd * self.prior_sd))
     }
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
-        Some(
-            idx.iter()
-                .map(|&i| {
-                    let eta = dot(self.x.row(i).as_slice().unwrap(), theta);
-                    eta.exp() - self.y[i] * eta
-                })
-                .sum(),
-        )
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
+        Ok(idx
+            .iter()
+            .map(|&i| {
+                let eta = dot(self.x.row(i).as_slice().unwrap(), theta);
+                eta.exp() - self.y[i] * eta
+            })
+            .sum())
     }
     fn hvp_prior(&self, _theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
         out.iter_mut().zip(v).for_each(|(o, v)| *o = v / (self.prior_sd * self.prior_sd));
@@ -339,21 +342,23 @@ impl Model for Quadratic {
     fn n_data(&self) -> usize {
         1
     }
-    fn grad_prior(&self, _theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, _theta: &[f64], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
+        Ok(())
     }
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         let d = self.dim();
         for i in 0..d {
             let row = self.a.row(i);
             out[i] = idx.len() as f64 * (0..d).map(|j| row[j] * (theta[j] - self.mu[j])).sum::<f64>();
         }
+        Ok(())
     }
-    fn potential_prior(&self, _theta: &[f64]) -> Option<f64> {
-        Some(0.0)
+    fn potential_prior(&self, _theta: &[f64]) -> Result<f64> {
+        Ok(0.0)
     }
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
-        Some(idx.len() as f64 * 0.5 * self.distance(theta).powi(2))
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
+        Ok(idx.len() as f64 * 0.5 * self.distance(theta).powi(2))
     }
     fn hvp_prior(&self, _theta: &[f64], _v: &[f64], out: &mut [f64]) -> Result<()> {
         if !self.hvp {
@@ -394,20 +399,22 @@ impl<M: Model> Model for WhitenedModel<'_, M> {
     fn n_data(&self) -> usize {
         self.inner.n_data()
     }
-    fn grad_prior(&self, phi: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, phi: &[f64], out: &mut [f64]) -> Result<()> {
         let mut g = vec![0.0; phi.len()];
-        self.inner.grad_prior(&self.theta(phi), &mut g);
+        self.inner.grad_prior(&self.theta(phi), &mut g)?;
         self.w.gradient_to_phi(&g, out);
+        Ok(())
     }
-    fn grad_data_sum(&self, phi: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, phi: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         let mut g = vec![0.0; phi.len()];
-        self.inner.grad_data_sum(&self.theta(phi), idx, &mut g);
+        self.inner.grad_data_sum(&self.theta(phi), idx, &mut g)?;
         self.w.gradient_to_phi(&g, out);
+        Ok(())
     }
-    fn potential_prior(&self, phi: &[f64]) -> Option<f64> {
+    fn potential_prior(&self, phi: &[f64]) -> Result<f64> {
         self.inner.potential_prior(&self.theta(phi))
     }
-    fn potential_data_sum(&self, phi: &[f64], idx: &[usize]) -> Option<f64> {
+    fn potential_data_sum(&self, phi: &[f64], idx: &[usize]) -> Result<f64> {
         self.inner.potential_data_sum(&self.theta(phi), idx)
     }
 }

@@ -40,13 +40,14 @@ impl Model for Hand {
     fn n_data(&self) -> usize {
         self.0.y.len()
     }
-    fn grad_prior(&self, t: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, t: &[f64], out: &mut [f64]) -> sgmcmc::Result<()> {
         for j in 0..=P {
             out[j] = t[j] / (PRIOR_SD * PRIOR_SD);
         }
         out[P + 1] = RATE;
+        Ok(())
     }
-    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, t: &[f64], idx: &[usize], out: &mut [f64]) -> sgmcmc::Result<()> {
         out.fill(0.0);
         let s = t[P + 1];
         for &i in idx {
@@ -56,6 +57,7 @@ impl Model for Hand {
             out[2] -= r * self.0.x[i][1] / (s * s);
             out[P + 1] += 1.0 / s - r * r / (s * s * s);
         }
+        Ok(())
     }
 }
 

@@ -27,7 +27,7 @@ pub type NllFn = dyn Fn(&[Tensor], &[Tensor]) -> candle_core::Result<Tensor> + S
 /// the network in `f32` (the sampler's state stays `f64`; gradients are rounded to `f32`).
 ///
 /// Errors from candle (a shape mismatch in the closure, a non-scalar loss, ...) come back through
-/// [`Model::try_grad_data_sum`] as [`Error::ModelFailure`] with candle's message, which the
+/// [`Model::grad_data_sum`] as [`Error::ModelFailure`] with candle's message, which the
 /// sampler stamps with the iteration: never a panic inside a step. Each call allocates (tensors
 /// are built per call), unlike the crate's hand-written models.
 ///
@@ -51,7 +51,7 @@ pub type NllFn = dyn Fn(&[Tensor], &[Tensor]) -> candle_core::Result<Tensor> + S
 ///     (batch[0].broadcast_sub(&p[0])?.sqr()?.sum_all()? * 0.5)
 /// })?;
 /// let mut g = [0.0];
-/// model.try_grad_data_sum(&[0.0], &[0, 1, 2, 3], &mut g)?;
+/// model.grad_data_sum(&[0.0], &[0, 1, 2, 3], &mut g)?;
 /// assert_eq!(g[0], -8.0);
 /// # }
 /// # Ok::<(), sgmcmc::Error>(())
@@ -221,19 +221,13 @@ impl Model for CandleModel {
         self.n_data
     }
 
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         self.prior.eval(theta, out);
+        Ok(())
     }
 
-    /// Fills `out` with NaN if candle fails (use [`try_grad_data_sum`](Model::try_grad_data_sum)
-    /// for the error).
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
-        if self.try_grad_data_sum(theta, idx, out).is_err() {
-            out.fill(f64::NAN);
-        }
-    }
-
-    fn try_grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+    /// [`Error::ModelFailure`] if candle fails.
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         self.check("theta", theta, idx, out)?;
         let mut run = || -> candle_core::Result<()> {
             let (params, vars) = self.blocks(theta, true)?;
@@ -257,18 +251,18 @@ impl Model for CandleModel {
         run().map_err(failure("grad_data_sum"))
     }
 
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
+    fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
         let mut scratch = vec![0.0; theta.len()];
-        Some(self.prior.eval(theta, &mut scratch))
+        Ok(self.prior.eval(theta, &mut scratch))
     }
 
-    /// `None` if candle fails.
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
+    /// [`Error::ModelFailure`] if candle fails.
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
         let run = || -> candle_core::Result<f64> {
             let (params, _) = self.blocks(theta, false)?;
             self.loss(&params, idx)?.to_dtype(DType::F64)?.to_scalar::<f64>()
         };
-        run().ok()
+        run().map_err(failure("potential_data_sum"))
     }
 
     fn hvp_prior(&self, _theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {

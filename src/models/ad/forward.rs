@@ -89,7 +89,7 @@ pub trait DualDensity: Sync {
 ///
 /// let model = ForwardAd::new(Mean(vec![1.0, 2.0, 3.0, 2.0]))?;
 /// let mut g = [0.0];
-/// model.grad_data_sum(&[0.0], &[0, 1, 2, 3], &mut g);
+/// model.grad_data_sum(&[0.0], &[0, 1, 2, 3], &mut g)?;
 /// assert_eq!(g[0], -8.0);
 /// # }
 /// # Ok::<(), sgmcmc::Error>(())
@@ -259,20 +259,22 @@ impl<T: DualDensity> Model for ForwardAd<T> {
         self.density.n_data()
     }
 
-    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) {
+    fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
         self.dual_gradient(theta, out, Term::Prior);
+        Ok(())
     }
 
-    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) {
+    fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         self.dual_gradient(theta, out, Term::Data(idx));
+        Ok(())
     }
 
-    fn potential_prior(&self, theta: &[f64]) -> Option<f64> {
-        Some(self.density.prior(theta))
+    fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
+        Ok(self.density.prior(theta))
     }
 
-    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Option<f64> {
-        Some(idx.iter().fold(0.0, |s, &i| s + self.density.datum(theta, i)))
+    fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
+        Ok(idx.iter().fold(0.0, |s, &i| s + self.density.datum(theta, i)))
     }
 
     fn hvp_prior(&self, theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {

@@ -9,8 +9,8 @@
 //! choice for GLM-sized models (d up to a few dozen), where it also gives exact Hessian-vector
 //! products, so the Taylor estimator of ML-SGLD and the curvature-based tuning work with no
 //! extra code. Reverse mode costs a small multiple of one evaluation whatever d: the choice for
-//! neural networks. Both report an engine's failure through the fallible gradient path
-//! ([`Model::try_grad_data_sum`](crate::Model::try_grad_data_sum)) as
+//! neural networks. Both report an engine's failure through the gradient's `Result`
+//! ([`Model::grad_data_sum`](crate::Model::grad_data_sum)) as
 //! [`Error::ModelFailure`](crate::Error::ModelFailure), never a panic inside a sampler step.
 //!
 //! [`Prior`] is the closed-form prior the candle adapter adds to its likelihood (forward-mode
