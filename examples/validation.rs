@@ -22,9 +22,11 @@
 //! to the planned length (see `mlsgld_row`); MALA with a dense metric adapted in its burn-in.
 //!
 //! For each sampler and run length: the tuned step, max mean error (reference sds), worst sd
-//! ratio, split-R̂ and convergence verdict, cost (run and tuning, datum gradients), and the best
-//! step of a grid (tuned × 2^(k/2), k = −4…4) scored at the same run length on other seeds, with
-//! the error ratio tuned/best. Error of a run: the worst over coordinates of |mean error| and
+//! ratio, split-R̂ and convergence verdict, cost (run and tuning, datum gradients), and a step
+//! grid (tuned × 2^(k/2), k = −4…4) at the same run length, every step run on the same three
+//! other seeds and scored by its mean error: the tuned step's mean next to the best step's, and
+//! their ratio (the target: ≤ 1.5; see `grid_best` for why one run per step is not enough).
+//! Error of a run: the worst over coordinates of |mean error| and
 //! |sd ratio − 1|, in reference sds. At the long length each tuned SG run is also checked by
 //! `discretisation_bias` (a companion chain at half the step per chain): does the run see its
 //! own step bias, which R̂ cannot?
@@ -82,32 +84,60 @@ struct Row {
     converged: bool,
     run_cost: u64,
     tune_cost: u64,
-    best_step: Option<f64>,
-    best_error: Option<f64>,
+    /// The replicated step grid (see [`grid_best`]).
+    grid: Option<Grid>,
     /// The companion-chain bias check (long runs): coordinates flagged, and the largest
     /// estimated |sd bias| in reference sds.
     bias_check: Option<(usize, f64)>,
     failure: Option<String>,
 }
 
-/// The smallest error `(error, step)` over the grid `tuned × 2^(k/2)`, k = −4…4; `run_at(h)` is
-/// `None` for a run that failed (diverged).
+/// Seeds of the step grid's replicate runs (none is used by tuning or by the headline run).
+const GRID_SEEDS: [u64; 3] = [777, 778, 779];
+
+/// The step grid `tuned × 2^(k/2)`, k = −4…4, each step run once per seed of [`GRID_SEEDS`] and
+/// scored by its mean error over them (a step with a failed run scores ∞).
+///
+/// Why replicates: the error of one run is a random variable. At the *same* step the single-run
+/// figures differed by up to 1.9× between two seeds (year/SGNHT/5 000: 0.115 and 0.061;
+/// poisson/ML-SGLD/50 000: 0.034 and 0.018), so "the best of nine single runs" rewards the
+/// luckiest seed, and a tuned step compared with it misses even when it *is* the best step. The
+/// mean over seeds estimates each step's expected error; the tuned step (k = 0) is scored on the
+/// same seeds as every other grid step.
+struct Grid {
+    /// Mean error over the seeds at the tuned step, and its smallest and largest single run.
+    tuned: (f64, f64, f64),
+    /// The grid step with the smallest mean error, and that mean.
+    best: (f64, f64),
+}
+
 fn grid_best(
     tuned: f64,
     reference: &Reference,
-    mut run_at: impl FnMut(f64) -> Res<Option<Estimate>>,
-) -> Res<(f64, f64)> {
-    let mut best = (f64::INFINITY, f64::NAN);
+    mut run_at: impl FnMut(f64, u64) -> Res<Option<Estimate>>,
+) -> Res<Grid> {
+    let mut best = (f64::NAN, f64::INFINITY);
+    let mut at_tuned = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
     for k in -4..=4 {
         let h = tuned * 2f64.powf(k as f64 / 2.0);
-        if let Some(est) = run_at(h)? {
-            let e = score(&est, reference)?.error;
-            if e < best.0 {
-                best = (e, h);
+        let mut errors = Vec::with_capacity(GRID_SEEDS.len());
+        for seed in GRID_SEEDS {
+            match run_at(h, seed)? {
+                Some(est) => errors.push(score(&est, reference)?.error),
+                None => errors.push(f64::INFINITY),
             }
         }
+        let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+        if k == 0 {
+            let lo = errors.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = errors.iter().copied().fold(0.0, f64::max);
+            at_tuned = (mean, lo, hi);
+        }
+        if mean < best.1 {
+            best = (h, mean);
+        }
     }
-    Ok(best)
+    Ok(Grid { tuned: at_tuned, best })
 }
 
 impl Row {
@@ -122,8 +152,7 @@ impl Row {
             converged: false,
             run_cost: 0,
             tune_cost: 0,
-            best_step: None,
-            best_error: None,
+            grid: None,
             bias_check: None,
             failure: None,
         }
@@ -181,11 +210,10 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
             row.bias_check = Some((rep.biased().len(), worst));
         }
         if grid {
-            let best = grid_best(tuned.step_size, reference, |h| {
+            row.grid = Some(grid_best(tuned.step_size, reference, |h, seed| {
                 let s = tuned.sampler.with_step_size(h)?;
-                Ok(run_chains(model, &s, &starts, &RunSettings { seed: 777, ..rs }).ok().map(|o| o.estimate))
-            })?;
-            (row.best_error, row.best_step) = (Some(best.0), Some(best.1));
+                Ok(run_chains(model, &s, &starts, &RunSettings { seed, ..rs }).ok().map(|o| o.estimate))
+            })?);
         }
         Ok(())
     });
@@ -216,11 +244,10 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
         row.run_cost = out.cost.datum_gradients;
         row.score = Some(score(&out.estimate, reference)?);
         if grid {
-            let best = grid_best(tuned.step_size, reference, |h| {
+            row.grid = Some(grid_best(tuned.step_size, reference, |h, seed| {
                 let rr = RichardsonRomberg::new(tuned.rr.base().with_step_size(h)?);
-                Ok(run_rr(model, &rr, &tuned.mode, &RunSettings { seed: 777, ..rs }).ok().map(|o| o.estimate))
-            })?;
-            (row.best_error, row.best_step) = (Some(best.0), Some(best.1));
+                Ok(run_rr(model, &rr, &tuned.mode, &RunSettings { seed, ..rs }).ok().map(|o| o.estimate))
+            })?);
         }
         Ok(())
     });
@@ -273,12 +300,11 @@ fn mlsgld_row<M: Model>(
         if grid {
             // The same horizon time m·h₀ at every grid step.
             let time = ml.settings().horizon as f64 * ml.h0();
-            let best = grid_best(ml.h0(), reference, |h| {
-                let s = MlSgldSettings { horizon: (time / h).ceil() as usize, seed: 777, ..settings };
+            row.grid = Some(grid_best(ml.h0(), reference, |h, seed| {
+                let s = MlSgldSettings { horizon: (time / h).ceil() as usize, seed, ..settings };
                 let other = MlSgld::new(s, ml.base().with_step_size(h)?, &setup.mode)?;
                 Ok(run_at(&other).ok())
-            })?;
-            (row.best_error, row.best_step) = (Some(best.0), Some(best.1));
+            })?);
         }
         Ok(())
     });
@@ -386,9 +412,18 @@ fn print_row(r: &Row) {
         return;
     }
     let s = r.score.expect("scored");
-    let grid = match (r.best_step, r.best_error) {
-        (Some(h), Some(e)) => format!("best step {h:.3e} (error {e:.3}), ratio {:.2}", s.error / e),
-        _ => "no grid".into(),
+    let grid = match &r.grid {
+        Some(g) => format!(
+            "grid over {} seeds: tuned step {:.3} ({:.3}–{:.3}), best step {:.3e} {:.3}, ratio {:.2}",
+            GRID_SEEDS.len(),
+            g.tuned.0,
+            g.tuned.1,
+            g.tuned.2,
+            g.best.0,
+            g.best.1,
+            g.tuned.0 / g.best.1
+        ),
+        None => "no grid".into(),
     };
     let grid = match r.bias_check {
         Some((n, w)) => format!("{grid}; companion bias check: {n} coordinate(s) flagged, max |sd bias| {w:.3} sd"),
@@ -451,14 +486,19 @@ fn main() -> Res<()> {
         .collect();
     let grid_misses: Vec<String> = rows
         .iter()
-        .filter(|r| matches!((r.score, r.best_error), (Some(s), Some(b)) if s.error > 1.5 * b))
+        .filter(|r| r.grid.as_ref().is_some_and(|g| g.tuned.0 > 1.5 * g.best.1 || g.tuned.0.is_nan()))
         .map(|r| format!("{}/{}/{}", r.posterior, r.sampler, r.kept))
         .collect();
     println!("\n== Targets");
     println!("  default-path errors: {failures}");
     println!("  runs that report NOT CONVERGED ({}): {}", not_converged.len(), not_converged.join(", "));
     println!("  SGLD-CV / MALA outside 0.1 sd or ±10 % sd ({}): {}", accurate_misses.len(), accurate_misses.join(", "));
-    println!("  error above 1.5x the grid-best at the same length ({}): {}", grid_misses.len(), grid_misses.join(", "));
+    println!(
+        "  tuned step's mean error over {} seeds above 1.5x the grid-best step's ({}): {}",
+        GRID_SEEDS.len(),
+        grid_misses.len(),
+        grid_misses.join(", ")
+    );
     let secs = t0.elapsed().as_secs_f64();
     println!("total {secs:.1} s");
     let q = |v: &[String]| format!("[{}]", v.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(","));

@@ -26,18 +26,23 @@
 //!    [`TuneSettings::max_extensions`] times, never above a step that failed). The winner is the minimiser
 //!    of a smooth model fitted to every candidate's discrepancy, `D²(h) ≈ a/h + b·h² + c` (the
 //!    pilot's squared Monte Carlo error falls like `1/h`, its squared bias grows like `h²`, `c`
-//!    is the floor of a finite number of scored draws), clamped to the grid; when the fit is not
-//!    convex, the candidate with the smallest KSD. Fitting all candidates smooths the pilots'
-//!    noise, which on a flat stretch of the curve would otherwise pick the winner. Every gradient
-//!    spent — mode, curvature, centre, pilots and scoring — is counted in [`Tuned::cost`].
+//!    is the floor of a finite number of scored draws), with the Monte Carlo term scaled by
+//!    `r` = the pilots' kept draws over the planned run's ([`TuneSettings::planned_run`]), clamped
+//!    to the grid. When the fit is not convex (typically every step above the smallest KSD
+//!    failed, as for SGNHT under strong minibatch noise, so the bias was never seen), the
+//!    candidate with the smallest KSD, scaled by `r^(1/3)` when the planned run is longer than
+//!    the pilots (the factor the fit gives when that candidate balances the pilots' Monte Carlo
+//!    error and bias). Fitting all candidates smooths the pilots' noise, which on a flat stretch
+//!    of the curve would otherwise pick the winner. Every gradient spent — mode, curvature,
+//!    centre, pilots and scoring — is counted in [`Tuned::cost`].
 //!
 //! [`precondition`] stops before the selection: it returns the mode, the curvature before and
 //! after whitening and the sampler in whitened coordinates, for methods that choose their step
 //! from the curvature alone (multilevel SGLD: [`MlSgld::sgld_tuned`](crate::MlSgld::sgld_tuned)).
 //!
 //! The KSD of a pilot measures its draws' fit at the pilot's length: a step too small has not
-//! explored, a step too large is biased. The chosen step is therefore tuned for runs of about the
-//! pilot's length; much longer runs can afford a smaller step.
+//! explored, a step too large is biased. The scaling by `r` carries that to the planned run: a
+//! run 10× longer gets a step about 10^(1/3) ≈ 2.2× smaller.
 
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
@@ -601,9 +606,26 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
                 if clamped { " (clamped to the grid's range)" } else { "" }
             ),
         ),
+        // No convex fit (typically: every step above the smallest KSD failed, so the bias was
+        // never seen). The smallest-KSD candidate balances the pilots' Monte Carlo error and
+        // bias at best; a longer run needs the step that balances its smaller Monte Carlo error,
+        // r^(1/3) times it under the same model. Never scaled up: above it steps failed or
+        // scored worse.
+        None if ratio < 1.0 => (
+            trials[argmin.0].step_size * ratio.cbrt(),
+            format!(
+                "the candidate with the smallest KSD scaled by r^(1/3) = {:.3} (r = {ratio:.3e}: the pilots' over the planned run's \
+                 {} x {} kept draws), as the fit would; no convex fit D²(h) ≈ r·a/h + b·h² + c",
+                ratio.cbrt(),
+                settings.planned_run.iterations,
+                settings.planned_run.chains,
+            ),
+        ),
         None => (
             trials[argmin.0].step_size,
-            "the candidate with the smallest KSD (no convex fit: not scaled to the planned run)".to_string(),
+            "the candidate with the smallest KSD (no convex fit; the planned run is not longer than the pilots, and a \
+             larger step is not tried beyond the grid)"
+                .to_string(),
         ),
     };
     let reason = format!(
