@@ -17,12 +17,13 @@
 //!
 //! - [`run_rr_mpi`]: Richardson–Romberg replicates (coupled pairs) over ranks, bit-identical to
 //!   [`run_rr`](crate::run_rr).
-//! - [`run_mlsgld_mpi`] / [`run_mlsgld_adaptive_mpi`]: multilevel (ML-SGLD) samples over ranks,
-//!   bit-identical to [`MlSgld::run_fixed`](crate::MlSgld::run_fixed) /
+//! - [`MlSgld::run_fixed_mpi`](crate::MlSgld::run_fixed_mpi) /
+//!   [`run_adaptive_mpi`](crate::MlSgld::run_adaptive_mpi): multilevel (ML-SGLD) samples over
+//!   ranks, bit-identical to [`MlSgld::run_fixed`](crate::MlSgld::run_fixed) /
 //!   [`run_adaptive`](crate::MlSgld::run_adaptive).
 //! - [`run_mf_mpi`]: the distributed matrix factorisation of the HAMCMC paper (§4.3; DSGLD's
 //!   block schedule with SGLD, pSGLD or HAMCMC), rank b holding row block b, bit-identical to
-//!   [`mf::simulate`](crate::mf::simulate).
+//!   [`mf::run_mf`](crate::mf::run_mf).
 //! - `write_zarr_mpi` (with feature `zarr`): a run's trace written by all ranks, one chunk per
 //!   chain, in the ArviZ layout of [`export::write_zarr`](crate::trace::export).
 //!
@@ -535,7 +536,7 @@ impl crate::mf::Fabric for MpiFabric {
 /// the number of ranks): DSGLD, pSGLD or HAMCMC as in the HAMCMC paper's §4.3. Each rank passes
 /// its own row block of the training ratings (and of the test ratings); H blocks travel between
 /// neighbouring ranks, HAMCMC's dot products are all-gathers of one number per rank summed in
-/// rank order. The chain is **bit-identical** to [`mf::simulate`](crate::mf::simulate) with the
+/// rank order. The chain is **bit-identical** to [`mf::run_mf`](crate::mf::run_mf) with the
 /// same B, shards and seed, and every rank returns the same [`MfOutput`](crate::mf::MfOutput)
 /// (its wall times are its own).
 ///
@@ -631,14 +632,54 @@ pub fn run_mf_mpi(
     Engine::new(fabric, vec![shard], tests, model, update, run, &sizes, n_test)?.run()
 }
 
-/// [`MlSgld::run_fixed`](crate::MlSgld::run_fixed) with each level's samples spread over the
-/// ranks (sample i on rank `i mod R`, a rank's samples in parallel as the settings say); the
-/// samples are exchanged and folded in index order on every rank, so **every rank** returns a
-/// result bit-identical to the single-process `run_fixed` (estimate, variances, costs, kept
-/// points). Every rank must call it with the same arguments.
-///
-/// Errors: as `run_fixed`, on every rank: the rank whose sample failed first (in index order)
-/// returns [`Error::Rank`] around its error, the others [`Error::RankFailure`] naming it.
+impl<S: crate::samplers::SubsampledDiscretisation> crate::MlSgld<S> {
+    /// [`run_fixed`](crate::MlSgld::run_fixed) with each level's samples spread over the ranks of
+    /// `cluster` (sample i on rank `i mod R`, a rank's samples in parallel as the settings say);
+    /// the samples are exchanged and folded in index order on every rank, so **every rank**
+    /// returns a result bit-identical to the single-process `run_fixed` (estimate, variances,
+    /// costs, kept points). Every rank must call it with the same arguments.
+    ///
+    /// Errors: as `run_fixed`, on every rank: the rank whose sample failed first (in index
+    /// order) returns [`Error::Rank`] around its error, the others [`Error::RankFailure`] naming
+    /// it.
+    pub fn run_fixed_mpi<M, G>(
+        &self,
+        cluster: &Cluster,
+        model: &M,
+        g: &G,
+        samples: &[usize],
+    ) -> Result<crate::MlmcResult>
+    where
+        M: Model + ?Sized,
+        G: Fn(&[f64]) -> f64 + Sync,
+    {
+        self.run_fixed_on(&cluster.ranks(), model, g, samples)
+    }
+
+    /// [`run_adaptive`](crate::MlSgld::run_adaptive) with each batch of samples spread over the
+    /// ranks as in [`run_fixed_mpi`](Self::run_fixed_mpi): every rank sees the same statistics,
+    /// so every rank makes the same choices of levels and sample counts and returns the result
+    /// of the single-process run, bit for bit.
+    ///
+    /// Errors: as `run_adaptive` and [`run_fixed_mpi`](Self::run_fixed_mpi).
+    pub fn run_adaptive_mpi<M, G>(
+        &self,
+        cluster: &Cluster,
+        model: &M,
+        g: &G,
+        target: &crate::AdaptiveSettings,
+    ) -> Result<crate::MlmcResult>
+    where
+        M: Model + ?Sized,
+        G: Fn(&[f64]) -> f64 + Sync,
+    {
+        self.run_adaptive_on(&cluster.ranks(), model, g, target)
+    }
+}
+
+/// The former name of [`MlSgld::run_fixed_mpi`](crate::MlSgld::run_fixed_mpi) (renamed so that
+/// it pairs with [`MlSgld::run_fixed`](crate::MlSgld::run_fixed)); same result.
+#[deprecated(since = "0.2.0", note = "use the method `ml.run_fixed_mpi(cluster, model, g, samples)`")]
 pub fn run_mlsgld_mpi<M, S, G>(
     cluster: &Cluster,
     ml: &crate::MlSgld<S>,
@@ -651,15 +692,12 @@ where
     S: crate::samplers::SubsampledDiscretisation,
     G: Fn(&[f64]) -> f64 + Sync,
 {
-    ml.run_fixed_on(&cluster.ranks(), model, g, samples)
+    ml.run_fixed_mpi(cluster, model, g, samples)
 }
 
-/// [`MlSgld::run_adaptive`](crate::MlSgld::run_adaptive) with each batch of samples spread over
-/// the ranks as in [`run_mlsgld_mpi`]: every rank sees the same statistics, so every rank makes
-/// the same choices of levels and sample counts and returns the result of the single-process
-/// run, bit for bit.
-///
-/// Errors: as `run_adaptive` and [`run_mlsgld_mpi`].
+/// The former name of [`MlSgld::run_adaptive_mpi`](crate::MlSgld::run_adaptive_mpi); same
+/// result.
+#[deprecated(since = "0.2.0", note = "use the method `ml.run_adaptive_mpi(cluster, model, g, target)`")]
 pub fn run_mlsgld_adaptive_mpi<M, S, G>(
     cluster: &Cluster,
     ml: &crate::MlSgld<S>,
@@ -672,7 +710,7 @@ where
     S: crate::samplers::SubsampledDiscretisation,
     G: Fn(&[f64]) -> f64 + Sync,
 {
-    ml.run_adaptive_on(&cluster.ranks(), model, g, target)
+    ml.run_adaptive_mpi(cluster, model, g, target)
 }
 
 /// Writes the chains of `est` (e.g. the output of [`run_chains_mpi`], the same on every rank)

@@ -24,7 +24,7 @@
 //! L-BFGS dot products (`sᵀy`, the two-loop recursion's, the product form's) are sums of one
 //! partial dot product per worker (a reduce of a few numbers, as the paper describes).
 //!
-//! **Same chain, one process or many.** [`simulate`] runs the B workers in one process;
+//! **Same chain, one process or many.** [`run_mf`] runs the B workers in one process;
 //! `distributed::run_mf_mpi` (feature `mpi`) runs worker b on MPI rank b. Every worker draws its
 //! noise from streams of (seed, block, iteration), the diagonal from the shared stream, and every
 //! reduced quantity is summed over the workers in worker order, so the two give **bit-identical**
@@ -168,7 +168,7 @@ impl RowShard {
         Ok(RowShard { partition: partition.clone(), block, blocks })
     }
 
-    /// Every row block of `ratings`, in block order (for [`simulate`]).
+    /// Every row block of `ratings`, in block order (for [`run_mf`]).
     pub fn split(partition: &BlockPartition, ratings: &Ratings) -> Result<Vec<RowShard>> {
         (0..partition.blocks()).map(|b| RowShard::new(partition, b, ratings)).collect()
     }
@@ -1129,6 +1129,19 @@ fn check_shards(
     Ok(())
 }
 
+/// The former name of [`run_mf`] (renamed so that it pairs with `distributed::run_mf_mpi`,
+/// feature `mpi`); same arguments, same chain.
+#[deprecated(since = "0.2.0", note = "renamed `run_mf` (pairs with `distributed::run_mf_mpi`)")]
+pub fn simulate(
+    shards: &[RowShard],
+    tests: &[RowShard],
+    model: &MfModel,
+    update: &MfUpdate,
+    run: &MfRunSettings,
+) -> Result<MfOutput> {
+    run_mf(shards, tests, model, update, run)
+}
+
 /// Runs the block-scheduled chain with all B workers in this process: the single-process
 /// reference of the distributed run (bit-identical to it for the same B and seed) and a
 /// fast DSGLD/pSGLD/HAMCMC sampler for matrix factorisation on one machine.
@@ -1143,7 +1156,7 @@ fn check_shards(
 /// with the iteration.
 ///
 /// ```
-/// use sgmcmc::mf::{simulate, BlockPartition, MfModel, MfRunSettings, MfUpdate, RowShard};
+/// use sgmcmc::mf::{run_mf, BlockPartition, MfModel, MfRunSettings, MfUpdate, RowShard};
 /// use sgmcmc::{Ratings, SgldSettings};
 ///
 /// let ratings = Ratings::synthetic(60, 80, 3, 1_500, 0.5, 1)?;
@@ -1151,7 +1164,7 @@ fn check_shards(
 /// let part = BlockPartition::even(60, 80, 3)?;
 /// let model = MfModel { rank: 3, noise_var: 0.25, prior_var_w: 1.0, prior_var_h: 1.0, offset: train.mean(), init_scale: 0.1 };
 /// let run = MfRunSettings { n_iter: 2_000, burn_in: 1_000, eval_every: 10, seed: 7 };
-/// let out = simulate(
+/// let out = run_mf(
 ///     &RowShard::split(&part, &train)?,
 ///     &RowShard::split(&part, &test)?,
 ///     &model,
@@ -1162,7 +1175,7 @@ fn check_shards(
 /// assert!(out.final_rmse().unwrap() < 0.8);
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
-pub fn simulate(
+pub fn run_mf(
     shards: &[RowShard],
     tests: &[RowShard],
     model: &MfModel,

@@ -3,7 +3,7 @@
 //! input is a typed error.
 
 use ndarray::Array2;
-use sgmcmc::mf::{BlockPartition, MfModel, MfOutput, MfRunSettings, MfUpdate, RowShard, simulate};
+use sgmcmc::mf::{BlockPartition, MfModel, MfOutput, MfRunSettings, MfUpdate, RowShard, run_mf};
 use sgmcmc::prelude::*;
 use sgmcmc::{Error, HamcmcSettings, Mala, MalaSettings, Pmf, PsgldSettings, Ratings, SgldSettings};
 
@@ -63,7 +63,7 @@ fn final_states(r: &Ratings, m: &MfModel, update: &MfUpdate, blocks: usize, n_it
     (0..n)
         .map(|i| {
             let run = MfRunSettings { n_iter, burn_in: 0, eval_every: 0, seed: 1000 + i };
-            final_state(&simulate(&shards, &[], m, update, &run).unwrap())
+            final_state(&run_mf(&shards, &[], m, update, &run).unwrap())
         })
         .collect()
 }
@@ -125,9 +125,9 @@ fn runs_are_reproducible_and_traced() {
         MfUpdate::Psgld(PsgldSettings { step_size: StepSize::Constant(1e-3), decay: 0.9, damping: 1e-3 }),
         MfUpdate::Hamcmc(HamcmcSettings { memory: 3, initial_scale: 1e-3, ..Default::default() }),
     ] {
-        let a = simulate(&sh, &te, &m, &update, &run).unwrap();
-        let b = simulate(&sh, &te, &m, &update, &run).unwrap();
-        let c = simulate(&sh, &te, &m, &update, &MfRunSettings { seed: 10, ..run }).unwrap();
+        let a = run_mf(&sh, &te, &m, &update, &run).unwrap();
+        let b = run_mf(&sh, &te, &m, &update, &run).unwrap();
+        let c = run_mf(&sh, &te, &m, &update, &MfRunSettings { seed: 10, ..run }).unwrap();
         // Everything but the wall times.
         assert_eq!((&a.w, &a.h, &a.diagonal_counts), (&b.w, &b.h, &b.diagonal_counts), "{}", update.name());
         let rmses =
@@ -157,24 +157,24 @@ fn bad_input_is_a_typed_error() {
     let other = Ratings::synthetic(7, 8, 2, 10, 0.5, 1).unwrap();
     assert!(matches!(RowShard::new(&part, 0, &other), Err(Error::InvalidParameter { name: "ratings", .. })));
     let swapped = vec![sh[1].clone(), sh[0].clone()];
-    assert!(matches!(simulate(&swapped, &[], &m, &sgld, &run), Err(Error::InvalidParameter { name: "shards", .. })));
-    assert!(matches!(simulate(&sh[..1], &[], &m, &sgld, &run), Err(Error::DimensionMismatch { .. })));
+    assert!(matches!(run_mf(&swapped, &[], &m, &sgld, &run), Err(Error::InvalidParameter { name: "shards", .. })));
+    assert!(matches!(run_mf(&sh[..1], &[], &m, &sgld, &run), Err(Error::DimensionMismatch { .. })));
     let eval = MfRunSettings { eval_every: 5, ..run };
-    assert!(matches!(simulate(&sh, &[], &m, &sgld, &eval), Err(Error::DimensionMismatch { .. })));
+    assert!(matches!(run_mf(&sh, &[], &m, &sgld, &eval), Err(Error::DimensionMismatch { .. })));
     assert!(matches!(
-        simulate(&sh, &[], &MfModel { rank: 0, ..m }, &sgld, &run),
+        run_mf(&sh, &[], &MfModel { rank: 0, ..m }, &sgld, &run),
         Err(Error::InvalidParameter { name: "rank", .. })
     ));
     assert!(matches!(
-        simulate(&sh, &[], &m, &MfUpdate::Sgld(SgldSettings::constant(-1.0)), &run),
+        run_mf(&sh, &[], &m, &MfUpdate::Sgld(SgldSettings::constant(-1.0)), &run),
         Err(Error::InvalidParameter { name: "step_size", .. })
     ));
     // A row block without ratings.
     let only_top = Ratings::new(vec![0, 1], vec![0, 1], vec![3.0, 4.0], ROWS, COLS).unwrap();
     let empty = RowShard::split(&part, &only_top).unwrap();
-    assert!(matches!(simulate(&empty, &[], &m, &sgld, &run), Err(Error::InvalidParameter { name: "shards", .. })));
+    assert!(matches!(run_mf(&empty, &[], &m, &sgld, &run), Err(Error::InvalidParameter { name: "shards", .. })));
     // A step far too large: a non-finite state, reported with the worker (block) and iteration.
-    let err = simulate(&sh, &[], &m, &MfUpdate::Sgld(SgldSettings::constant(10.0)), &run).unwrap_err();
+    let err = run_mf(&sh, &[], &m, &MfUpdate::Sgld(SgldSettings::constant(10.0)), &run).unwrap_err();
     eprintln!("{err}");
     match err {
         Error::Rank { source, .. } => {

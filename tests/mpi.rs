@@ -6,8 +6,8 @@
 //! Checks, on every rank:
 //! 1. chains over ranks: `run_chains_mpi` gives draws, weights, pooled mean and costs
 //!    bit-identical to `run_chains` in this process (SGLD and SGHMC, 5 chains over R ranks);
-//!    `run_rr_mpi` likewise against `run_rr` (5 SGRRLD pairs); `run_mlsgld_mpi` and
-//!    `run_mlsgld_adaptive_mpi` against `MlSgld::run_fixed` / `run_adaptive` (whole results);
+//!    `run_rr_mpi` likewise against `run_rr` (5 SGRRLD pairs); `MlSgld::run_fixed_mpi` and
+//!    `run_adaptive_mpi` against `MlSgld::run_fixed` / `run_adaptive` (whole results);
 //! 2. sharded data: SGLD and SGLD-CV on a `Sharded` logistic model follow the single-process
 //!    chain on the whole data set to ≤ 1e-12 relative over 2 000 iterations, and every rank holds
 //!    the same chain bit for bit;
@@ -18,15 +18,13 @@
 //!    rank reads back the serial draws.
 //! 5. distributed matrix factorisation (HAMCMC §4.3, B = R blocks): DSGLD, pSGLD and HAMCMC
 //!    (M = 2 and 3) by `run_mf_mpi` give the same chain, bit for bit (final W and H, every test
-//!    RMSE, the diagonal counts), as `mf::simulate` of the same B workers in this process; a rank
+//!    RMSE, the diagonal counts), as `mf::run_mf` of the same B workers in this process; a rank
 //!    whose ratings make its state overflow and a rank with other settings are errors on every
 //!    rank naming it.
 #![cfg(feature = "mpi")]
 
-use sgmcmc::distributed::{
-    Cluster, Sharded, run_chains_mpi, run_mf_mpi, run_mlsgld_adaptive_mpi, run_mlsgld_mpi, run_rr_mpi, run_sharded,
-};
-use sgmcmc::mf::{BlockPartition, MfModel, MfOutput, MfRunSettings, MfUpdate, RowShard, simulate};
+use sgmcmc::distributed::{Cluster, Sharded, run_chains_mpi, run_mf_mpi, run_rr_mpi, run_sharded};
+use sgmcmc::mf::{BlockPartition, MfModel, MfOutput, MfRunSettings, MfUpdate, RowShard, run_mf};
 use sgmcmc::ndarray::{Array1, s};
 use sgmcmc::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -262,7 +260,7 @@ fn main() {
         let mls = MlSgldSettings { keep_points: true, seed: 77, ..Default::default() };
         let ml = MlSgld::sgld(mls, 1.0 / 2_000.0, Minibatch::new(10), &start).expect("ml-sgld");
         let g = |t: &[f64]| t[0] + t[1] * t[2];
-        let a = run_mlsgld_mpi(&cluster, &ml, &lg, &g, &[23, 11, 7, 5]).expect("distributed ML-SGLD");
+        let a = ml.run_fixed_mpi(&cluster, &lg, &g, &[23, 11, 7, 5]).expect("distributed ML-SGLD");
         let b = ml.run_fixed(&lg, &g, &[23, 11, 7, 5]).expect("serial ML-SGLD");
         // Debug prints every f64 in its shortest round-trip form: equal text is equal bits.
         let (ta, tb) = (format!("{a:?}"), format!("{b:?}"));
@@ -276,7 +274,7 @@ fn main() {
         let ml =
             MlSgld::sgld(MlSgldSettings { seed: 78, ..Default::default() }, 1.0 / 2_000.0, Minibatch::new(10), &start)
                 .expect("ml-sgld");
-        let a = run_mlsgld_adaptive_mpi(&cluster, &ml, &lg, &g, &target);
+        let a = ml.run_adaptive_mpi(&cluster, &lg, &g, &target);
         let b = ml.run_adaptive(&lg, &g, &target);
         let (ta, tb) = (format!("{a:?}"), format!("{b:?}"));
         rep.check(
@@ -415,7 +413,7 @@ fn main() {
             how: How::Error,
         };
         let ml = MlSgld::sgld(MlSgldSettings::default(), 1.0 / 2_000.0, Minibatch::new(10), &[0.0; 3]).expect("ml");
-        let r = run_mlsgld_mpi(&cluster, &ml, &model, &|t: &[f64]| t[0], &[8, 8, 8]);
+        let r = ml.run_fixed_mpi(&cluster, &model, &|t: &[f64]| t[0], &[8, 8, 8]);
         let detail = match &r {
             Err(e) => e.to_string(),
             Ok(_) => "no error".into(),
@@ -492,7 +490,7 @@ fn main() {
             }),
         ] {
             let a = run_mf_mpi(&cluster, &shards[me], Some(&tests[me]), &model, &update, &run).expect("distributed MF");
-            let b = simulate(&shards, &tests, &model, &update, &run).expect("simulated MF");
+            let b = run_mf(&shards, &tests, &model, &update, &run).expect("simulated MF");
             let same = fingerprint(&a) == fingerprint(&b);
             let name = match update {
                 MfUpdate::Hamcmc(h) => format!("HAMCMC M={}", h.memory),

@@ -100,7 +100,7 @@ fn all_bits() -> BTreeMap<String, Vec<u64>> {
     m.insert("lg/sgld".into(), chain_bits(&lg, &sgld(1e-4), &z3));
     // Distributed matrix factorisation (serial simulation, 2 x 2 blocks): the final W and H.
     {
-        use sgmcmc::mf::{BlockPartition, MfModel, MfRunSettings, MfUpdate, RowShard, simulate};
+        use sgmcmc::mf::{BlockPartition, MfModel, MfRunSettings, MfUpdate, RowShard, run_mf};
         let r = Ratings::synthetic(6, 8, 2, 30, 0.5, 11).unwrap();
         let model =
             MfModel { rank: 2, noise_var: 0.25, prior_var_w: 1.0, prior_var_h: 1.0, offset: r.mean(), init_scale: 0.5 };
@@ -119,7 +119,7 @@ fn all_bits() -> BTreeMap<String, Vec<u64>> {
             // The final W and H (28 numbers) after 40 and after 80 iterations.
             let mut bits = Vec::new();
             for n_iter in [40, 80] {
-                let out = simulate(&shards, &[], &model, &update, &MfRunSettings { n_iter, ..run }).unwrap();
+                let out = run_mf(&shards, &[], &model, &update, &MfRunSettings { n_iter, ..run }).unwrap();
                 bits.extend(out.w.iter().chain(out.h.iter()).map(|v| v.to_bits()));
             }
             m.insert(name.into(), bits);
