@@ -307,10 +307,8 @@ impl<M: Model> Sharded<M> {
     /// whose shard is empty ([`Error::EmptyData`]) or whose dimension differs from rank 0's
     /// ([`Error::DimensionMismatch`]).
     pub fn new(cluster: &Cluster, local: M) -> Result<Self> {
-        let mine = [local.dim() as u64, local.n_data() as u64];
-        let mut all = vec![0u64; 2 * cluster.size];
-        world().all_gather_into(&mine[..], &mut all[..]);
-        let d0 = all[0] as usize;
+        let all = cluster.ranks().exchange((local.dim() as u64, local.n_data() as u64), "shard shapes")?;
+        let d0 = all[0].0 as usize;
         let check = |d: usize, n: usize| -> Result<()> {
             if n == 0 {
                 return Err(Error::EmptyData { what: "this rank's shard has no data" });
@@ -318,9 +316,9 @@ impl<M: Model> Sharded<M> {
             crate::error::check_len("shard dimension (vs rank 0)", d0, d)
         };
         let failures: Vec<(usize, Failure)> = all
-            .chunks_exact(2)
+            .iter()
             .enumerate()
-            .filter_map(|(r, c)| check(c[0] as usize, c[1] as usize).err().map(|e| (r, Failure::of(&e))))
+            .filter_map(|(r, &(d, n))| check(d as usize, n as usize).err().map(|e| (r, Failure::of(&e))))
             .collect();
         let mine_err = check(local.dim(), local.n_data()).err();
         if let Some(e) = rank_error(&cluster.ranks(), mine_err, &failures) {
@@ -328,9 +326,9 @@ impl<M: Model> Sharded<M> {
         }
         let mut offsets = Vec::with_capacity(cluster.size + 1);
         let mut acc = 0;
-        for c in all.chunks_exact(2) {
+        for &(_, n) in &all {
             offsets.push(acc);
-            acc += c[1] as usize;
+            acc += n as usize;
         }
         offsets.push(acc);
         Ok(Sharded { local, rank: cluster.rank, offsets, n_data: acc, dim: d0, thread: Mutex::new(None) })
@@ -416,16 +414,14 @@ impl<M: Model> Sharded<M> {
             }
             // Every rank saw the same flags, so every rank makes this second collective.
             let mine_err = mine.err();
+            let ranks = Ranks { rank: self.rank, size };
             let message = mine_err.as_ref().map(Error::to_string).unwrap_or_default();
-            let messages = all_gather_bytes(message.as_bytes())?;
+            let mut messages = ranks.exchange(message, "shard gradient failures")?;
             let failed: Vec<(usize, Failure)> = flagged
                 .into_iter()
-                .map(|r| {
-                    let message = String::from_utf8_lossy(&messages[r]).into_owned();
-                    (r, Failure { chain: None, iteration: None, message })
-                })
+                .map(|r| (r, Failure { chain: None, iteration: None, message: std::mem::take(&mut messages[r]) }))
                 .collect();
-            Err(rank_error(&Ranks { rank: self.rank, size }, mine_err, &failed).unwrap_or(Error::NotInitialised))
+            Err(rank_error(&ranks, mine_err, &failed).unwrap_or(Error::NotInitialised))
         })
     }
 }
