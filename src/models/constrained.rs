@@ -4,7 +4,6 @@
 use super::logistic::{sigmoid as logistic, softplus};
 use crate::error::{Error, Result, check_len};
 use crate::models::model::Model;
-use crate::trace::estimate::Estimate;
 use std::cell::RefCell;
 
 /// The constraint of a parameter block, and the transform from ℝ that enforces it.
@@ -325,7 +324,7 @@ impl Layout {
 
     /// θ = T(φ); with `log_jac`, also returns `log |det ∂θ/∂φ|` (for a simplex, of the map to
     /// its first K − 1 components).
-    fn forward(&self, phi: &[f64], theta: &mut [f64], log_jac: Option<&mut f64>) {
+    pub(crate) fn forward(&self, phi: &[f64], theta: &mut [f64], log_jac: Option<&mut f64>) {
         let (mut a, mut b) = (0, 0);
         let mut lj = 0.0;
         for blk in &self.blocks {
@@ -519,22 +518,6 @@ impl Layout {
             a += n;
             b += m;
         }
-    }
-
-    /// The draws of `est` on the constrained scale (θ = T(φ) for every draw), with the same
-    /// weights, costs and step sizes; gradients (which are on φ) are dropped.
-    ///
-    /// Errors: [`Error::DimensionMismatch`] if `est` is not in dimension
-    /// [`unconstrained_dim`](Self::unconstrained_dim); [`Error::NotStored`] for a streaming
-    /// (moments-only) part, whose draws are gone.
-    pub fn constrain_estimate(&self, est: &Estimate) -> Result<Estimate> {
-        check_len("dimension of the estimate", self.unconstrained_dim(), est.dim())?;
-        let mut parts = Vec::with_capacity(est.n_parts());
-        for c in 0..est.n_parts() {
-            let s = est.samples(c).ok_or(Error::NotStored { what: "draws (a streaming run keeps only moments)" })?;
-            parts.push(Estimate::from_samples(s.mapped(self.dim(), |phi, theta| self.forward(phi, theta, None))));
-        }
-        Estimate::combine(parts)
     }
 }
 
@@ -865,41 +848,6 @@ impl<M: Model> Constrained<M> {
         let mut phi = vec![0.0; self.dim];
         self.layout.unconstrain(theta, &mut phi)?;
         Ok(phi)
-    }
-
-    /// The summary table of a run's draws on the constrained scale, one row per number named
-    /// after its block (`sigma`, `beta[0]`, …), as
-    /// [`diagnostics::summary_table`](crate::trace::diagnostics::summary_table).
-    ///
-    /// Errors: as [`Layout::constrain_estimate`] and `summary_table`.
-    pub fn summary_table(&self, est: &Estimate) -> Result<crate::trace::diagnostics::SummaryTable> {
-        let theta = self.layout.constrain_estimate(est)?;
-        crate::trace::diagnostics::summary_table(&theta)?.with_names(&self.layout.names())
-    }
-
-    /// Writes a run's draws (on φ) as CSV on the constrained scale, the columns named after
-    /// the blocks ([`export::write_csv_named`](crate::trace::export::write_csv_named)).
-    ///
-    /// Errors: as [`Layout::constrain_estimate`] and `write_csv_named`.
-    pub fn write_csv(&self, path: impl AsRef<std::path::Path>, est: &Estimate) -> Result<()> {
-        let theta = self.layout.constrain_estimate(est)?;
-        crate::trace::export::write_csv_named(path, &theta, &self.layout.names())
-    }
-
-    /// Writes a run's draws (on φ) as a Zarr trace on the constrained scale, one ArviZ
-    /// variable per block with the block's name and shape
-    /// ([`export::write_zarr_named`](crate::trace::export::write_zarr_named)); the unconstrained
-    /// draws stay in `est` (write them with [`export::write_zarr`](crate::trace::export::write_zarr)).
-    ///
-    /// Errors: as [`Layout::constrain_estimate`] and `write_zarr_named`.
-    #[cfg(feature = "zarr")]
-    pub fn write_zarr(
-        &self,
-        path: impl AsRef<std::path::Path>,
-        est: &Estimate,
-    ) -> Result<crate::trace::export::ZarrTrace> {
-        let theta = self.layout.constrain_estimate(est)?;
-        crate::trace::export::write_zarr_named(path, &theta, &self.layout)
     }
 
     /// `out = J_Tᵀ ∇_θ(inner part) − jac ∇ log|J|` at φ.

@@ -16,7 +16,7 @@
 
 pub mod ad;
 pub(crate) mod check;
-mod constrained;
+pub(crate) mod constrained;
 mod glm;
 pub(crate) mod hessian;
 mod linear_gaussian;

@@ -2,6 +2,7 @@
 //! diagnostics and summaries, zero-variance control variates, and traces on disk (`.npy`, CSV,
 //! Zarr).
 
+mod constrained;
 pub mod diagnostics;
 pub(crate) mod estimate;
 pub mod export;
