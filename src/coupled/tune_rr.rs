@@ -273,7 +273,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         });
     };
     let scored: Vec<(f64, f64)> = trials.iter().filter_map(|t| t.discrepancy.map(|k| (t.step_size, k))).collect();
-    let (fitted, how) = match discrepancy_fit_minimiser_scaled(&scored, trials[bi].step_size, 4, ratio) {
+    let (fitted, how) = match discrepancy_fit_minimiser_scaled(&scored, None, trials[bi].step_size, 4, ratio) {
         Some((h, _)) => (h, "the minimiser of D²(h) ≈ r·a/h + b·h⁴ + c fitted to all candidates"),
         None => (trials[bi].step_size, "the candidate with the smallest discrepancy (no convex fit)"),
     };

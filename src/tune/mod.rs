@@ -26,7 +26,8 @@
 //!    [`TuneSettings::max_extensions`] times, never above a step that failed). The winner is the minimiser
 //!    of a smooth model fitted to every candidate's discrepancy, `D²(h) ≈ a/h + b·h² + c` (the
 //!    pilot's squared Monte Carlo error falls like `1/h`, its squared bias grows like `h²`, `c`
-//!    is the floor of a finite number of scored draws), with the Monte Carlo term scaled by
+//!    is the floor of a finite number of scored draws; least squares weighted by each candidate's
+//!    KSD standard error from its pilot chains, floored at 10 %), with the Monte Carlo term scaled by
 //!    `r` = the pilots' kept draws over the planned run's ([`TuneSettings::planned_run`]), clamped
 //!    to the grid. When the fit is not convex (typically every step above the smallest KSD
 //!    failed, as for SGNHT under strong minibatch noise, so the bias was never seen), the
@@ -595,11 +596,14 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     // ratio of the pilots' kept draws to the run's.
     let pilot_draws = ((settings.pilot_iterations - settings.pilot_burn_in) * settings.pilot_chains as u64) as f64;
     let ratio = pilot_draws / settings.planned_run.draws();
-    let (step, how) = match discrepancy_fit_minimiser_scaled(&scored, trials[argmin.0].step_size, 2, ratio) {
+    let ses: Vec<f64> = trials.iter().filter(|t| t.ksd.is_some()).map(|t| t.ksd_se.unwrap_or(f64::NAN)).collect();
+    let (step, how) = match discrepancy_fit_minimiser_scaled(&scored, Some(&ses), trials[argmin.0].step_size, 2, ratio)
+    {
         Some((h, clamped)) => (
             h,
             format!(
-                "the minimiser of D²(h) ≈ r·a/h + b·h² + c fitted to all candidates, with the pilots' Monte Carlo term scaled by \
+                "the minimiser of D²(h) ≈ r·a/h + b·h² + c fitted to all candidates (weighted by their KSD standard errors), \
+                 with the pilots' Monte Carlo term scaled by \
                  r = {ratio:.3e} to the planned run of {} x {} kept draws{}",
                 settings.planned_run.iterations,
                 settings.planned_run.chains,
@@ -654,6 +658,10 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     })
 }
 
+/// The relative floor of the standard deviation of a KSD² in the weighted fit: a standard error
+/// from four pilot chains is itself uncertain, so no candidate is trusted to better than 10 %.
+const SE_FLOOR: f64 = 0.1;
+
 /// The minimiser of the model `D²(h) ≈ a/h + b·h² + c` fitted to the candidates' discrepancies
 /// `(h, D)` by least squares on relative errors (weights `1/D²`, so the divergent end does not
 /// dominate), clamped to the candidates' range; `None` with fewer than four candidates or when
@@ -666,7 +674,7 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
 /// otherwise decides the winner.
 #[cfg(test)]
 fn discrepancy_fit_minimiser(points: &[(f64, f64)], h_ref: f64) -> Option<f64> {
-    discrepancy_fit_minimiser_scaled(points, h_ref, 2, 1.0).map(|(h, _)| h)
+    discrepancy_fit_minimiser_scaled(points, None, h_ref, 2, 1.0).map(|(h, _)| h)
 }
 
 /// The fit of [`discrepancy_fit_minimiser`] with the bias term `b·h^p` (`p = 4` for an
@@ -675,8 +683,15 @@ fn discrepancy_fit_minimiser(points: &[(f64, f64)], h_ref: f64) -> Option<f64> {
 /// `[smallest/8, largest]` of the candidates (with whether it was clamped). A run `1/ratio`
 /// times as long as the pilots has `1/ratio` times their squared Monte Carlo error at the same
 /// step, and the same bias.
+///
+/// With `ses` (each candidate's KSD standard error, from its pilot chains' spread), the least
+/// squares are weighted by the standard deviation of D², `2·D·se`, floored at [`SE_FLOOR`]·D²:
+/// a pilot whose chains disagree counts less. Small steps' pilots, short for their mixing time,
+/// are the noisy ones (relative standard errors up to 0.8 against 0.03–0.1 for the steps near
+/// the bias end), and a lucky low KSD there pulled the fitted minimum down.
 pub(crate) fn discrepancy_fit_minimiser_scaled(
     points: &[(f64, f64)],
+    ses: Option<&[f64]>,
     h_ref: f64,
     p: i32,
     ratio: f64,
@@ -686,15 +701,22 @@ pub(crate) fn discrepancy_fit_minimiser_scaled(
     }
     let mut ata = Array2::<f64>::zeros((3, 3));
     let mut atb = ndarray::Array1::<f64>::zeros(3);
-    for &(h, d) in points {
+    for (k, &(h, d)) in points.iter().enumerate() {
         let x = h / h_ref;
         let y = d * d;
         if !(y > 0.0 && y.is_finite()) {
             continue;
         }
-        let row = [1.0 / x / y, x.powi(p) / y, 1.0 / y];
+        // The standard deviation of D²: 2·D·se from the pilot chains' spread, floored at 10 % of
+        // D² (a spread over four chains is itself uncertain); without standard errors, D² (a fit
+        // on relative errors).
+        let sigma = match ses.and_then(|s| s.get(k)) {
+            Some(&se) if se.is_finite() => (2.0 * d * se).max(SE_FLOOR * y),
+            _ => y,
+        };
+        let row = [1.0 / x / sigma, x.powi(p) / sigma, 1.0 / sigma];
         for i in 0..3 {
-            atb[i] += row[i];
+            atb[i] += row[i] * y / sigma;
             for j in 0..3 {
                 ata[[i, j]] += row[i] * row[j];
             }
@@ -1284,6 +1306,30 @@ mod tests {
         let falling: Vec<(f64, f64)> = (0..6).map(|k| 2f64.powi(k)).map(|h| (h, (2.0 / h).sqrt())).collect();
         assert!(discrepancy_fit_minimiser(&falling, 1.0).is_none_or(|h| h == 32.0));
         assert!(discrepancy_fit_minimiser(&points[..3], 1.0).is_none());
+    }
+
+    #[test]
+    fn a_noisy_low_pilot_counts_by_its_standard_error() {
+        // The model curve, except that the two smallest steps' pilots scored low by chance (their
+        // chains disagree: relative standard errors 0.6), as a short pilot at a small step does.
+        let (a, b, c) = (3.0f64, 5.0, 0.2);
+        let exact = (a / (2.0 * b)).cbrt();
+        let hs: Vec<f64> = (-6..=2).map(|k| 2f64.powi(k)).collect();
+        let mut points: Vec<(f64, f64)> = hs.iter().map(|&h| (h, (a / h + b * h * h + c).sqrt())).collect();
+        let mut ses: Vec<f64> = points.iter().map(|p| 0.02 * p.1).collect();
+        for k in 0..2 {
+            points[k].1 *= 0.4;
+            ses[k] = 0.6 * points[k].1;
+        }
+        let plain = discrepancy_fit_minimiser_scaled(&points, None, 0.25, 2, 1.0).unwrap().0;
+        let weighted = discrepancy_fit_minimiser_scaled(&points, Some(&ses), 0.25, 2, 1.0).unwrap().0;
+        assert!(plain < 0.8 * exact, "the unweighted fit is pulled down: {plain} vs {exact}");
+        assert!((weighted / exact - 1.0).abs() < 0.1, "{weighted} vs {exact}");
+        // Exact points and equal relative errors: the same minimiser as the unweighted fit.
+        let exact_points: Vec<(f64, f64)> = hs.iter().map(|&h| (h, (a / h + b * h * h + c).sqrt())).collect();
+        let equal: Vec<f64> = exact_points.iter().map(|p| 0.5 * p.1).collect();
+        let h = discrepancy_fit_minimiser_scaled(&exact_points, Some(&equal), 0.25, 2, 1.0).unwrap().0;
+        assert!((h / exact - 1.0).abs() < 1e-10, "{h} vs {exact}");
     }
 
     #[test]
