@@ -591,12 +591,13 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     })?;
     let edge = argmin.0 == 0 || argmin.0 == trials.len() - 1;
     let failed = trials.iter().filter(|t| t.failure.is_some()).count();
-    let scored: Vec<(f64, f64)> = trials.iter().filter_map(|t| t.ksd.map(|k| (t.step_size, k))).collect();
+    // The scored candidates `(h, D)` and their KSD standard errors, index for index.
+    let (scored, ses): (Vec<(f64, f64)>, Vec<f64>) =
+        trials.iter().filter_map(|t| t.ksd.map(|k| ((t.step_size, k), t.ksd_se.unwrap_or(f64::NAN)))).unzip();
     // The pilots' Monte Carlo term scaled to the planned run: D²(h) ≈ r·a/h + b·h² + c with r the
     // ratio of the pilots' kept draws to the run's.
     let pilot_draws = ((settings.pilot_iterations - settings.pilot_burn_in) * settings.pilot_chains as u64) as f64;
     let ratio = pilot_draws / settings.planned_run.draws();
-    let ses: Vec<f64> = trials.iter().filter(|t| t.ksd.is_some()).map(|t| t.ksd_se.unwrap_or(f64::NAN)).collect();
     let (step, how) = match discrepancy_fit_minimiser_scaled(&scored, Some(&ses), trials[argmin.0].step_size, 2, ratio)
     {
         Some((h, clamped)) => (
