@@ -18,14 +18,17 @@
 //! Run with `cargo bench --features forward-ad,candle --bench adapters` (for candle's
 //! single-thread figures: `RAYON_NUM_THREADS=1`).
 
+#[path = "../examples/support/mod.rs"]
+mod support;
 use criterion::{Criterion, criterion_group, criterion_main};
 use sgmcmc::ad::candle_core::{Device, Tensor};
 use sgmcmc::ad::num_dual::{Dual64, DualNum, DualSVec64};
 use sgmcmc::ad::{CandleModel, DualDensity, ForwardAd, Prior};
-use sgmcmc::rng::{fill_standard_normal, stream};
+use sgmcmc::rng::stream;
 use sgmcmc::{LogisticRegression, Model};
 use std::hint::black_box;
 use std::time::Duration;
+use support::normals;
 
 const BATCH: usize = 100;
 
@@ -305,10 +308,10 @@ fn adapters(c: &mut Criterion) {
     // MLP 20-50-1.
     let n = 10_000;
     let mut xs = vec![0.0; n * IN];
-    fill_standard_normal(&mut rng, &mut xs);
+    normals(&mut rng, &mut xs);
     let ys: Vec<f64> = (0..n).map(|i| f64::from(u8::from(xs[i * IN] + xs[i * IN + 1] > 0.0))).collect();
     let mut theta = vec![0.0; MLP_DIM];
-    fill_standard_normal(&mut rng, &mut theta);
+    normals(&mut rng, &mut theta);
     theta.iter_mut().for_each(|t| *t *= 0.2);
     let mlp = Mlp { x: xs.clone(), y: ys.clone() };
     let fmlp = ForwardAd::new(MlpDensity { x: xs.clone(), y: ys.clone() }).expect("adapter");

@@ -17,12 +17,15 @@
 //!
 //! Run with `cargo bench --bench diagnostics` (about 70 s).
 
+#[path = "../examples/support/mod.rs"]
+mod support;
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
 use ndarray::Array2;
 use sgmcmc::diagnostics::{self, KsdSettings};
-use sgmcmc::rng::{fill_standard_normal, stream};
+use sgmcmc::rng::stream;
 use std::hint::black_box;
 use std::time::Duration;
+use support::normals;
 
 /// Draws for the KSD.
 const KSD_N: usize = 10_000;
@@ -40,7 +43,7 @@ const SEED: u64 = 2017;
 /// An (rows × cols) array of independent standard normal draws from stream `index`.
 fn normal_array(rows: usize, cols: usize, index: u64) -> Array2<f64> {
     let mut v = vec![0.0; rows * cols];
-    fill_standard_normal(&mut stream(SEED, &[index]), &mut v);
+    normals(&mut stream(SEED, &[index]), &mut v);
     Array2::from_shape_vec((rows, cols), v).expect("length rows * cols")
 }
 

@@ -43,6 +43,7 @@
 
 #[path = "support/plot.rs"]
 mod plot;
+mod support;
 
 use ndarray::{Array1, Array2};
 use sgmcmc::ad::candle_core::{Device, Tensor};
@@ -176,7 +177,7 @@ fn scores(probs: &Array2<f64>, labels: &[usize]) -> Scores {
 fn init(seed: u64) -> Vec<f64> {
     let mut rng = sgmcmc::rng::stream(seed, &[7]);
     let mut theta = vec![0.0; DIM];
-    sgmcmc::rng::fill_standard_normal(&mut rng, &mut theta);
+    support::normals(&mut rng, &mut theta);
     let o1 = HIDDEN * INPUT;
     let o2 = o1 + HIDDEN;
     let o3 = o2 + CLASSES * HIDDEN;

@@ -104,16 +104,18 @@
 //! printed two-line snippet loads the draws into ArviZ, whose `az.summary` reproduces the SGLD
 //! table (mean, sd, MCSE, ESS and R̂ agree to every printed digit with ArviZ 0.23.4).
 
+mod support;
 use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
 use sgmcmc::diagnostics::{self, KsdSettings};
-use sgmcmc::linalg::{cholesky_lower, spd_inverse, symmetric_eigenvalues};
 use sgmcmc::prelude::*;
-use sgmcmc::rng::{fill_standard_normal, stream};
+use sgmcmc::rng::stream;
 use sgmcmc::run_chains_observed;
 use sgmcmc::{SgdSettings, export};
 use std::path::Path;
 use std::time::Instant;
+use support::normals;
+use support::{cholesky_lower, spd_inverse, symmetric_eigenvalues};
 
 /// Data set size N.
 const N_DATA: usize = 10_000;
@@ -281,7 +283,7 @@ fn main() -> Res<()> {
     let n_ref = N_CHAINS * KSD_PER_CHAIN;
     let mut x_ref = Array2::zeros((n_ref, DIM));
     for mut row in x_ref.outer_iter_mut() {
-        fill_standard_normal(&mut rng, &mut z);
+        normals(&mut rng, &mut z);
         row.assign(&(&map + &l.dot(&Array1::from(z.clone()))));
     }
     let ksd_ref = ksd_std(&x_ref, &exact_scores(&model, &full, &x_ref), &sd)?;
@@ -385,7 +387,7 @@ fn overdispersed(centre: &Array1<f64>, sd: &Array1<f64>) -> Vec<Vec<f64>> {
     (0..N_CHAINS)
         .map(|c| {
             let mut z = vec![0.0; centre.len()];
-            fill_standard_normal(&mut stream(INIT_SEED, &[c as u64]), &mut z);
+            normals(&mut stream(INIT_SEED, &[c as u64]), &mut z);
             centre.iter().zip(sd).zip(&z).map(|((m, s), z)| m + OVERDISPERSION * s * z).collect()
         })
         .collect()

@@ -48,14 +48,16 @@
 
 #[path = "support/plot.rs"]
 mod plot;
+mod support;
 
 use sgmcmc::distributed::{Cluster, run_mf_mpi};
 use sgmcmc::mf::{BlockPartition, MfModel, MfOutput, MfRunSettings, MfUpdate, RowShard};
-use sgmcmc::rng::{fill_standard_normal, stream};
+use sgmcmc::rng::stream;
 use sgmcmc::{HamcmcSettings, PsgldSettings, Ratings, SgldSettings, StepSize};
 use std::collections::HashSet;
 use std::error::Error;
 use std::time::Instant;
+use support::normals;
 
 type Res<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -69,7 +71,7 @@ const REPORT_SEEDS: [u64; 3] = [201, 202, 203];
 /// Cumulative weights of `n` log-normal activities with log-sd `sigma` (plus `floor`).
 fn activity(n: usize, sigma: f64, floor: f64, seed: u64) -> Vec<f64> {
     let mut z = vec![0.0; n];
-    fill_standard_normal(&mut stream(seed, &[1]), &mut z);
+    normals(&mut stream(seed, &[1]), &mut z);
     let mut acc = 0.0;
     z.iter()
         .map(|v| {
@@ -95,10 +97,10 @@ fn movielens_like(seed: u64) -> Res<Ratings> {
     let mut bm = vec![0.0; ROWS];
     let mut bu = vec![0.0; COLS];
     let mut rng = stream(seed, &[2]);
-    fill_standard_normal(&mut rng, &mut w);
-    fill_standard_normal(&mut rng, &mut h);
-    fill_standard_normal(&mut rng, &mut bm);
-    fill_standard_normal(&mut rng, &mut bu);
+    normals(&mut rng, &mut w);
+    normals(&mut rng, &mut h);
+    normals(&mut rng, &mut bm);
+    normals(&mut rng, &mut bu);
     let mut seen: HashSet<u64> = HashSet::with_capacity(N_RATINGS);
     let (mut ri, mut rj, mut rv) = (Vec::new(), Vec::new(), Vec::new());
     let mut add = |i: usize, j: usize, rng: &mut sgmcmc::rng::ChainRng| -> bool {
@@ -106,7 +108,7 @@ fn movielens_like(seed: u64) -> Res<Ratings> {
         if new {
             let dot: f64 = (0..TRUE_RANK).map(|k| w[i * TRUE_RANK + k] * h[j * TRUE_RANK + k]).sum::<f64>() * s * s;
             let mut e = [0.0];
-            fill_standard_normal(rng, &mut e);
+            normals(rng, &mut e);
             let x = 3.58 + 0.5 * bm[i] + 0.4 * bu[j] + 0.6 * dot + 0.8 * e[0];
             ri.push(i);
             rj.push(j);

@@ -71,12 +71,13 @@
 
 #[path = "support/plot.rs"]
 mod plot;
+mod support;
 
 use ndarray::{Array1, Array2};
 use rand::Rng;
 use rayon::prelude::*;
 use sgmcmc::observe::{Control, Observer, Progress};
-use sgmcmc::rng::{fill_standard_normal, stream};
+use sgmcmc::rng::stream;
 use sgmcmc::{
     Hamcmc, HamcmcSettings, LinearGaussian, Minibatch, OnDivergence, PreconditionedSgld, Psgld, PsgldSettings,
     RunSettings, Sampler, Sgld, SgldSettings, StepSize, run_observed,
@@ -86,6 +87,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
+use support::normals;
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -288,20 +290,20 @@ fn num(x: f64) -> String {
 fn make_problem(d: usize) -> Res<Problem> {
     let mut rng = stream(DATA_SEED, &[d as u64]);
     let mut g = vec![0.0; d * d];
-    fill_standard_normal(&mut rng, &mut g);
+    normals(&mut rng, &mut g);
     let q = orthonormalise(Array2::from_shape_vec((d, d), g)?);
     let frac = |i: usize| if d > 1 { i as f64 / (d - 1) as f64 } else { 0.0 };
     let s: Vec<f64> = (0..d).map(|j| 10f64.powf(-SPECTRUM_DECADES * frac(j))).collect();
     let c: Vec<f64> = (0..d).map(|i| 10f64.powf(COORD_DECADES * (frac(i) - 0.5))).collect();
     let mix = Array2::from_shape_fn((d, d), |(i, j)| c[i] * q[[i, j]] * s[j]);
     let mut u = vec![0.0; N_DATA * d];
-    fill_standard_normal(&mut rng, &mut u);
+    normals(&mut rng, &mut u);
     let u = Array2::from_shape_vec((N_DATA, d), u)?;
     let design = u.dot(&mix.t());
     let mut theta = vec![0.0; d];
-    fill_standard_normal(&mut rng, &mut theta);
+    normals(&mut rng, &mut theta);
     let mut noise = vec![0.0; N_DATA];
-    fill_standard_normal(&mut rng, &mut noise);
+    normals(&mut rng, &mut noise);
     let targets = design.dot(&Array1::from_vec(theta)) + Array1::from_vec(noise) * NOISE_VAR.sqrt();
     let model = LinearGaussian::new(&design, &targets, NOISE_VAR, PRIOR_VAR)?;
     let mean = model.posterior_mean().clone();
@@ -679,7 +681,7 @@ fn short(x: f64) -> String {
 /// of this D and the HAMCMC/SGLD cost ratio per memory.
 fn compare(p: &Problem) -> Res<(String, Vec<(usize, f64)>)> {
     let d = p.dim;
-    let ev = sgmcmc::linalg::symmetric_eigenvalues("posterior precision", p.model.posterior_precision())?;
+    let ev = support::symmetric_eigenvalues("posterior precision", p.model.posterior_precision())?;
     let cov = p.model.posterior_covariance();
     let sd: Vec<f64> = (0..d).map(|i| cov[[i, i]].sqrt()).collect();
     let max_corr = (0..d)

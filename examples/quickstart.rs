@@ -13,11 +13,12 @@
 //! spread), so that split-R-hat can see a failure to mix; the run reports whether they mixed
 //! and the summary table marks any parameter that did not.
 
-use sgmcmc::linalg::spd_inverse;
+mod support;
 use sgmcmc::prelude::*;
 use sgmcmc::tune::{PlannedRun, Tunable, Tuned};
 use sgmcmc::{Sghmc, SghmcSettings};
 use std::time::Instant;
+use support::spd_inverse;
 
 /// Number of data items N.
 const N_DATA: usize = 100_000;

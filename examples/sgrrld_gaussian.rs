@@ -51,11 +51,11 @@
 
 #[path = "support/plot.rs"]
 mod plot;
+mod support;
 
 use ndarray::{Array1, Array2};
 use rayon::prelude::*;
-use sgmcmc::linalg::{solve, symmetric_eigenvalues};
-use sgmcmc::rng::{fill_standard_normal, stream};
+use sgmcmc::rng::stream;
 use sgmcmc::{
     Discretisation, LinearGaussian, Minibatch, Model, RichardsonRomberg, RunSettings, Sampler, Sghmc, SghmcSettings,
     Sgld, SgldSettings, Sgrrhmc, Sgrrld, Storage, run_chains, run_rr,
@@ -64,6 +64,8 @@ use std::error::Error;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use support::normals;
+use support::{solve, symmetric_eigenvalues};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -474,7 +476,7 @@ fn random_inits(d: usize, runs: usize) -> Vec<Vec<f64>> {
         .map(|r| {
             let mut rng = stream(INIT_SEED, &[d as u64, r as u64]);
             let mut x = vec![0.0; d];
-            fill_standard_normal(&mut rng, &mut x);
+            normals(&mut rng, &mut x);
             x.iter().map(|z| z * PRIOR_VAR.sqrt()).collect()
         })
         .collect()

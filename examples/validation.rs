@@ -38,6 +38,7 @@
 
 #[path = "../tests/common/posteriors.rs"]
 mod posteriors;
+mod support;
 
 use posteriors::{LinReg, PoissonReg, Reference, diagnosis_logistic};
 use sgmcmc::prelude::*;

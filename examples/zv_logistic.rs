@@ -79,12 +79,13 @@
 //! noise) and about 1 for SGLD at N ≥ 10⁴. For the LPD the first-order factors are smaller
 //! (3–14) and the second-order ones 12–17 within chains.
 
+mod support;
 use ndarray::{Array1, Array2, Axis, s};
 use rayon::prelude::*;
-use sgmcmc::linalg::{spd_inverse, symmetric_eigenvalues};
 use sgmcmc::prelude::*;
 use sgmcmc::{Samples, SgdSettings, ZvEstimate, zv_matrix};
 use std::time::Instant;
+use support::{spd_inverse, symmetric_eigenvalues};
 
 /// Training-set sizes N.
 const N_SIZES: [usize; 3] = [1_000, 10_000, 100_000];

@@ -98,9 +98,13 @@ impl Cluster {
         let (rank, size) = (world.rank() as usize, world.size() as usize);
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            eprintln!(
-                "sgmcmc::distributed: rank {rank} of {size} panicked; aborting every rank of the MPI job (exit code {PANIC_EXIT_CODE}). The panic:"
+            // One write of the whole line: `eprintln!` writes its pieces one by one to the
+            // unbuffered stderr, and other ranks' output can land between them (seen: "rank "
+            // and "3 of 4 panicked" split by another rank's line).
+            let line = format!(
+                "sgmcmc::distributed: rank {rank} of {size} panicked; aborting every rank of the MPI job (exit code {PANIC_EXIT_CODE}). The panic:\n"
             );
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
             previous(info);
             SimpleCommunicator::world().abort(PANIC_EXIT_CODE);
         }));

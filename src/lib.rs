@@ -18,7 +18,7 @@ mod trace;
 pub mod tune;
 
 pub use models::ad;
-pub use numeric::{linalg, rng};
+pub use numeric::rng;
 pub use run::{checkpoint, observe, progress};
 pub use trace::{diagnostics, export};
 
@@ -44,7 +44,6 @@ pub use models::{
     Block, Constrained, Constraint, Family, Glm, GlmSettings, Layout, LinearGaussian, LogisticRegression, Pmf, Ratings,
     Temperature, Tempered,
 };
-pub use numeric::lbfgs::Lbfgs;
 pub use numeric::schedule::StepSize;
 pub use run::{
     ChainReport, Divergence, OnDivergence, RunOutput, RunSettings, Storage, resume, run, run_chains,

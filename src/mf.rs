@@ -42,8 +42,10 @@
 //! §4.3.
 
 use crate::error::{Error, Result, check_positive};
+use crate::models::PmfTerms;
 use crate::models::Ratings;
-use crate::numeric::lbfgs::{Admitted, PairRing, PairSpace, dotp};
+use crate::numeric::lbfgs::{Admitted, PairRing, PairSpace};
+use crate::numeric::linalg::dot;
 use crate::numeric::rng::{fill_standard_normal, stream};
 use crate::samplers::{
     HamcmcSettings, PsgldSettings, SgldSettings, hamcmc_update, psgld_update, rmsprop_update, sgld_update,
@@ -221,12 +223,32 @@ pub struct MfModel {
 impl MfModel {
     /// Checks every field.
     pub fn validate(&self) -> Result<()> {
-        crate::models::check_pmf(self.rank, self.noise_var, self.prior_var_w, self.prior_var_h)?;
+        self.terms().map(|_| ())
+    }
+
+    /// The model of [`Pmf`](crate::Pmf) `pmf` (its rank, variances and offset, the training
+    /// mean), started from `N(0, init_scale²)`: the block sampler then targets `pmf`'s
+    /// posterior, with the same gradient terms.
+    pub fn from_pmf(pmf: &crate::Pmf, init_scale: f64) -> Self {
+        let t = pmf.terms();
+        MfModel {
+            rank: t.k,
+            noise_var: t.vars[0],
+            prior_var_w: t.vars[1],
+            prior_var_h: t.vars[2],
+            offset: t.offset,
+            init_scale,
+        }
+    }
+
+    /// Pmf's terms of these constants (after checking every field).
+    fn terms(&self) -> Result<PmfTerms> {
+        let terms = PmfTerms::new(self.rank, self.noise_var, self.prior_var_w, self.prior_var_h, self.offset)?;
         check_positive("init_scale", self.init_scale)?;
         if !self.offset.is_finite() {
             return Err(Error::invalid("offset", self.offset, "must be finite"));
         }
-        Ok(())
+        Ok(terms)
     }
 }
 
@@ -427,33 +449,16 @@ impl Worker {
     }
 }
 
-/// The model's constants every worker uses.
-struct Consts {
-    k: usize,
-    offset: f64,
-    inv_noise: f64,
-    inv_pw: f64,
-    inv_ph: f64,
-}
-
-/// `out = ∇Ũ(θ)` on block (b, c) of the diagonal, scaled by `scale = N / |Ω|`.
-fn block_gradient(cs: &Consts, blk: &Block, lw: usize, theta: &[f64], scale: f64, out: &mut [f64]) {
-    for (o, t) in out[..lw].iter_mut().zip(&theta[..lw]) {
-        *o = t * cs.inv_pw;
-    }
-    for (o, t) in out[lw..].iter_mut().zip(&theta[lw..]) {
-        *o = t * cs.inv_ph;
-    }
+/// `out = ∇Ũ(θ)` on block (b, c) of the diagonal (the W rows of block b, the first `lw`
+/// entries, then the H rows of block c), the data terms scaled by `scale = N / |Ω|`: [`Pmf`]'s
+/// prior and rating terms ([`PmfTerms`]).
+///
+/// [`Pmf`]: crate::Pmf
+fn block_gradient(cs: &PmfTerms, blk: &Block, lw: usize, theta: &[f64], scale: f64, out: &mut [f64]) {
+    cs.grad_prior(lw, theta, out);
     let k = cs.k;
-    let c = scale * cs.inv_noise;
     for ((&r, &j), &x) in blk.rows.iter().zip(&blk.cols).zip(&blk.values) {
-        let (a, h) = (r as usize * k, lw + j as usize * k);
-        let e = c * (cs.offset + dotp(&theta[a..a + k], &theta[h..h + k]) - x);
-        for q in 0..k {
-            let (wq, hq) = (theta[a + q], theta[h + q]);
-            out[a + q] += e * hq;
-            out[h + q] += e * wq;
-        }
+        cs.add_rating(theta, r as usize * k, lw + j as usize * k, x, scale, out);
     }
 }
 
@@ -541,7 +546,7 @@ impl<F: Fabric> PairSpace for Engine<'_, F> {
     fn dots<const N: usize>(&mut self, pairs: [(Wv, Wv); N]) -> Result<[f64; N]> {
         self.all_sum(|w, p: &mut [f64; N]| {
             for (o, (a, b)) in p.iter_mut().zip(pairs) {
-                *o = dotp(w.get(a), w.get(b));
+                *o = dot(w.get(a), w.get(b));
             }
         })
     }
@@ -592,7 +597,7 @@ pub(crate) struct Engine<'a, F: Fabric> {
     shards: Vec<&'a RowShard>,
     tests: Vec<&'a RowShard>,
     partition: BlockPartition,
-    cs: Consts,
+    cs: PmfTerms,
     update: MfUpdate,
     run: MfRunSettings,
     workers: Vec<Worker>,
@@ -636,13 +641,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
         let diag_sizes: Vec<usize> = (0..nb).map(|s| (0..nb).map(|b| sizes[b * nb + (b + s) % nb]).sum()).collect();
         let n_train: usize = diag_sizes.iter().sum();
         let k = model.rank;
-        let cs = Consts {
-            k,
-            offset: model.offset,
-            inv_noise: 1.0 / model.noise_var,
-            inv_pw: 1.0 / model.prior_var_w,
-            inv_ph: 1.0 / model.prior_var_h,
-        };
+        let cs = model.terms()?;
         let local = fabric.local();
         let max_h = (0..nb).map(|c| partition.col_range(c).len()).max().unwrap_or(0) * k;
         let mut workers = Vec::with_capacity(local.len());
@@ -930,7 +929,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
             w.tmp = y;
         }
         let [sy, bad] = self.all_sum(|w, p: &mut [f64; 2]| {
-            p[0] = dotp(&w.step, &w.tmp);
+            p[0] = dot(&w.step, &w.tmp);
             p[1] = w.status;
         })?;
         if bad != 0.0 {
@@ -1020,7 +1019,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
                     let hc = &h_all[offsets[c]..offsets[c] + self.sec_lens[c]];
                     for (((&r, &j), &x), s) in blk.rows.iter().zip(&blk.cols).zip(&blk.values).zip(sum.iter_mut()) {
                         let (a, h) = (r as usize * k, j as usize * k);
-                        let p = self.cs.offset + dotp(&w.x[a..a + k], &hc[h..h + k]);
+                        let p = self.cs.predict(&w.x[a..a + k], &hc[h..h + k]);
                         se += (p - x) * (p - x);
                         if averaging {
                             *s += p;
@@ -1214,7 +1213,7 @@ pub fn run_mf(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Lbfgs;
+    use crate::numeric::lbfgs::Lbfgs;
 
     /// The reduced-dot L-BFGS of the workers equals [`Lbfgs`] on the concatenated vectors.
     #[test]

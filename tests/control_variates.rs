@@ -174,7 +174,7 @@ fn optimisers_find_the_mode_and_count_their_cost() {
     };
     let sgd_out = sgd(&m, &[0.0; 4], &tuned).unwrap();
     assert_eq!(sgd_out.cost.datum_gradients, 10_000);
-    let cov = linalg::spd_inverse("t", &m.hessian(newton.as_slice().unwrap()).unwrap()).unwrap();
+    let cov = crate::support::spd_inverse("t", &m.hessian(newton.as_slice().unwrap()).unwrap()).unwrap();
     for j in 0..4 {
         let z = (sgd_out.theta[j] - newton[j]) / cov[[j, j]].sqrt();
         assert!(z.abs() < 5.0, "SGD coordinate {j} is {z} sd from the mode");

@@ -255,7 +255,7 @@ fn ksd_ranks_sgld_step_sizes() {
         let out = run(&m, &s, m.posterior_mean().as_slice().unwrap(), &settings).unwrap();
         diagnostics::ksd_of(&out.estimate, KsdSettings::default()).unwrap()
     };
-    let lam_max = linalg::symmetric_eigenvalues("P", m.posterior_precision()).unwrap()[1];
+    let lam_max = crate::support::symmetric_eigenvalues("P", m.posterior_precision()).unwrap()[1];
     let (small, large) = (ksd_at(0.05 / lam_max), ksd_at(1.5 / lam_max));
     eprintln!("KSD: γλ = 0.05 → {small:.3e}; γλ = 1.5 → {large:.3e}");
     assert!(large > 3.0 * small, "KSD does not see the large-step bias: {small} vs {large}");

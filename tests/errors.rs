@@ -297,14 +297,6 @@ fn not_initialised_not_stored_no_samples_zero_weight() {
 }
 
 #[test]
-fn linear_algebra_failures() {
-    let e = sgmcmc::linalg::spd_inverse("test", &array![[1.0, 2.0], [2.0, 1.0]]).unwrap_err();
-    assert!(matches!(e, Error::LinearAlgebra { what: "test", .. }));
-    let e = sgmcmc::linalg::solve("test", &array![[1.0, 2.0], [2.0, 4.0]], &array![1.0, 1.0]).unwrap_err();
-    assert!(matches!(e, Error::LinearAlgebra { .. }));
-}
-
-#[test]
 fn user_inputs_are_not_changed() {
     let m = lg();
     let theta0 = vec![0.25, -0.5];

@@ -243,7 +243,7 @@ fn whitened_ula_has_its_exact_stationary_law() {
         assert!(z_mean.abs() < 4.0 && z_var.abs() < 4.0, "{z_mean} {z_var}");
     }
     // Unwhitened at the same step it would diverge (h λ_max ≫ 2): the whitening is doing the work.
-    let lmax = linalg::symmetric_eigenvalues("precision", lg.posterior_precision()).unwrap()[1];
+    let lmax = crate::support::symmetric_eigenvalues("precision", lg.posterior_precision()).unwrap()[1];
     assert!(h * lmax > 100.0, "{}", h * lmax);
 }
 
@@ -393,7 +393,7 @@ fn mala_defaults_adapt_and_are_right_as_is() {
     use sgmcmc::ndarray::Array2;
     let scales = [1.0, 10.0, 30.0, 100.0];
     let mut z = vec![0.0; 5_000 * 5];
-    sgmcmc::rng::fill_standard_normal(&mut sgmcmc::rng::stream(21, &[0]), &mut z);
+    crate::support::normals(&mut sgmcmc::rng::stream(21, &[0]), &mut z);
     let x = Array2::from_shape_fn((5_000, 4), |(i, j)| scales[j] * z[5 * i + j]);
     let y = sgmcmc::ndarray::Array1::from_shape_fn(5_000, |i| x.row(i).sum() * 0.01 + z[5 * i + 4]);
     let model = LinearGaussian::new(&x, &y, 1.0, 100.0).unwrap();

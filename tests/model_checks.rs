@@ -80,7 +80,7 @@ fn runs_refuse_a_wrong_sign_model() {
     // stability limit 2/λ_max runs away too (by |1 − γλ_max| = 1.2 per step), and the message
     // puts the step first.
     let lg = LinearGaussian::synthetic(500, 3, 1.0, 10.0, 4).unwrap();
-    let lmax = linalg::symmetric_eigenvalues("precision", lg.posterior_precision()).unwrap()[2];
+    let lmax = crate::support::symmetric_eigenvalues("precision", lg.posterior_precision()).unwrap()[2];
     let big = Lmc::new(SgldSettings::constant(2.2 / lmax), FullGradient::new()).unwrap();
     let e = run(&lg, &big, &[0.0; 3], &RunSettings { n_chains: 1, ..unchecked }).unwrap_err();
     let Error::Runaway { gradient_outward, .. } = e.root() else { panic!("expected Runaway, got {e:?}") };

@@ -7,6 +7,8 @@
 mod common;
 #[path = "common/posteriors.rs"]
 mod posteriors;
+#[path = "../examples/support/mod.rs"]
+mod support;
 
 #[path = "checkpoint.rs"]
 mod checkpoint;

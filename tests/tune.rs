@@ -26,7 +26,7 @@ impl Model for NoHvp<'_> {
 #[test]
 fn curvature_recovers_the_extreme_eigenvalues_of_a_gaussian() {
     let lg = LinearGaussian::synthetic(2_000, 6, 1.0, 10.0, 5).unwrap();
-    let eig = linalg::symmetric_eigenvalues("precision", lg.posterior_precision()).unwrap();
+    let eig = crate::support::symmetric_eigenvalues("precision", lg.posterior_precision()).unwrap();
     let (lo, hi) = eig.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
     let theta = lg.posterior_mean().to_vec();
     for exact in [true, false] {

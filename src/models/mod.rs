@@ -29,7 +29,7 @@ pub use constrained::{Block, Constrained, Constraint, Layout};
 pub use glm::{Family, Glm, GlmSettings};
 pub use linear_gaussian::LinearGaussian;
 pub use logistic::LogisticRegression;
-pub(crate) use pmf::check_pmf;
+pub(crate) use pmf::PmfTerms;
 pub use pmf::{Pmf, Ratings};
 pub use tempered::{Temperature, Tempered};
 

@@ -188,17 +188,78 @@ impl Ratings {
 #[derive(Debug, Clone)]
 pub struct Pmf {
     train: Ratings,
-    rank: usize,
-    offset: f64,
-    inv_noise: f64,
-    inv_prior_w: f64,
-    inv_prior_h: f64,
+    terms: PmfTerms,
+}
+
+/// A PMF potential's constants and the terms written once for [`Pmf`] and the distributed
+/// block sampler of [`mf`](crate::mf) (whose [`MfModel`](crate::mf::MfModel) builds them):
+/// the prediction `m + wᵀh`, the prior gradient and one rating's gradient. θ holds the rows
+/// of W, then the rows of H, K entries each.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PmfTerms {
+    /// The rank K.
+    pub(crate) k: usize,
+    /// The offset m.
+    pub(crate) offset: f64,
+    /// σ_x², σ_w², σ_h² as given.
+    pub(crate) vars: [f64; 3],
+    /// 1/σ_x².
+    pub(crate) inv_noise: f64,
+    /// 1/σ_w².
+    pub(crate) inv_prior_w: f64,
+    /// 1/σ_h².
+    pub(crate) inv_prior_h: f64,
+}
+
+impl PmfTerms {
+    /// The terms of rank K, variances σ_x², σ_w², σ_h² and offset m (checked by
+    /// [`check_pmf`]).
+    pub(crate) fn new(rank: usize, noise_var: f64, prior_var_w: f64, prior_var_h: f64, offset: f64) -> Result<Self> {
+        check_pmf(rank, noise_var, prior_var_w, prior_var_h)?;
+        Ok(PmfTerms {
+            k: rank,
+            offset,
+            vars: [noise_var, prior_var_w, prior_var_h],
+            inv_noise: 1.0 / noise_var,
+            inv_prior_w: 1.0 / prior_var_w,
+            inv_prior_h: 1.0 / prior_var_h,
+        })
+    }
+
+    /// The prediction `m + wᵀh`.
+    #[inline(always)]
+    pub(crate) fn predict(&self, w: &[f64], h: &[f64]) -> f64 {
+        self.offset + dot(w, h)
+    }
+
+    /// `out = ∇U₀`: W's entries (the first `w_len` of θ) over σ_w², H's over σ_h².
+    pub(crate) fn grad_prior(&self, w_len: usize, theta: &[f64], out: &mut [f64]) {
+        for (o, t) in out[..w_len].iter_mut().zip(&theta[..w_len]) {
+            *o = t * self.inv_prior_w;
+        }
+        for (o, t) in out[w_len..].iter_mut().zip(&theta[w_len..]) {
+            *o = t * self.inv_prior_h;
+        }
+    }
+
+    /// Adds `scale · ∇U_{ui}` of the rating `x` whose user row starts at `a` and item row at
+    /// `b` in θ: `e = (m + WᵤᵀHᵢ − x) · scale/σ_x²`, `out_W += e Hᵢ`, `out_H += e Wᵤ`.
+    #[inline(always)]
+    pub(crate) fn add_rating(&self, theta: &[f64], a: usize, b: usize, x: f64, scale: f64, out: &mut [f64]) {
+        let k = self.k;
+        let e = (self.predict(&theta[a..a + k], &theta[b..b + k]) - x) * (scale * self.inv_noise);
+        for p in 0..k {
+            let (wp, hp) = (theta[a + p], theta[b + p]);
+            out[a + p] += e * hp;
+            out[b + p] += e * wp;
+        }
+    }
 }
 
 /// The checks of a PMF model's constants, shared by [`Pmf::new`] and the distributed
 /// [`MfModel`](crate::mf::MfModel): rank ≥ 1 ([`Error::InvalidParameter`] `"rank"`) and positive
 /// variances.
-pub(crate) fn check_pmf(rank: usize, noise_var: f64, prior_var_w: f64, prior_var_h: f64) -> Result<()> {
+fn check_pmf(rank: usize, noise_var: f64, prior_var_w: f64, prior_var_h: f64) -> Result<()> {
     if rank == 0 {
         return Err(Error::invalid("rank", 0, "must be >= 1"));
     }
@@ -218,26 +279,38 @@ impl Pmf {
         if train.is_empty() {
             return Err(Error::EmptyData { what: "no training ratings" });
         }
-        check_pmf(rank, noise_var, prior_var_w, prior_var_h)?;
-        let offset = train.mean();
-        Ok(Pmf {
-            train,
-            rank,
-            offset,
-            inv_noise: 1.0 / noise_var,
-            inv_prior_w: 1.0 / prior_var_w,
-            inv_prior_h: 1.0 / prior_var_h,
-        })
+        let terms = PmfTerms::new(rank, noise_var, prior_var_w, prior_var_h, train.mean())?;
+        Ok(Pmf { train, terms })
     }
 
     /// The rank K.
     pub fn rank(&self) -> usize {
-        self.rank
+        self.terms.k
     }
 
     /// The offset m added to every prediction.
     pub fn offset(&self) -> f64 {
-        self.offset
+        self.terms.offset
+    }
+
+    /// The noise variance σ_x².
+    pub fn noise_var(&self) -> f64 {
+        self.terms.vars[0]
+    }
+
+    /// The prior variance σ_w² of W.
+    pub fn prior_var_w(&self) -> f64 {
+        self.terms.vars[1]
+    }
+
+    /// The prior variance σ_h² of H.
+    pub fn prior_var_h(&self) -> f64 {
+        self.terms.vars[2]
+    }
+
+    /// The constants and terms shared with [`mf`](crate::mf).
+    pub(crate) fn terms(&self) -> &PmfTerms {
+        &self.terms
     }
 
     /// The training ratings.
@@ -246,18 +319,18 @@ impl Pmf {
     }
 
     fn w_off(&self, u: usize) -> usize {
-        u * self.rank
+        u * self.terms.k
     }
 
     fn h_off(&self, i: usize) -> usize {
-        (self.train.n_users + i) * self.rank
+        (self.train.n_users + i) * self.terms.k
     }
 
     /// The predicted rating `m + WᵤᵀHᵢ` at θ.
     pub fn predict(&self, theta: &[f64], user: usize, item: usize) -> f64 {
-        let k = self.rank;
+        let k = self.terms.k;
         let (a, b) = (self.w_off(user), self.h_off(item));
-        self.offset + dot(&theta[a..a + k], &theta[b..b + k])
+        self.terms.predict(&theta[a..a + k], &theta[b..b + k])
     }
 
     /// A random starting point `θ ~ N(0, scale² I)` (θ = 0 is a saddle).
@@ -313,7 +386,7 @@ impl Pmf {
 
 impl Model for Pmf {
     fn dim(&self) -> usize {
-        (self.train.n_users + self.train.n_items) * self.rank
+        (self.train.n_users + self.train.n_items) * self.terms.k
     }
 
     fn n_data(&self) -> usize {
@@ -321,34 +394,23 @@ impl Model for Pmf {
     }
 
     fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
-        let split = self.train.n_users * self.rank;
-        for (o, t) in out[..split].iter_mut().zip(&theta[..split]) {
-            *o = t * self.inv_prior_w;
-        }
-        for (o, t) in out[split..].iter_mut().zip(&theta[split..]) {
-            *o = t * self.inv_prior_h;
-        }
+        self.terms.grad_prior(self.train.n_users * self.terms.k, theta, out);
         Ok(())
     }
 
     fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
-        let k = self.rank;
         for &r in idx {
             let (a, b) = (self.w_off(self.train.users[r]), self.h_off(self.train.items[r]));
-            let e = (self.offset + dot(&theta[a..a + k], &theta[b..b + k]) - self.train.values[r]) * self.inv_noise;
-            for p in 0..k {
-                out[a + p] += e * theta[b + p];
-                out[b + p] += e * theta[a + p];
-            }
+            self.terms.add_rating(theta, a, b, self.train.values[r], 1.0, out);
         }
         Ok(())
     }
 
     fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
-        let split = self.train.n_users * self.rank;
-        Ok(0.5 * self.inv_prior_w * dot(&theta[..split], &theta[..split])
-            + 0.5 * self.inv_prior_h * dot(&theta[split..], &theta[split..]))
+        let split = self.train.n_users * self.terms.k;
+        Ok(0.5 * self.terms.inv_prior_w * dot(&theta[..split], &theta[..split])
+            + 0.5 * self.terms.inv_prior_h * dot(&theta[split..], &theta[split..]))
     }
 
     fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
@@ -356,7 +418,7 @@ impl Model for Pmf {
             .iter()
             .map(|&r| {
                 let e = self.predict(theta, self.train.users[r], self.train.items[r]) - self.train.values[r];
-                0.5 * self.inv_noise * e * e
+                0.5 * self.terms.inv_noise * e * e
             })
             .sum())
     }
@@ -367,13 +429,13 @@ impl Model for Pmf {
 
     fn hvp_data_sum(&self, theta: &[f64], v: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
-        let k = self.rank;
-        let s = self.inv_noise;
+        let k = self.terms.k;
+        let s = self.terms.inv_noise;
         for &r in idx {
             let (a, b) = (self.w_off(self.train.users[r]), self.h_off(self.train.items[r]));
             let (w, h) = (&theta[a..a + k], &theta[b..b + k]);
             let (vw, vh) = (&v[a..a + k], &v[b..b + k]);
-            let e = (self.offset + dot(w, h) - self.train.values[r]) * s;
+            let e = (self.terms.predict(w, h) - self.train.values[r]) * s;
             let c = (dot(h, vw) + dot(w, vh)) * s;
             for p in 0..k {
                 out[a + p] += c * h[p] + e * vh[p];

@@ -8,6 +8,7 @@
 //! across them (over MPI ranks too), as nuts-rs does with its math backend.
 
 use crate::error::{Result, check_len, check_positive};
+use crate::numeric::linalg::dot;
 
 /// The L-BFGS approximation `H` of an inverse Hessian, from pairs `(s, y)` (oldest first) and an
 /// initial scale γ (`H⁰ = γ I`), following the BFGS recursion (Şimşekli et al. 2016, eq. 6)
@@ -65,19 +66,9 @@ impl Lbfgs {
         self.ring.len
     }
 
-    /// Whether no pair is in use (`H = γ I`).
-    pub fn is_empty(&self) -> bool {
-        self.ring.len == 0
-    }
-
     /// Pairs rejected because `sᵀy ≤ 0` (or not finite).
     pub fn n_skipped(&self) -> u64 {
         self.ring.skipped
-    }
-
-    /// The initial scale γ.
-    pub fn initial_scale(&self) -> f64 {
-        self.gamma
     }
 
     /// Sets the initial scale γ (`H⁰ = γ I`) used from now on (L-BFGS optimisers rescale it
@@ -119,7 +110,7 @@ impl Lbfgs {
     pub fn push(&mut self, s: &[f64], y: &[f64]) -> Result<bool> {
         check_len("L-BFGS pair s", self.space.dim, s.len())?;
         check_len("L-BFGS pair y", self.space.dim, y.len())?;
-        Ok(match self.ring.admit(dotp(s, y)) {
+        Ok(match self.ring.admit(dot(s, y)) {
             Admitted::Skipped => false,
             Admitted::Stored { slot, .. } => {
                 let (sv, yv) = (self.space.s(slot), self.space.y(slot));
@@ -474,7 +465,7 @@ impl PairSpace for Dense {
     }
 
     fn dots<const N: usize>(&mut self, pairs: [(usize, usize); N]) -> Result<[f64; N]> {
-        Ok(pairs.map(|(a, b)| dotp(self.get(a), self.get(b))))
+        Ok(pairs.map(|(a, b)| dot(self.get(a), self.get(b))))
     }
 
     fn set_scaled(&mut self, dst: usize, a: f64, src: usize) {
@@ -503,8 +494,126 @@ impl PairSpace for Dense {
     }
 }
 
-/// `aᵀb`, summed in index order.
-#[inline]
-pub(crate) fn dotp(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+#[cfg(test)]
+mod tests {
+    //! The recursion against the dense BFGS update it stands for (moved from the integration
+    //! tests when `Lbfgs` became internal; unchanged).
+    use super::*;
+    use crate::error::Error;
+    use ndarray::{Array1, Array2};
+    use rand::SeedableRng;
+    use rand_distr::{Distribution, StandardNormal};
+
+    fn dense_h(lb: &mut Lbfgs, d: usize) -> Array2<f64> {
+        let mut h = Array2::zeros((d, d));
+        let mut out = vec![0.0; d];
+        for j in 0..d {
+            let mut e = vec![0.0; d];
+            e[j] = 1.0;
+            lb.apply_h(&e, &mut out).unwrap();
+            for i in 0..d {
+                h[[i, j]] = out[i];
+            }
+        }
+        h
+    }
+
+    fn dense_s(lb: &mut Lbfgs, d: usize) -> Array2<f64> {
+        let mut s = Array2::zeros((d, d));
+        let mut out = vec![0.0; d];
+        for j in 0..d {
+            let mut e = vec![0.0; d];
+            e[j] = 1.0;
+            lb.apply_s(&e, &mut out).unwrap();
+            for i in 0..d {
+                s[[i, j]] = out[i];
+            }
+        }
+        s
+    }
+
+    /// The dense BFGS recursion (eq. 6): Hᵐ = (I − ρ s yᵀ) Hᵐ⁻¹ (I − ρ y sᵀ) + ρ s sᵀ.
+    fn dense_bfgs(pairs: &[(Array1<f64>, Array1<f64>)], gamma: f64, d: usize) -> Array2<f64> {
+        let id = Array2::<f64>::eye(d);
+        let mut h = &id * gamma;
+        for (s, y) in pairs {
+            let rho = 1.0 / s.dot(y);
+            let sy = outer(s, y) * rho;
+            let ss = outer(s, s) * rho;
+            let left = &id - &sy;
+            h = left.dot(&h).dot(&left.t()) + ss;
+        }
+        h
+    }
+
+    fn outer(a: &Array1<f64>, b: &Array1<f64>) -> Array2<f64> {
+        Array2::from_shape_fn((a.len(), b.len()), |(i, j)| a[i] * b[j])
+    }
+
+    fn random_pairs(d: usize, m: usize, seed: u64) -> Vec<(Array1<f64>, Array1<f64>)> {
+        let mut rng = crate::numeric::rng::ChainRng::seed_from_u64(seed);
+        let mut n = || -> f64 { StandardNormal.sample(&mut rng) };
+        // A random SPD "Hessian" A = QQᵀ + I; pairs y = A s (+ small noise), so sᵀy > 0.
+        let q = Array2::from_shape_fn((d, d), |_| n());
+        let a = q.dot(&q.t()) + Array2::<f64>::eye(d);
+        (0..m)
+            .map(|_| {
+                let s = Array1::from_shape_fn(d, |_| n());
+                let y = a.dot(&s) + Array1::from_shape_fn(d, |_| 0.1 * n());
+                (s, y)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lbfgs_matches_dense_bfgs_and_its_square_root() {
+        for (seed, (d, m)) in [(1u64, (5usize, 4usize)), (2, (5, 4)), (3, (8, 3)), (4, (3, 6))] {
+            let pairs = random_pairs(d, m, seed);
+            let gamma = 0.3;
+            let mut lb = Lbfgs::new(d, m, gamma).unwrap();
+            for (s, y) in &pairs {
+                assert!(lb.push(s.as_slice().unwrap(), y.as_slice().unwrap()).unwrap());
+            }
+            let h = dense_h(&mut lb, d);
+            let reference = dense_bfgs(&pairs, gamma, d);
+            let scale = reference.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+            let err_h = (&h - &reference).iter().fold(0.0f64, |a, x| a.max(x.abs())) / scale;
+            let asym = (&h - &h.t()).iter().fold(0.0f64, |a, x| a.max(x.abs())) / scale;
+            let eig = crate::numeric::linalg::symmetric_eigenvalues("H", &((&h + &h.t()) * 0.5)).unwrap();
+            let s = dense_s(&mut lb, d);
+            let err_s = (s.dot(&s.t()) - &h).iter().fold(0.0f64, |a, x| a.max(x.abs())) / scale;
+            eprintln!(
+                "d={d} M={m}: |H - BFGS| {err_h:.1e}, asym {asym:.1e}, min eig {:.3e}, |SSᵀ - H| {err_s:.1e}",
+                eig[0]
+            );
+            assert!(err_h < 1e-12 && asym < 1e-12 && eig[0] > 0.0 && err_s < 1e-12);
+        }
+    }
+
+    #[test]
+    fn lbfgs_drops_oldest_and_skips_non_positive_pairs() {
+        let d = 4;
+        let pairs = random_pairs(d, 5, 9);
+        let mut lb = Lbfgs::new(d, 3, 0.5).unwrap();
+        for (s, y) in &pairs {
+            lb.push(s.as_slice().unwrap(), y.as_slice().unwrap()).unwrap();
+        }
+        // Capacity 3: the last three pairs only.
+        let h = dense_h(&mut lb, d);
+        let reference = dense_bfgs(&pairs[2..], 0.5, d);
+        assert!((&h - &reference).iter().all(|x| x.abs() < 1e-10));
+        // A pair with sᵀy ≤ 0 is skipped and changes nothing.
+        let s = vec![1.0, 0.0, 0.0, 0.0];
+        let y = vec![-1.0, 0.5, 0.0, 0.0];
+        assert!(!lb.push(&s, &y).unwrap());
+        assert!(!lb.push(&s, &[0.0, 1.0, 0.0, 0.0]).unwrap());
+        assert_eq!(lb.n_skipped(), 2);
+        assert_eq!(lb.len(), 3);
+        let h2 = dense_h(&mut lb, d);
+        assert_eq!(h, h2);
+        assert!(matches!(lb.push(&[1.0], &[1.0]), Err(Error::DimensionMismatch { .. })));
+        assert!(Lbfgs::new(3, 2, 0.0).is_err());
+        // A memory that cannot be addressed is an error, not an abort.
+        assert!(matches!(Lbfgs::new(usize::MAX / 2, 2, 1.0), Err(Error::OutOfMemory { limit: None, .. })));
+    }
 }

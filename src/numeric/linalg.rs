@@ -81,7 +81,9 @@ pub fn symmetric_eigenvalues(what: &'static str, a: &Array2<f64>) -> Result<Arra
     Ok(Array1::from_vec(v))
 }
 
-/// `aᵀb` (crate-internal helper for slices).
+/// `aᵀb`, summed in index order (crate-internal helper for slices; the one sequential dot
+/// product: L-BFGS and matrix factorisation use it too).
+#[inline]
 pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -95,6 +97,14 @@ pub(crate) fn norm(x: &[f64]) -> f64 {
 mod tests {
     use super::*;
     use ndarray::array;
+
+    #[test]
+    fn failures_are_linear_algebra_errors_naming_the_matrix() {
+        let e = spd_inverse("test", &array![[1.0, 2.0], [2.0, 1.0]]).unwrap_err();
+        assert!(matches!(e, Error::LinearAlgebra { what: "test", .. }));
+        let e = solve("test", &array![[1.0, 2.0], [2.0, 4.0]], &array![1.0, 1.0]).unwrap_err();
+        assert!(matches!(e, Error::LinearAlgebra { .. }));
+    }
 
     #[test]
     fn solves() {

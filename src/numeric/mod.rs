@@ -2,6 +2,6 @@
 //! random streams, step-size schedules.
 
 pub(crate) mod lbfgs;
-pub mod linalg;
+pub(crate) mod linalg;
 pub mod rng;
 pub(crate) mod schedule;

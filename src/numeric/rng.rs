@@ -35,7 +35,7 @@ pub fn stream(seed: u64, indices: &[u64]) -> ChainRng {
 
 /// Fills `out` with independent standard normal draws.
 #[inline]
-pub fn fill_standard_normal<R: rand::Rng + ?Sized>(rng: &mut R, out: &mut [f64]) {
+pub(crate) fn fill_standard_normal<R: rand::Rng + ?Sized>(rng: &mut R, out: &mut [f64]) {
     for o in out.iter_mut() {
         *o = StandardNormal.sample(rng);
     }

@@ -159,8 +159,14 @@ impl<E: GradientEstimator> Hamcmc<E> {
         self.lbfgs.as_ref().map_or(0, Lbfgs::n_skipped)
     }
 
+    /// The number of L-BFGS pairs the next step uses (`None` before
+    /// [`init_history`](Self::init_history)).
+    pub fn n_pairs(&self) -> Option<usize> {
+        self.lbfgs.as_ref().map(Lbfgs::len)
+    }
+
     /// The current L-BFGS approximation (after `init`).
-    pub fn lbfgs(&self) -> Option<&Lbfgs> {
+    pub(crate) fn lbfgs(&self) -> Option<&Lbfgs> {
         self.lbfgs.as_ref()
     }
 
@@ -377,5 +383,132 @@ pub(crate) fn hamcmc_update(theta: &mut [f64], old: &[f64], step: &[f64], sz: &[
     let sn = (2.0 * eps).sqrt();
     for (((th, o), st), sz) in theta.iter_mut().zip(old).zip(step).zip(sz) {
         *th = o - eps * st + sn * sz;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Algorithm 1's history indexing, replayed step by step with an independent L-BFGS (moved
+    //! from the integration tests when `Lbfgs` became internal; unchanged).
+    use super::*;
+    use crate::gradient::FullGradient;
+    use crate::models::LinearGaussian;
+    use crate::numeric::schedule::StepSize;
+    use ndarray::{Array1, Array2};
+    use rand::{RngExt, SeedableRng};
+    use rand_distr::{Distribution, StandardNormal};
+    use std::sync::Mutex;
+
+    /// The integration tests' correlated linear-Gaussian model (`tests/common`): rows
+    /// `a = (u, ρu + √(1−ρ²)v)`.
+    fn correlated_model(n_data: usize, rho: f64, noise_var: f64, prior_var: f64, seed: u64) -> LinearGaussian {
+        let base = LinearGaussian::synthetic(n_data, 2, noise_var, prior_var, seed).unwrap();
+        let a = base.design();
+        let design = Array2::from_shape_fn((n_data, 2), |(i, j)| {
+            if j == 0 { a[[i, 0]] } else { rho * a[[i, 0]] + (1.0 - rho * rho).sqrt() * a[[i, 1]] }
+        });
+        let theta = Array1::from_vec(vec![0.7, -0.4]);
+        let targets =
+            design.dot(&theta) + Array1::from_vec(base.targets().to_vec()) - a.dot(base.true_theta().unwrap());
+        LinearGaussian::new(&design, &targets, noise_var, prior_var).unwrap()
+    }
+
+    /// A model that records every point its gradient is evaluated at (exact linear-Gaussian model).
+    struct Recording {
+        inner: LinearGaussian,
+        points: Mutex<Vec<Vec<f64>>>,
+    }
+
+    impl Model for Recording {
+        fn dim(&self) -> usize {
+            self.inner.dim()
+        }
+        fn n_data(&self) -> usize {
+            self.inner.n_data()
+        }
+        fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
+            self.inner.grad_prior(theta, out)
+        }
+        fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
+            self.points.lock().unwrap().push(theta.to_vec());
+            self.inner.grad_data_sum(theta, idx, out)
+        }
+    }
+
+    fn full_grad(m: &LinearGaussian, theta: &[f64]) -> Vec<f64> {
+        let all: Vec<usize> = (0..m.n_data()).collect();
+        let (mut g, mut p) = (vec![0.0; m.dim()], vec![0.0; m.dim()]);
+        m.grad_data_sum(theta, &all, &mut g).unwrap();
+        m.grad_prior(theta, &mut p).unwrap();
+        g.iter().zip(&p).map(|(a, b)| a + b).collect()
+    }
+
+    /// Replays every HAMCMC step independently: θ_t must equal θ_{t−M} − εH∇U(θ_{t−M}) + √(2ε) S z
+    /// with H, S built from the pairs τ = t−M+1 … t−1 only. Stepping from θ_{t−1}, or using the pair
+    /// τ = t−M (which contains θ_{t−M}), gives a different point, and the test checks that too.
+    #[test]
+    fn hamcmc_history_indexing_is_algorithm_1() {
+        let inner = correlated_model(50, 0.9, 1.0, 10.0, 3);
+        let (d, m_mem, eps, lambda, gamma) = (2usize, 3usize, 2e-3, 0.5, 1e-2);
+        let model = Recording { inner: inner.clone(), points: Mutex::new(Vec::new()) };
+        let settings = HamcmcSettings {
+            step_size: StepSize::Constant(eps),
+            memory: m_mem,
+            trust_region: lambda,
+            initial_scale: gamma,
+            warmup_step_size: 1e-3,
+        };
+        let mut sampler = Hamcmc::new(settings, FullGradient::new()).unwrap();
+        let mut rng = crate::numeric::rng::ChainRng::seed_from_u64(17);
+        // 2M + 1 starting samples of our own.
+        let mut theta: Vec<Vec<f64>> = (0..=2 * m_mem)
+            .map(|_| (0..d).map(|j| inner.posterior_mean()[j] + 0.05 * rng.random::<f64>()).collect())
+            .collect();
+        let refs: Vec<&[f64]> = theta.iter().map(Vec::as_slice).collect();
+        sampler.init_history(&model, &refs, &mut rng).unwrap();
+        let pair = |theta: &[Vec<f64>], tau: usize| -> (Vec<f64>, Vec<f64>) {
+            let s: Vec<f64> = theta[tau].iter().zip(&theta[tau - m_mem]).map(|(a, b)| a - b).collect();
+            let (g1, g0) = (full_grad(&inner, &theta[tau]), full_grad(&inner, &theta[tau - m_mem]));
+            let y = g1.iter().zip(&g0).zip(&s).map(|((a, b), s)| a - b + lambda * s).collect();
+            (s, y)
+        };
+        let predict = |theta: &[Vec<f64>], from: usize, taus: std::ops::RangeInclusive<usize>, z: &[f64]| -> Vec<f64> {
+            let mut lb = Lbfgs::new(d, m_mem, gamma).unwrap();
+            for tau in taus {
+                let (s, y) = pair(theta, tau);
+                lb.push(&s, &y).unwrap();
+            }
+            let g = full_grad(&inner, &theta[from]);
+            let (mut hg, mut sz) = (vec![0.0; d], vec![0.0; d]);
+            lb.apply_h(&g, &mut hg).unwrap();
+            lb.apply_s(z, &mut sz).unwrap();
+            (0..d).map(|j| theta[from][j] - eps * hg[j] + (2.0 * eps).sqrt() * sz[j]).collect()
+        };
+        let mut max_wrong = f64::INFINITY;
+        for t in (2 * m_mem + 1)..(2 * m_mem + 40) {
+            // Replay the step's randomness: FullGradient draws nothing, then d standard normals.
+            let mut replay = rng.clone();
+            let z: Vec<f64> = (0..d).map(|_| StandardNormal.sample(&mut replay)).collect();
+            model.points.lock().unwrap().clear();
+            sampler.step(&model, &mut rng).unwrap();
+            let got = sampler.position().to_vec();
+            // Gradients were evaluated at θ_{t−M} first, then at θ_t.
+            let pts = model.points.lock().unwrap().clone();
+            assert_eq!(pts[0], theta[t - m_mem], "step {t} did not start from θ_(t−M)");
+            assert_eq!(pts[1], got);
+            let expect = predict(&theta, t - m_mem, (t - m_mem + 1)..=(t - 1), &z);
+            let err = got.iter().zip(&expect).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            assert!(err < 1e-12, "step {t}: {got:?} vs Algorithm 1 {expect:?}");
+            // The two wrong variants land elsewhere.
+            let from_last = predict(&theta, t - 1, (t - m_mem + 1)..=(t - 1), &z);
+            let with_old_pair = predict(&theta, t - m_mem, (t - m_mem)..=(t - 1), &z);
+            let dist = |a: &[f64]| a.iter().zip(&got).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+            max_wrong = max_wrong.min(dist(&from_last)).min(dist(&with_old_pair));
+            // After step t the pairs ready for step t + 1 are τ = t − M + 2 … t.
+            let pairs: Vec<u64> = sampler.pair_iterations().collect();
+            assert_eq!(pairs, ((t - m_mem + 2) as u64..=t as u64).collect::<Vec<_>>());
+            theta.push(got);
+        }
+        assert!(max_wrong > 1e-8, "the naive variants are indistinguishable ({max_wrong:e})");
     }
 }

@@ -120,7 +120,7 @@ pub fn solve_fixed_point(m: usize, t: impl Fn(&Array2<f64>) -> Array2<f64>, c: &
         }
     }
     let rhs = Array1::from_iter(c.iter().copied());
-    let x = sgmcmc::linalg::solve("fixed point", &mat, &rhs).unwrap();
+    let x = crate::support::solve("fixed point", &mat, &rhs).unwrap();
     Array2::from_shape_fn((m, m), |(i, j)| x[i * m + j])
 }
 
@@ -168,7 +168,7 @@ pub fn sghmc_stationary_cov(nm: &NoiseModel, eta: f64, alpha: f64) -> Array2<f64
 pub fn ula_stationary_cov(p: &Array2<f64>, gamma: f64) -> Array2<f64> {
     let d = p.nrows();
     let m = p.dot(&(Array2::<f64>::eye(d) - p * (gamma / 2.0)));
-    sgmcmc::linalg::spd_inverse("ULA", &((&m + &m.t()) * 0.5)).unwrap()
+    crate::support::spd_inverse("ULA", &((&m + &m.t()) * 0.5)).unwrap()
 }
 
 /// Per-chain statistics: the mean, and the second moment **about the exact mean `mu`** (so

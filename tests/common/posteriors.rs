@@ -6,8 +6,9 @@
 //! downloaded); their shapes follow the published examples they stand for.
 #![allow(dead_code, clippy::needless_range_loop)]
 
+use crate::support::normals;
 use sgmcmc::ndarray::{Array1, Array2};
-use sgmcmc::rng::{fill_standard_normal, stream};
+use sgmcmc::rng::stream;
 use sgmcmc::{
     Error, LogisticRegression, Mala, MalaSettings, Model, Result, RunSettings, Whitening, diagnostics, run_chains,
 };
@@ -42,7 +43,7 @@ impl LinReg {
     pub fn calendar_year(n: usize, seed: u64) -> Self {
         let mut rng = stream(seed, &[1]);
         let mut z = vec![0.0; 2 * n];
-        fill_standard_normal(&mut rng, &mut z);
+        normals(&mut rng, &mut z);
         let years: Vec<f64> = (0..n).map(|i| 1950.0 + 70.0 * ((i as f64 + 0.5) / n as f64)).collect();
         let x = Array2::from_shape_fn((n, 2), |(i, j)| if j == 0 { 1.0 } else { years[i] });
         let y = (0..n).map(|i| -30.0 + 0.02 * years[i] + 0.5 * z[i]).collect();
@@ -54,7 +55,7 @@ impl LinReg {
     pub fn correlated(n: usize, p: usize, rho: f64, seed: u64) -> Self {
         let mut rng = stream(seed, &[2]);
         let mut z = vec![0.0; n * (p + 2)];
-        fill_standard_normal(&mut rng, &mut z);
+        normals(&mut rng, &mut z);
         let x = Array2::from_shape_fn((n, p + 1), |(i, j)| {
             if j == 0 {
                 1.0
@@ -74,7 +75,7 @@ impl LinReg {
         let k = phi.len();
         let mut rng = stream(seed, &[3]);
         let mut z = vec![0.0; t_len + 200];
-        fill_standard_normal(&mut rng, &mut z);
+        normals(&mut rng, &mut z);
         let mut series = vec![0.0; t_len + 200];
         for t in k..series.len() {
             series[t] = 0.3 + (0..k).map(|j| phi[j] * series[t - 1 - j]).sum::<f64>() + 0.7 * z[t];
@@ -167,7 +168,7 @@ impl PoissonReg {
     pub fn synthetic(n: usize, p: usize, seed: u64) -> Self {
         let mut rng = stream(seed, &[4]);
         let mut z = vec![0.0; n * p];
-        fill_standard_normal(&mut rng, &mut z);
+        normals(&mut rng, &mut z);
         let x = Array2::from_shape_fn(
             (n, p),
             |(i, j)| {
@@ -179,7 +180,7 @@ impl PoissonReg {
         // Poisson draws by inversion from the stream's uniforms.
         let mut u = vec![0.0; n];
         let mut rng2 = stream(seed, &[5]);
-        fill_standard_normal(&mut rng2, &mut u);
+        normals(&mut rng2, &mut u);
         let y = (0..n)
             .map(|i| {
                 let lam = dot(x.row(i).as_slice().unwrap(), &beta).exp();
@@ -266,7 +267,7 @@ pub fn diagnosis_logistic(n: usize, seed: u64) -> LogisticRegression {
     let p = 30;
     let mut rng = stream(seed, &[6]);
     let mut z = vec![0.0; n * (p + 3)];
-    fill_standard_normal(&mut rng, &mut z);
+    normals(&mut rng, &mut z);
     // Three latent factors (size, texture, shape) drive 30 features with scales 0.01 … 1000.
     let scales: Vec<f64> = (0..p).map(|j| 10f64.powf(-2.0 + 5.0 * j as f64 / (p - 1) as f64)).collect();
     let feats = Array2::from_shape_fn((n, p + 1), |(i, j)| {
@@ -280,7 +281,7 @@ pub fn diagnosis_logistic(n: usize, seed: u64) -> LogisticRegression {
         scales[j] * (1.0 + 0.3 * (0.9 * latent + 0.44 * own))
     });
     let mut u = vec![0.0; n];
-    fill_standard_normal(&mut stream(seed, &[8]), &mut u);
+    normals(&mut stream(seed, &[8]), &mut u);
     let labels = Array1::from_shape_fn(n, |i| {
         let logit = 2.5 * (z[i * (p + 3)] + 0.5 * z[i * (p + 3) + 2]);
         if phi(u[i]) < 1.0 / (1.0 + (-logit).exp()) { 1.0 } else { 0.0 }
@@ -304,7 +305,7 @@ impl Quadratic {
             (0..d).map(|i| lo * (hi / lo).powf(if d > 1 { i as f64 / (d - 1) as f64 } else { 0.0 })).collect();
         let mut rng = stream(seed, &[7]);
         let mut g = vec![0.0; d * d];
-        fill_standard_normal(&mut rng, &mut g);
+        normals(&mut rng, &mut g);
         // Gram–Schmidt (twice) on the columns of a Gaussian matrix.
         let mut q = Array2::from_shape_vec((d, d), g).unwrap();
         for j in 0..d {
