@@ -194,6 +194,26 @@ impl Placement for Ranks {
         true
     }
 
+    fn gather_f64(&self, local: &[f64], all: &mut [f64]) -> Result<()> {
+        crate::error::check_len("gathered numbers", self.size * local.len(), all.len())?;
+        world().all_gather_into(local, all);
+        Ok(())
+    }
+
+    fn shift_f64(&self, delta: usize, send: &[f64], recv: &mut [f64]) -> Result<()> {
+        let delta = delta % self.size;
+        if delta == 0 {
+            crate::error::check_len("shifted numbers", send.len(), recv.len())?;
+            recv.copy_from_slice(send);
+            return Ok(());
+        }
+        let w = world();
+        let dest = w.process_at_rank(((self.rank + self.size - delta) % self.size) as i32);
+        let src = w.process_at_rank(((self.rank + delta) % self.size) as i32);
+        mpi::point_to_point::send_receive_into(send, &dest, recv, &src);
+        Ok(())
+    }
+
     fn exchange<T: Serialize + DeserializeOwned>(&self, mine: T, what: &'static str) -> Result<Vec<T>> {
         let bytes = postcard::to_stdvec(&mine).map_err(|e| Error::Wire { rank: None, what, reason: e.to_string() })?;
         all_gather_bytes(&bytes)?
@@ -404,7 +424,7 @@ impl<M: Model> Sharded<M> {
             let size = self.offsets.len() - 1;
             all.clear();
             all.resize(size * (len + 1), 0.0);
-            world().all_gather_into(&part[..], &mut all[..]);
+            Ranks { rank: self.rank, size }.gather_f64(&part[..], &mut all[..])?;
             let flagged: Vec<usize> =
                 all.chunks_exact(len + 1).enumerate().filter(|(_, c)| c[len] != 0.0).map(|(r, _)| r).collect();
             if flagged.is_empty() {
@@ -495,38 +515,35 @@ where
     crate::run::run_chains_observed(model, sampler, inits, &settings, observers)
 }
 
-/// One worker per rank: worker b of a block-scheduled matrix factorisation on rank b.
+/// One worker per rank: worker b of a block-scheduled matrix factorisation on rank b, its
+/// collectives those of the ranks' [`Placement`].
 struct MpiFabric {
-    rank: usize,
+    ranks: Ranks,
     recv: Vec<f64>,
 }
 
 impl crate::mf::Fabric for MpiFabric {
     fn local(&self) -> std::ops::Range<usize> {
-        self.rank..self.rank + 1
+        self.ranks.rank..self.ranks.rank + 1
     }
 
     fn gather(&mut self, local: &[f64], all: &mut [f64]) -> Result<()> {
-        world().all_gather_into(local, all);
-        Ok(())
+        self.ranks.gather_f64(local, all)
     }
 
     fn shift(&mut self, from: usize, to: usize, sections: &mut [Vec<f64>], lens: &[usize]) -> Result<()> {
-        let w = world();
-        let nb = w.size() as usize;
+        let nb = self.ranks.size;
         let delta = (to + nb - from) % nb;
         if delta == 0 {
             return Ok(());
         }
-        let (b, send) = (self.rank, &mut sections[0]);
+        let (b, send) = (self.ranks.rank, &mut sections[0]);
         // This rank's new H part is (b + to) mod B; every moving vector carries its section.
         let n_vec = send.len() / lens[(b + from) % nb].max(1);
         let len = n_vec * lens[(b + to) % nb];
         self.recv.clear();
         self.recv.resize(len, 0.0);
-        let dest = w.process_at_rank(((b + nb - delta) % nb) as i32);
-        let src = w.process_at_rank(((b + delta) % nb) as i32);
-        mpi::point_to_point::send_receive_into(&send[..], &dest, &mut self.recv[..], &src);
+        self.ranks.shift_f64(delta, &send[..], &mut self.recv[..])?;
         std::mem::swap(send, &mut self.recv);
         Ok(())
     }
@@ -628,7 +645,7 @@ pub fn run_mf_mpi(
     }
     let sizes: Vec<usize> = setups.iter().flat_map(|s| s.sizes.iter().copied()).collect();
     let n_test = setups.iter().map(|s| s.test.as_ref().map_or(0, |t| t.2)).sum();
-    let fabric = MpiFabric { rank: me, recv: Vec::new() };
+    let fabric = MpiFabric { ranks: cluster.ranks(), recv: Vec::new() };
     Engine::new(fabric, vec![shard], tests, model, update, run, &sizes, n_test)?.run()
 }
 

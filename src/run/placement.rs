@@ -11,10 +11,12 @@
 //! [`agree`] (every process learns whether a local step failed anywhere) and [`rank_error`]
 //! (the failing rank's typed error there, [`Error::RankFailure`] elsewhere).
 //!
-//! Per-iteration numeric collectives — the sum of a sharded model's partial gradients, matrix
-//! factorisation's partial dot products and H-block shifts — are not units and do not go
-//! through here: they are single `f64` collectives on hot paths (`distributed::Sharded`,
-//! `mf::Fabric`).
+//! Per-iteration numeric collectives — the partial sums of a sharded model's gradient, matrix
+//! factorisation's partial dot products and its H-block ring shifts — are not units, but they
+//! cross processes through the same seam: [`Placement::gather_f64`] and
+//! [`Placement::shift_f64`] move `f64` slices with no encoding and no allocation (they run
+//! every iteration). Every MPI call of the crate's runs is in `distributed::Ranks`' impl of
+//! this trait.
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
@@ -35,6 +37,19 @@ pub(crate) trait Placement {
     ///
     /// Errors: [`Error::Wire`] if a value does not encode or decode (naming the rank).
     fn exchange<T: Serialize + DeserializeOwned>(&self, mine: T, what: &'static str) -> Result<Vec<T>>;
+
+    /// Every process's `local` (the same length everywhere), in process order, into `all`
+    /// (`size × local.len()` numbers). Allocates nothing.
+    ///
+    /// Errors: [`Error::DimensionMismatch`] if `all` has the wrong length.
+    fn gather_f64(&self, local: &[f64], all: &mut [f64]) -> Result<()>;
+
+    /// The ring shift by δ: this process sends `send` to process `rank − δ` and receives into
+    /// `recv` the numbers process `rank + δ` sends (mod `size`; `recv` has the length the sender
+    /// sends). With δ ≡ 0, `recv` becomes a copy of `send`.
+    ///
+    /// Errors: [`Error::DimensionMismatch`] for δ ≡ 0 with `recv` and `send` of different lengths.
+    fn shift_f64(&self, delta: usize, send: &[f64], recv: &mut [f64]) -> Result<()>;
 
     /// Whether unit `i` of a batch (counted from the batch's start) runs here: `i mod R = rank`.
     fn runs_here(&self, i: u64) -> bool {
@@ -61,6 +76,18 @@ impl Placement for Local {
 
     fn exchange<T: Serialize + DeserializeOwned>(&self, mine: T, _what: &'static str) -> Result<Vec<T>> {
         Ok(vec![mine])
+    }
+
+    fn gather_f64(&self, local: &[f64], all: &mut [f64]) -> Result<()> {
+        crate::error::check_len("gathered numbers", local.len(), all.len())?;
+        all.copy_from_slice(local);
+        Ok(())
+    }
+
+    fn shift_f64(&self, _delta: usize, send: &[f64], recv: &mut [f64]) -> Result<()> {
+        crate::error::check_len("shifted numbers", send.len(), recv.len())?;
+        recv.copy_from_slice(send);
+        Ok(())
     }
 }
 
