@@ -42,14 +42,14 @@
 //! unwinding aborts the job too. (A single-process run has no such hook: a panic in one chain
 //! propagates to the caller of `run_chains` once the other chains have finished.)
 
-use crate::coupled::richardson::{RichardsonRomberg, RrOutput, merge_rr_subsets, run_rr_subset};
+use crate::coupled::richardson::{RichardsonRomberg, RrOutput, run_rr_on};
 use crate::error::{Error, Result};
 use crate::models::model::Model;
 use crate::run::observe::Observer;
 #[cfg(feature = "zarr")]
 use crate::run::placement::agree;
 use crate::run::placement::{Failure, Placement, distribute, rank_error};
-use crate::run::{RunOutput, RunSettings, merge_chain_subsets, run_chain_subset};
+use crate::run::{RunOutput, RunSettings, run_chains_on};
 use crate::samplers::{Discretisation, Sampler};
 use mpi::Count;
 use mpi::datatype::PartitionMut;
@@ -181,6 +181,17 @@ impl Cluster {
     }
 }
 
+impl<T: Serialize + DeserializeOwned> crate::run::placement::Distribute<T> for Ranks {
+    fn distribute(
+        &self,
+        n: usize,
+        run: impl FnOnce(&[usize]) -> Result<T>,
+        merge: impl FnOnce(Vec<(Vec<usize>, T)>) -> Result<T>,
+    ) -> Result<T> {
+        distribute(self, n, run, merge)
+    }
+}
+
 impl Placement for Ranks {
     fn rank(&self) -> usize {
         self.rank
@@ -252,12 +263,7 @@ where
     S: Sampler + Serialize + DeserializeOwned,
     I: AsRef<[f64]>,
 {
-    distribute(
-        &cluster.ranks(),
-        settings.n_chains,
-        |units| run_chain_subset(model, sampler, inits, settings, observers, units),
-        merge_chain_subsets,
-    )
+    run_chains_on(&cluster.ranks(), model, sampler, inits, settings, observers)
 }
 
 /// [`run_rr`](crate::run_rr) with the replicates (coupled pairs) spread over the ranks:
@@ -276,12 +282,7 @@ where
     M: Model + ?Sized,
     S: Discretisation + Serialize + DeserializeOwned,
 {
-    distribute(
-        &cluster.ranks(),
-        settings.n_chains,
-        |units| run_rr_subset(model, rr, theta0, settings, observers, units),
-        merge_rr_subsets,
-    )
+    run_rr_on(&cluster.ranks(), model, rr, theta0, settings, observers)
 }
 
 thread_local! {

@@ -47,6 +47,7 @@ use crate::models::Ratings;
 use crate::numeric::lbfgs::{Admitted, PairRing, PairSpace};
 use crate::numeric::linalg::dot;
 use crate::numeric::rng::{fill_standard_normal, stream};
+use crate::run::placement::Placement;
 use crate::samplers::{
     HamcmcSettings, PsgldSettings, SgldSettings, hamcmc_update, psgld_update, rmsprop_update, sgld_update,
 };
@@ -370,8 +371,7 @@ impl Fabric for LocalFabric {
     }
 
     fn gather(&mut self, local: &[f64], all: &mut [f64]) -> Result<()> {
-        all.copy_from_slice(local);
-        Ok(())
+        crate::run::placement::Local.gather_f64(local, all)
     }
 
     fn shift(&mut self, from: usize, to: usize, sections: &mut [Vec<f64>], _lens: &[usize]) -> Result<()> {

@@ -7,6 +7,7 @@ use crate::gradient::Minibatch;
 use crate::models::model::Model;
 use crate::numeric::rng::{ChainRng, stream};
 use crate::run::observe::Observer;
+use crate::run::placement::{Distribute, Local};
 use crate::run::{Divergence, Finished, Recorder, RunSettings, Unit, drive};
 use crate::samplers::{Discretisation, Sghmc, Sgld};
 use crate::trace::estimate::Estimate;
@@ -297,8 +298,29 @@ pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
     settings: &RunSettings,
     observers: &[&dyn Observer],
 ) -> Result<RrOutput<S>> {
-    let all: Vec<usize> = (0..settings.n_chains).collect();
-    run_rr_subset(model, rr, theta0, settings, observers, &all)
+    run_rr_on(&Local, model, rr, theta0, settings, observers)
+}
+
+/// [`run_rr_observed`] on a placement: the replicates placed here run, and over ranks every
+/// process gets the whole run (`distributed::run_rr_mpi`). The one runner of replicates.
+pub(crate) fn run_rr_on<P, M, S>(
+    p: &P,
+    model: &M,
+    rr: &RichardsonRomberg<S>,
+    theta0: &[f64],
+    settings: &RunSettings,
+    observers: &[&dyn Observer],
+) -> Result<RrOutput<S>>
+where
+    P: Distribute<RrOutput<S>>,
+    M: Model + ?Sized,
+    S: Discretisation,
+{
+    p.distribute(
+        settings.n_chains,
+        |units| run_rr_subset(model, rr, theta0, settings, observers, units),
+        merge_rr_subsets,
+    )
 }
 
 /// The replicates `selected` (increasing indices below `n_chains`) of the run
@@ -491,7 +513,6 @@ impl<S> RrParts<S> {
 /// replicate into the output of the whole run, replicates in index order: the estimates are
 /// built exactly as a single process builds them (bit-identical), costs summed (setup once),
 /// the wall time the longest part's.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn merge_rr_subsets<S>(parts: Vec<(Vec<usize>, RrOutput<S>)>) -> Result<RrOutput<S>> {
     let mut reps: Vec<(usize, Option<Replicate<S>>)> = Vec::new();
     let mut divergences = Vec::new();

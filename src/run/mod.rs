@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::models::model::Model;
 use crate::numeric::rng::{ChainRng, DEFAULT_SEED, stream};
 use crate::run::observe::{Control, Observer, Progress};
+use crate::run::placement::{Distribute, Local};
 use crate::samplers::Sampler;
 use crate::trace::estimate::{Estimate, Moments, Part, Samples};
 use rayon::prelude::*;
@@ -396,8 +397,30 @@ pub fn run_chains_observed<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
     settings: &RunSettings,
     observers: &[&dyn Observer],
 ) -> Result<RunOutput<S>> {
-    let all: Vec<usize> = (0..settings.n_chains).collect();
-    run_chain_subset(model, sampler, inits, settings, observers, &all)
+    run_chains_on(&Local, model, sampler, inits, settings, observers)
+}
+
+/// [`run_chains_observed`] on a placement: the chains placed here run, and over ranks every
+/// process gets the whole run (`distributed::run_chains_mpi`). The one runner of chains.
+pub(crate) fn run_chains_on<P, M, S, I>(
+    p: &P,
+    model: &M,
+    sampler: &S,
+    inits: &[I],
+    settings: &RunSettings,
+    observers: &[&dyn Observer],
+) -> Result<RunOutput<S>>
+where
+    P: Distribute<RunOutput<S>>,
+    M: Model + ?Sized,
+    S: Sampler,
+    I: AsRef<[f64]>,
+{
+    p.distribute(
+        settings.n_chains,
+        |units| run_chain_subset(model, sampler, inits, settings, observers, units),
+        merge_chain_subsets,
+    )
 }
 
 /// The chains `selected` (increasing indices below `n_chains`) of the run
@@ -445,7 +468,6 @@ pub(crate) fn run_chain_subset<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
 /// chain (`parts[i]` ran chains `subsets[i]`) into the output of the whole run: chains, estimate
 /// parts and divergences in chain order, costs summed (the setup cost once), the wall time the
 /// longest part's. The pooled estimate is built exactly as a single process builds it.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn merge_chain_subsets<S>(parts: Vec<(Vec<usize>, RunOutput<S>)>) -> Result<RunOutput<S>> {
     let mut chains: Vec<(usize, ChainReport<S>, Option<Estimate>)> = Vec::new();
     let mut divergences = Vec::new();

@@ -49,6 +49,7 @@ pub(crate) trait Placement {
     /// sends). With δ ≡ 0, `recv` becomes a copy of `send`.
     ///
     /// Errors: [`Error::DimensionMismatch`] for δ ≡ 0 with `recv` and `send` of different lengths.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     fn shift_f64(&self, delta: usize, send: &[f64], recv: &mut [f64]) -> Result<()>;
 
     /// Whether unit `i` of a batch (counted from the batch's start) runs here: `i mod R = rank`.
@@ -88,6 +89,33 @@ impl Placement for Local {
         crate::error::check_len("shifted numbers", send.len(), recv.len())?;
         recv.copy_from_slice(send);
         Ok(())
+    }
+}
+
+/// Runs a batch of `n` units on a placement: [`distribute`] over ranks (outputs exchanged, so
+/// they must be serialisable), every unit here for [`Local`] (nothing crosses a process, so any
+/// output will do: the single-process runners' samplers need not be serialisable). The
+/// runners are written once over it (`run_chains_on`, `run_rr_on`), single-process and MPI.
+pub(crate) trait Distribute<T> {
+    /// Runs the units placed here with `run` (which gets their indices, increasing) and, over
+    /// ranks, merges every process's output with `merge` (see [`distribute`]).
+    fn distribute(
+        &self,
+        n: usize,
+        run: impl FnOnce(&[usize]) -> Result<T>,
+        merge: impl FnOnce(Vec<(Vec<usize>, T)>) -> Result<T>,
+    ) -> Result<T>;
+}
+
+impl<T> Distribute<T> for Local {
+    fn distribute(
+        &self,
+        n: usize,
+        run: impl FnOnce(&[usize]) -> Result<T>,
+        _merge: impl FnOnce(Vec<(Vec<usize>, T)>) -> Result<T>,
+    ) -> Result<T> {
+        let units: Vec<usize> = (0..n).collect();
+        run(&units)
     }
 }
 
@@ -137,8 +165,7 @@ struct RankReport<T> {
 /// Runs the units of `0..n` placed here with `run` (which gets their indices, increasing),
 /// exchanges every process's output (or failure) and merges them with `merge` (parts with
 /// their units, in rank order) on every process. In one process: `run` of every unit, no
-/// exchange, no merge (the single-process runners call their unit runner directly, as their
-/// samplers need not be serialisable).
+/// exchange, no merge (as [`Local`]'s [`Distribute`], which needs no serialisable output).
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn distribute<P: Placement + ?Sized, T: Serialize + DeserializeOwned>(
     p: &P,
