@@ -124,6 +124,11 @@ fn all_bits() -> BTreeMap<String, Vec<u64>> {
             }
             m.insert(name.into(), bits);
         }
+        // Rank 5: the prediction's dot product has a four-wide block and a tail (Pmf's summation
+        // order, which MF follows since it uses Pmf's terms).
+        let model5 = MfModel { rank: 5, ..model };
+        let out = run_mf(&shards, &[], &model5, &updates[0].1, &run).unwrap();
+        m.insert("mf/sgld_rank5".into(), out.w.iter().chain(out.h.iter()).map(|v| v.to_bits()).collect());
     }
     m.insert("lo/sgld".into(), chain_bits(&lo, &sgld(1e-3), &z4));
     let wor = |g| Sgld::new(SgldSettings::constant(g), Minibatch::without_replacement(50)).unwrap();
