@@ -1215,6 +1215,31 @@ mod tests {
     use super::*;
     use crate::numeric::lbfgs::Lbfgs;
 
+    /// With one block, MF's block gradient of `MfModel::from_pmf(pmf)` is `pmf`'s gradient of
+    /// the potential over every rating (prior plus data, θ laid out as W then H in both).
+    #[test]
+    fn one_block_gradient_is_pmf_gradient() {
+        use crate::models::model::Model;
+        let r = Ratings::synthetic(7, 9, 3, 50, 0.5, 4).unwrap();
+        let pmf = crate::Pmf::new(r.clone(), 5, 0.3, 2.0, 0.5).unwrap();
+        let model = MfModel::from_pmf(&pmf, 0.1);
+        assert_eq!((model.rank, model.noise_var, model.prior_var_w, model.prior_var_h), (5, 0.3, 2.0, 0.5));
+        assert_eq!(model.offset, pmf.offset());
+        let part = BlockPartition::even(7, 9, 1).unwrap();
+        let shard = RowShard::new(&part, 0, &r).unwrap();
+        let theta = pmf.random_start(0.7, 3);
+        let mut mf = vec![0.0; theta.len()];
+        block_gradient(&model.terms().unwrap(), &shard.blocks[0], 7 * 5, &theta, 1.0, &mut mf);
+        let (mut prior, mut data) = (vec![0.0; theta.len()], vec![0.0; theta.len()]);
+        pmf.grad_prior(&theta, &mut prior).unwrap();
+        let all: Vec<usize> = (0..r.len()).collect();
+        pmf.grad_data_sum(&theta, &all, &mut data).unwrap();
+        for (j, (m, (p, d))) in mf.iter().zip(prior.iter().zip(&data)).enumerate() {
+            let want = p + d;
+            assert!((m - want).abs() <= 1e-12 * (1.0 + want.abs()), "coordinate {j}: MF {m} vs Pmf {want}");
+        }
+    }
+
     /// The reduced-dot L-BFGS of the workers equals [`Lbfgs`] on the concatenated vectors.
     #[test]
     fn worker_lbfgs_matches_dense_lbfgs() {
