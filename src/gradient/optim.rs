@@ -157,7 +157,7 @@ impl ModeSettings {
 /// The posterior mode θ* by L-BFGS on the full potential, from `theta0`, finished by Newton's
 /// method when the dimension allows.
 ///
-/// Directions come from the crate's one L-BFGS ([`Lbfgs`], two-loop recursion) with the usual
+/// Directions come from the crate's one L-BFGS (two-loop recursion) with the usual
 /// initial scaling `sᵀy / yᵀy`. Uses only gradients (so it works for models without
 /// potentials): the line search looks for a
 /// step where the directional derivative has fallen to at most 0.9 of its initial magnitude
