@@ -312,7 +312,8 @@ thread_local! {
 /// gradients: that is N collectives).
 pub struct Sharded<M> {
     local: M,
-    rank: usize,
+    /// This process among the ranks (the size is the number of shards).
+    ranks: Ranks,
     offsets: Vec<usize>,
     n_data: usize,
     dim: usize,
@@ -321,7 +322,7 @@ pub struct Sharded<M> {
 
 impl<M> std::fmt::Debug for Sharded<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Sharded {{ rank: {}, offsets: {:?}, n_data: {} }}", self.rank, self.offsets, self.n_data)
+        write!(f, "Sharded {{ rank: {}, offsets: {:?}, n_data: {} }}", self.ranks.rank, self.offsets, self.n_data)
     }
 }
 
@@ -356,7 +357,7 @@ impl<M: Model> Sharded<M> {
             acc += n as usize;
         }
         offsets.push(acc);
-        Ok(Sharded { local, rank: cluster.rank, offsets, n_data: acc, dim: d0, thread: Mutex::new(None) })
+        Ok(Sharded { local, ranks: cluster.ranks(), offsets, n_data: acc, dim: d0, thread: Mutex::new(None) })
     }
 
     /// This rank's shard model.
@@ -366,7 +367,7 @@ impl<M: Model> Sharded<M> {
 
     /// The global row range of this rank's shard.
     pub fn rows(&self) -> std::ops::Range<usize> {
-        self.offsets[self.rank]..self.offsets[self.rank + 1]
+        self.offsets[self.ranks.rank]..self.offsets[self.ranks.rank + 1]
     }
 
     /// Refuses calls from a thread other than the first caller's (see the type's docs).
@@ -422,10 +423,9 @@ impl<M: Model> Sharded<M> {
             if mine.is_err() {
                 part[len] = 1.0;
             }
-            let size = self.offsets.len() - 1;
             all.clear();
-            all.resize(size * (len + 1), 0.0);
-            Ranks { rank: self.rank, size }.gather_f64(&part[..], &mut all[..])?;
+            all.resize(self.ranks.size * (len + 1), 0.0);
+            self.ranks.gather_f64(&part[..], &mut all[..])?;
             let flagged: Vec<usize> =
                 all.chunks_exact(len + 1).enumerate().filter(|(_, c)| c[len] != 0.0).map(|(r, _)| r).collect();
             if flagged.is_empty() {
@@ -439,7 +439,7 @@ impl<M: Model> Sharded<M> {
             }
             // Every rank saw the same flags, so every rank makes this second collective.
             let mine_err = mine.err();
-            let ranks = Ranks { rank: self.rank, size };
+            let ranks = self.ranks;
             let message = mine_err.as_ref().map(Error::to_string).unwrap_or_default();
             let mut messages = ranks.exchange(message, "shard gradient failures")?;
             let failed: Vec<(usize, Failure)> = flagged

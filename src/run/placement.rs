@@ -164,8 +164,8 @@ struct RankReport<T> {
 
 /// Runs the units of `0..n` placed here with `run` (which gets their indices, increasing),
 /// exchanges every process's output (or failure) and merges them with `merge` (parts with
-/// their units, in rank order) on every process. In one process: `run` of every unit, no
-/// exchange, no merge (as [`Local`]'s [`Distribute`], which needs no serialisable output).
+/// their units, in rank order) on every process — the [`Distribute`] of the ranks (a single
+/// process uses [`Local`]'s, which runs every unit and needs no serialisable output).
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn distribute<P: Placement + ?Sized, T: Serialize + DeserializeOwned>(
     p: &P,
@@ -174,9 +174,6 @@ pub(crate) fn distribute<P: Placement + ?Sized, T: Serialize + DeserializeOwned>
     merge: impl FnOnce(Vec<(Vec<usize>, T)>) -> Result<T>,
 ) -> Result<T> {
     let units: Vec<usize> = (0..n).filter(|&c| p.runs_here(c as u64)).collect();
-    if !p.over_ranks() {
-        return run(&units);
-    }
     let (output, mine) = if units.is_empty() {
         (None, None)
     } else {
