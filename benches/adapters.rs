@@ -45,6 +45,7 @@ impl DualDensity for LogisticDensity {
     fn n_data(&self) -> usize {
         self.y.len()
     }
+    #[inline(always)]
     fn datum<D: DualNum<Primitive = f64> + Copy>(&self, theta: &[D], i: usize) -> D {
         let mut z = D::from(0.0);
         for (t, x) in theta.iter().zip(&self.x[i]) {

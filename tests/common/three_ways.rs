@@ -71,6 +71,7 @@ impl DualDensity for Dual {
     fn n_data(&self) -> usize {
         self.0.y.len()
     }
+    #[inline(always)]
     fn datum<D: DualNum<Primitive = f64> + Copy>(&self, t: &[D], i: usize) -> D {
         let r = -(t[0] + t[1] * self.0.x[i][0] + t[2] * self.0.x[i][1]) + self.0.y[i];
         r * r / (t[3] * t[3] * 2.0) + t[3].ln()

