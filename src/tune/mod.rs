@@ -23,27 +23,35 @@
 //!    ([`TuneSettings::moment_weight`]) so that errors in the posterior variances count. A pilot
 //!    that diverges or runs away is recorded as a failure. The grid is extended by factors of 2
 //!    until two scored candidates lie on each side of the smallest KSD (at most
-//!    [`TuneSettings::max_extensions`] times, never above a step that failed). The winner is the minimiser
-//!    of a smooth model fitted to every candidate's discrepancy, `D²(h) ≈ a/h + b·h² + c` (the
-//!    pilot's squared Monte Carlo error falls like `1/h`, its squared bias grows like `h²`, `c`
-//!    is the floor of a finite number of scored draws; least squares weighted by each candidate's
-//!    KSD standard error from its pilot chains, floored at 10 %), with the Monte Carlo term scaled by
-//!    `r` = the pilots' kept draws over the planned run's ([`TuneSettings::planned_run`]), clamped
-//!    to the grid. When the fit is not convex (typically every step above the smallest KSD
-//!    failed, as for SGNHT under strong minibatch noise, so the bias was never seen), the
-//!    candidate with the smallest KSD, scaled by `r^(1/3)` when the planned run is longer than
-//!    the pilots (the factor the fit gives when that candidate balances the pilots' Monte Carlo
-//!    error and bias). Fitting all candidates smooths the pilots' noise, which on a flat stretch
-//!    of the curve would otherwise pick the winner. Every gradient spent — mode, curvature,
-//!    centre, pilots and scoring — is counted in [`Tuned::cost`].
+//!    [`TuneSettings::max_extensions`] times, never above a step that failed).
+//! 5. **The step for the planned run**: the minimiser of a prediction of the planned run's
+//!    ([`TuneSettings::planned_run`]) *worst* error in posterior sds — the largest error of a
+//!    posterior mean or sd over the coordinates, what the validation example reports — built per
+//!    coordinate from what each pilot measured: its Monte Carlo error, from the pilot chains'
+//!    effective sample sizes (iterations per effective draw `τ_j(h) = κ_j h^{−γ}`, γ fitted),
+//!    scaled to the planned run's length; and its bias, from the Stein moment errors of the mean
+//!    and the sd (exact Stein identities, in sds of the Laplace approximation) at the steps
+//!    above the smallest KSD where they stand out of that pilot's own Monte Carlo error, growing
+//!    like `h` (first-order). The prediction is `max_j β_j² h² + K h^{−γ}/N`, N the planned kept
+//!    draws × chains and `K = E[max of 2d squared normals] · max_j κ_j` (the worst of 2d reported
+//!    errors). When no pilot showed bias (every larger step failed, as for SGNHT under strong
+//!    minibatch noise), the KSD curve decides as before: the minimiser of `D²(h) ≈ r·a/h + b·h² +
+//!    c` fitted to every candidate's discrepancy (least squares weighted by each candidate's KSD
+//!    standard error, floored at 10 %), with the Monte Carlo term scaled by `r` = the pilots' kept
+//!    draws over the planned run's, clamped to the grid; with no convex fit, the smallest-KSD
+//!    candidate scaled by `r^(1/3)` when the planned run is longer than the pilots. Every
+//!    gradient spent — mode, curvature, centre, pilots and scoring — is counted in
+//!    [`Tuned::cost`].
 //!
 //! [`precondition`] stops before the selection: it returns the mode, the curvature before and
 //! after whitening and the sampler in whitened coordinates, for methods that choose their step
 //! from the curvature alone (multilevel SGLD: [`MlSgld::sgld_tuned`](crate::MlSgld::sgld_tuned)).
 //!
-//! The KSD of a pilot measures its draws' fit at the pilot's length: a step too small has not
-//! explored, a step too large is biased. The scaling by `r` carries that to the planned run: a
-//! run 10× longer gets a step about 10^(1/3) ≈ 2.2× smaller.
+//! Why not the KSD alone: the KSD of a pilot is an average over coordinates at the pilot's
+//! length, while a user reads the worst coordinate of a run of another length. On the validation
+//! example's calendar-year regression the KSD fit chose a third of the best step for SGLD and
+//! pSGLD at 5 000 × 4 draws (errors 1.64× and 1.66× the best): the slowest coordinate (log σ)
+//! needed more draws than the average said. The per-coordinate prediction follows the worst one.
 
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
@@ -479,6 +487,20 @@ pub struct Trial {
     pub failure: Option<String>,
     /// Its pilot run and scoring cost.
     pub cost: Cost,
+    /// Per coordinate: iterations per effective draw, and the Stein moment errors of the mean and
+    /// the sd in Laplace sds (`None` on failure).
+    pub(crate) errors: Option<PilotErrors>,
+}
+
+/// What a pilot measured per coordinate, in the units of the run's reported error.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PilotErrors {
+    /// Iterations (of one chain) per effective draw, from the pilot chains' ESS of the mean.
+    pub(crate) tau: Vec<f64>,
+    /// Stein moment estimate of the mean's error, in Laplace sds.
+    pub(crate) mean: Vec<f64>,
+    /// Stein moment estimate of the sd's relative error (`M_jj / 2`).
+    pub(crate) sd: Vec<f64>,
 }
 
 /// What [`tune`] chose, and why.
@@ -598,40 +620,30 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     // ratio of the pilots' kept draws to the run's.
     let pilot_draws = ((settings.pilot_iterations - settings.pilot_burn_in) * settings.pilot_chains as u64) as f64;
     let ratio = pilot_draws / settings.planned_run.draws();
-    let (step, how) = match discrepancy_fit_minimiser_scaled(&scored, Some(&ses), trials[argmin.0].step_size, 2, ratio)
-    {
-        Some((h, clamped)) => (
-            h,
+    // The predicted error of the planned run, from the pilots' per-coordinate Monte Carlo and
+    // bias measurements; when no pilot showed bias, the KSD fit.
+    let thin = ((settings.pilot_iterations - settings.pilot_burn_in) / settings.scored_draws as u64).max(1) as f64;
+    let h_ksd = trials[argmin.0].step_size;
+    let planned = settings.planned_run;
+    let (step, how) = match error_model_step(&trials, h_ksd, pilot_draws, thin, planned.draws(), 2) {
+        Some(m) => (
+            m.step,
             format!(
-                "the minimiser of D²(h) ≈ r·a/h + b·h² + c fitted to all candidates (weighted by their KSD standard errors), \
-                 with the pilots' Monte Carlo term scaled by \
-                 r = {ratio:.3e} to the planned run of {} x {} kept draws{}",
-                settings.planned_run.iterations,
-                settings.planned_run.chains,
-                if clamped { " (clamped to the grid's range)" } else { "" }
+                "the minimiser of the planned run's predicted worst error in posterior sds, max_j β_j² h² + K h^(−γ)/N \
+                 (N = {} x {} kept draws; from the pilots' per-coordinate Stein moment errors and autocorrelation \
+                 times: max β² = {:.3e}, γ = {:.2}, K = {:.3e}){}",
+                planned.iterations,
+                planned.chains,
+                m.beta2,
+                m.gamma,
+                m.k_mc,
+                if m.clamped { " (at an end of the searched range)" } else { "" }
             ),
         ),
-        // No convex fit (typically: every step above the smallest KSD failed, so the bias was
-        // never seen). The smallest-KSD candidate balances the pilots' Monte Carlo error and
-        // bias at best; a longer run needs the step that balances its smaller Monte Carlo error,
-        // r^(1/3) times it under the same model. Never scaled up: above it steps failed or
-        // scored worse.
-        None if ratio < 1.0 => (
-            trials[argmin.0].step_size * ratio.cbrt(),
-            format!(
-                "the candidate with the smallest KSD scaled by r^(1/3) = {:.3} (r = {ratio:.3e}: the pilots' over the planned run's \
-                 {} x {} kept draws), as the fit would; no convex fit D²(h) ≈ r·a/h + b·h² + c",
-                ratio.cbrt(),
-                settings.planned_run.iterations,
-                settings.planned_run.chains,
-            ),
-        ),
-        None => (
-            trials[argmin.0].step_size,
-            "the candidate with the smallest KSD (no convex fit; the planned run is not longer than the pilots, and a \
-             larger step is not tried beyond the grid)"
-                .to_string(),
-        ),
+        None => {
+            // No pilot showed bias: the KSD fit (as before the error model).
+            ksd_fit_step(&scored, &ses, h_ksd, ratio, &planned)
+        }
     };
     let reason = format!(
         "step {step:.4e}: {how}; smallest KSD {:.4e} at {:.3e}, of {} candidate steps {:.3e} … {:.3e} around the curvature step {centre:.3e} \
@@ -657,6 +669,45 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         preconditioning,
         wall_time: started.elapsed(),
     })
+}
+
+/// The step of the KSD fit ([`discrepancy_fit_minimiser_scaled`]), or without a convex fit the
+/// smallest-KSD step `h_ksd` scaled by `r^(1/3)` for runs longer than the pilots; with the reason.
+fn ksd_fit_step(scored: &[(f64, f64)], ses: &[f64], h_ksd: f64, ratio: f64, planned: &PlannedRun) -> (f64, String) {
+    match discrepancy_fit_minimiser_scaled(scored, Some(ses), h_ksd, 2, ratio) {
+        Some((h, clamped)) => (
+            h,
+            format!(
+                "the minimiser of D²(h) ≈ r·a/h + b·h² + c fitted to all candidates (weighted by their KSD standard errors), \
+                 with the pilots' Monte Carlo term scaled by \
+                 r = {ratio:.3e} to the planned run of {} x {} kept draws{}",
+                planned.iterations,
+                planned.chains,
+                if clamped { " (clamped to the grid's range)" } else { "" }
+            ),
+        ),
+        // No convex fit (typically: every step above the smallest KSD failed, so the bias was
+        // never seen). The smallest-KSD candidate balances the pilots' Monte Carlo error and
+        // bias at best; a longer run needs the step that balances its smaller Monte Carlo error,
+        // r^(1/3) times it under the same model. Never scaled up: above it steps failed or
+        // scored worse.
+        None if ratio < 1.0 => (
+            h_ksd * ratio.cbrt(),
+            format!(
+                "the candidate with the smallest KSD scaled by r^(1/3) = {:.3} (r = {ratio:.3e}: the pilots' over the planned run's \
+                 {} x {} kept draws), as the fit would; no convex fit D²(h) ≈ r·a/h + b·h² + c",
+                ratio.cbrt(),
+                planned.iterations,
+                planned.chains,
+            ),
+        ),
+        None => (
+            h_ksd,
+            "the candidate with the smallest KSD (no convex fit; the planned run is not longer than the pilots, and a \
+             larger step is not tried beyond the grid)"
+                .to_string(),
+        ),
+    }
 }
 
 /// The relative floor of the standard deviation of a KSD² in the weighted fit: a standard error
@@ -734,6 +785,156 @@ pub(crate) fn discrepancy_fit_minimiser_scaled(
     let h = h_ref * (ratio * a / (p as f64 * b)).powf(1.0 / (p as f64 + 1.0));
     let c = h.clamp(lo, hi);
     Some((c, c != h))
+}
+
+/// `E[max of k squared standard normals]` by quadrature of `∫ (1 − F(x)^k) dx`.
+fn expected_max_chi2(k: usize) -> f64 {
+    // erfc by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7).
+    let erfc = |x: f64| {
+        let t = 1.0 / (1.0 + 0.327_591_1 * x);
+        let y =
+            t * (0.254_829_592 + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+        y * (-x * x).exp()
+    };
+    let (n, top) = (20_000, 80.0);
+    let dx = top / n as f64;
+    (0..n)
+        .map(|i| {
+            let x = (i as f64 + 0.5) * dx;
+            1.0 - (1.0 - erfc((x / 2.0).sqrt())).powi(k as i32)
+        })
+        .sum::<f64>()
+        * dx
+}
+
+/// What [`error_model_step`] fitted.
+struct ErrorModel {
+    step: f64,
+    /// Whether the minimiser is at an end of the searched range.
+    clamped: bool,
+    gamma: f64,
+    /// `max_j β_j²`.
+    beta2: f64,
+    /// `K`.
+    k_mc: f64,
+}
+
+/// The step that minimises a prediction, in posterior sds, of the planned run's worst error
+/// (the largest error of a mean or sd over the coordinates), built from what the pilots measured
+/// per coordinate j ([`PilotErrors`]):
+///
+/// - **Monte Carlo**: iterations per effective draw `τ_j(h) = κ_j h^{−γ}`, γ pooled over the
+///   coordinates by least squares on log τ against log h, κ_j their mean intercept, from the
+///   pilots whose τ is resolved (at least 20 effective draws and two kept draws per τ) and below
+///   the step of smallest τ (above it, near the stability limit, τ grows again). The run's
+///   squared error of a mean is `τ_j/N` (N = kept draws × chains); the worst of the 2d reported
+///   errors is counted as `K h^{−γ}/N`, `K = E[max of 2d squared normals] · max_j κ_j`.
+/// - **Bias**: the Stein moment errors of the mean and the sd, minus the pilot's own Monte Carlo
+///   variance (`τ/N_pilot` for a mean, half that for an sd), at the steps at and above the
+///   smallest-KSD step (below it a pilot's error is mostly that it has not explored yet) where
+///   the squared error is at least 4 times that variance; `β_j²` = the mean of
+///   `(error² − variance)/h^p` at the two smallest such steps (first-order bias: p = 2).
+///
+/// Minimises `max_j β_j² h^p + K h^{−γ}/N` over `[smallest/8, largest]` of the scored steps.
+/// `None` with fewer than three scored pilots, or when no pilot showed bias (then the KSD fit
+/// decides).
+fn error_model_step(
+    trials: &[Trial],
+    h_ksd: f64,
+    pilot_draws: f64,
+    thin: f64,
+    run_draws: f64,
+    p: i32,
+) -> Option<ErrorModel> {
+    let ok: Vec<(f64, &PilotErrors)> = trials
+        .iter()
+        .filter_map(|t| t.errors.as_ref().map(|e| (t.step_size, e)))
+        .filter(|(_, e)| e.tau.iter().all(|v| v.is_finite() && *v > 0.0))
+        .collect();
+    if ok.len() < 3 {
+        return None;
+    }
+    let d = ok[0].1.tau.len();
+    let pilot_iters = pilot_draws; // kept iterations x chains
+    // An autocorrelation time is resolved when the pilots hold at least 20 effective draws and it
+    // spans at least two kept (thinned) draws.
+    let reliable = |tau: f64| pilot_iters / tau >= 20.0 && tau >= 2.0 * thin;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    let mut kappa = vec![0.0; d];
+    let mut counts = vec![0usize; d];
+    // Per coordinate, the steps up to the one with the smallest τ (above it, near the stability
+    // limit, τ grows again).
+    let tau_top: Vec<f64> = (0..d)
+        .map(|j| ok.iter().min_by(|a, b| a.1.tau[j].total_cmp(&b.1.tau[j])).map_or(f64::INFINITY, |o| o.0))
+        .collect();
+    let reliable_at = |j: usize, h: f64, tau: f64| reliable(tau) && h <= tau_top[j];
+    for j in 0..d {
+        let pts: Vec<(f64, f64)> =
+            ok.iter().filter(|(h, e)| reliable_at(j, *h, e.tau[j])).map(|(h, e)| (h.ln(), e.tau[j].ln())).collect();
+        if pts.len() < 2 {
+            continue;
+        }
+        let mx = pts.iter().map(|p| p.0).sum::<f64>() / pts.len() as f64;
+        let my = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
+        for (x, y) in &pts {
+            sxy += (x - mx) * (y - my);
+            sxx += (x - mx) * (x - mx);
+        }
+    }
+    let gamma = if sxx > 0.0 { (-sxy / sxx).clamp(0.25, 1.5) } else { 1.0 };
+    for j in 0..d {
+        for (h, e) in &ok {
+            if reliable_at(j, *h, e.tau[j]) {
+                kappa[j] += e.tau[j].ln() + gamma * h.ln();
+                counts[j] += 1;
+            }
+        }
+        kappa[j] = if counts[j] > 0 {
+            (kappa[j] / counts[j] as f64).exp()
+        } else {
+            // No resolved time: the largest τ·h^γ seen.
+            ok.iter().map(|(h, e)| e.tau[j] * h.powf(gamma)).fold(0.0, f64::max)
+        };
+    }
+    // Bias: for each coordinate and each of the mean and sd errors, the two smallest steps whose
+    // squared error is at least 4 times the pilots' own Monte Carlo variance (bias detected);
+    // β² = their mean of (error² − MC variance)/h^p. No detected bias: 0.
+    let mut beta2 = vec![0.0f64; d];
+    for (j, b2) in beta2.iter_mut().enumerate() {
+        for series in 0..2 {
+            // Only at and above the smallest-KSD step: below it a pilot's error is its not having
+            // explored yet, not bias.
+            let detected: Vec<f64> = ok
+                .iter()
+                .filter(|(h, _)| *h >= h_ksd)
+                .filter_map(|(h, e)| {
+                    let noise = e.tau[j] / pilot_iters;
+                    let (obs, nv) =
+                        if series == 0 { (e.mean[j].powi(2), noise) } else { (e.sd[j].powi(2), 0.5 * noise) };
+                    (obs > 4.0 * nv).then(|| (obs - nv) / h.powi(p))
+                })
+                .take(2)
+                .collect();
+            if !detected.is_empty() {
+                *b2 = b2.max(detected.iter().sum::<f64>() / detected.len() as f64);
+            }
+        }
+    }
+    if beta2.iter().all(|b| *b == 0.0) {
+        return None;
+    }
+    // The worst coordinate's Monte Carlo variance, counted as if every one of the 2d reported
+    // errors (means and sds) had it: K = E[max of 2d squared normals] · max_j κ_j.
+    let k_mc = expected_max_chi2(2 * d) * kappa.iter().fold(0.0f64, |a, k| a.max(*k));
+    let b_max = beta2.iter().fold(0.0f64, |a, b| a.max(*b));
+    let lo = ok.iter().map(|o| o.0).fold(f64::INFINITY, f64::min) / 8.0;
+    let hi = ok.iter().map(|o| o.0).fold(0.0, f64::max);
+    let objective = |h: f64| b_max * h.powi(p) + k_mc * h.powf(-gamma) / run_draws;
+    let n = 400;
+    let (i, step) = (0..=n)
+        .map(|i| (i, lo * (hi / lo).powf(i as f64 / n as f64)))
+        .min_by(|a, b| objective(a.1).total_cmp(&objective(b.1)))?;
+    Some(ErrorModel { step, clamped: i == 0 || i == n, gamma, beta2: b_max, k_mc })
 }
 
 /// What [`tune`] and [`tune_rr`](crate::tune_rr) derive before their pilots.
@@ -1041,6 +1242,7 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
                     ksd_se: None,
                     failure: Some(e.to_string()),
                     cost: Cost::default(),
+                    errors: None,
                 });
             }
             return Err(e);
@@ -1057,6 +1259,7 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
             ksd_se: None,
             failure: Some("non-finite score at a draw".into()),
             cost,
+            errors: None,
         });
     };
     // The Stein moment terms on the raw draws, then the IMQ KSD on whitened coordinates
@@ -1076,6 +1279,19 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
         stacked.chain(each).map(|m| settings.moment_weight * m).collect()
     } else {
         vec![0.0; chains + 1]
+    };
+    let errors = {
+        let (mean, second) = laplace.moment_vectors(draws.view(), scores.view(), mode);
+        let d = draws.ncols();
+        let iterations = (kept * chains as u64) as f64;
+        let tau = (0..d)
+            .map(|j| {
+                let x = Array2::from_shape_fn((chains, per), |(c, i)| draws[[c * per + i, j]]);
+                let ess = crate::trace::diagnostics::ess_mean(x.view()).unwrap_or(f64::NAN);
+                iterations / ess
+            })
+            .collect();
+        PilotErrors { tau, mean, sd: second.iter().map(|m| m / 2.0).collect() }
     };
     for mut row in draws.outer_iter_mut() {
         row.iter_mut().zip(scale).zip(mode).for_each(|((x, s), m)| *x = (*x - m) * s);
@@ -1104,7 +1320,7 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
     } else {
         None
     };
-    Ok(Trial { step_size: step, ksd: Some(ksd), ksd_se, failure: None, cost })
+    Ok(Trial { step_size: step, ksd: Some(ksd), ksd_se, failure: None, cost, errors: Some(errors) })
 }
 
 /// Above this dimension the Laplace covariance of the moment terms is taken diagonal
@@ -1307,6 +1523,64 @@ mod tests {
         let falling: Vec<(f64, f64)> = (0..6).map(|k| 2f64.powi(k)).map(|h| (h, (2.0 / h).sqrt())).collect();
         assert!(discrepancy_fit_minimiser(&falling, 1.0).is_none_or(|h| h == 32.0));
         assert!(discrepancy_fit_minimiser(&points[..3], 1.0).is_none());
+    }
+
+    /// `E[max of k squared standard normals]`: 1 for k = 1, `1 + 2/π` for k = 2, to 1e-4 (the
+    /// midpoint rule's error at the integrand's square-root corner at 0 is about 1e-5; the value
+    /// only weights a prediction).
+    #[test]
+    fn expected_max_of_squared_normals() {
+        assert!((expected_max_chi2(1) - 1.0).abs() < 1e-4, "{}", expected_max_chi2(1));
+        let two = 1.0 + 2.0 / std::f64::consts::PI;
+        assert!((expected_max_chi2(2) - two).abs() < 1e-4, "{}", expected_max_chi2(2));
+    }
+
+    /// Pilots whose per-coordinate autocorrelation times are exactly `c_j/h` and whose sd error is
+    /// exactly `β h` (no noise): the error model recovers γ = 1 and β², and its step is the
+    /// analytic minimiser of `β² h² + K/(h N)`, `(K/(2 β² N))^{1/3}`, to the search grid's
+    /// resolution; a pilot below the smallest-KSD step that looks biased (one that has not
+    /// explored) is ignored; with no bias seen anywhere there is no model step.
+    #[test]
+    fn the_error_model_recovers_a_known_error_curve() {
+        let (c, beta, n_pilot, n_run, thin) = ([2.0, 3.0], 4.0, 7_200.0, 20_000.0, 9.0);
+        let steps: Vec<f64> = (0..10).map(|k| 1e-3 * 2f64.powi(k)).collect();
+        let trial = |h: f64, sd_err: f64, mean_err: f64| Trial {
+            step_size: h,
+            ksd: Some(1.0),
+            ksd_se: None,
+            failure: None,
+            cost: Cost::default(),
+            errors: Some(PilotErrors {
+                tau: c.iter().map(|cj| cj / h).collect(),
+                mean: vec![mean_err; 2],
+                sd: vec![sd_err, 0.5 * sd_err],
+            }),
+        };
+        // The smallest step also shows a large "bias": its pilot has not explored.
+        let trials: Vec<Trial> =
+            steps.iter().map(|&h| trial(h, beta * h, if h == steps[0] { 0.9 } else { 0.0 })).collect();
+        let h_ksd = steps[2];
+        let m = error_model_step(&trials, h_ksd, n_pilot, thin, n_run, 2).expect("a model");
+        assert!((m.gamma - 1.0).abs() < 1e-9, "gamma {}", m.gamma);
+        // β² from the two smallest detected steps at or above h_ksd (error² ≥ 4 × the pilot's MC
+        // variance), after subtracting that variance.
+        let detected: Vec<f64> = steps
+            .iter()
+            .filter(|&&h| h >= h_ksd && (beta * h).powi(2) > 4.0 * 0.5 * c[0] / h / n_pilot)
+            .take(2)
+            .map(|&h| ((beta * h).powi(2) - 0.5 * c[0] / h / n_pilot) / (h * h))
+            .collect();
+        let beta2 = detected.iter().sum::<f64>() / detected.len() as f64;
+        assert!((m.beta2 / beta2 - 1.0).abs() < 1e-9, "beta2 {} vs {beta2}", m.beta2);
+        let k = expected_max_chi2(4) * c[1];
+        assert!((m.k_mc / k - 1.0).abs() < 1e-9, "K {} vs {k}", m.k_mc);
+        let exact = (k / (2.0 * beta2 * n_run)).cbrt();
+        let grid_ratio = (steps[9] / (steps[0] / 8.0)).powf(1.0 / 400.0);
+        assert!((m.step / exact).ln().abs() <= grid_ratio.ln(), "step {} vs {exact}", m.step);
+        assert!(!m.clamped);
+        // No bias anywhere: no model step.
+        let flat: Vec<Trial> = steps.iter().map(|&h| trial(h, 0.0, 0.0)).collect();
+        assert!(error_model_step(&flat, h_ksd, n_pilot, thin, n_run, 2).is_none());
     }
 
     #[test]
