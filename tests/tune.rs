@@ -1,6 +1,7 @@
-//! Step-size tuning: the curvature rule recovers λ_max of a Gaussian model, and the KSD pilot
-//! selection lands within a factor 3 of the step that minimises the error of the posterior mean
-//! and variances at the same budget.
+//! Step-size tuning: the curvature rule recovers λ_max of a Gaussian model, the pilot selection
+//! lands within a factor 3 of the step that minimises the error of the posterior mean and
+//! variances at the same budget, and the step follows the planned run (through the error
+//! prediction, and through the KSD fallback when no pilot shows bias).
 
 use sgmcmc::tune::{CurvatureSettings, PlannedRun, Tunable, TuneSettings, curvature, tune};
 use sgmcmc::*;
@@ -63,7 +64,7 @@ fn error(est: &Estimate, lg: &LinearGaussian) -> f64 {
 }
 
 #[test]
-fn ksd_selection_is_within_a_factor_3_of_the_best_step_at_the_same_budget() {
+fn the_tuned_step_is_within_a_factor_3_of_the_best_step_at_the_same_budget() {
     let lg = LinearGaussian::synthetic(1_000, 3, 1.0, 10.0, 21).unwrap();
     let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50)).unwrap();
     // Tuned for runs of one chain of the pilots' kept length, the budget the grid is scored at.
@@ -99,6 +100,33 @@ fn ksd_selection_is_within_a_factor_3_of_the_best_step_at_the_same_budget() {
     eprintln!("tuned {:.3e}, best by MSE {:.3e}, ratio {ratio:.2}", tuned.step_size, best.1);
     assert!((1.0 / 3.0..=3.0).contains(&ratio), "tuned {} vs best {}", tuned.step_size, best.1);
     assert!(tuned.cost.datum_gradients > 0);
+}
+
+/// The step is chosen for the planned run by the per-coordinate error prediction: the same pilots
+/// (the plan does not change them) give a step 10^(1/(2+γ)) times smaller for a run 10× longer
+/// (the minimiser of `β² h² + K h^(−γ)/N` scales as `N^(−1/(2+γ))`), to the search grid's
+/// resolution, and the reason line names the rule and its fitted γ.
+#[test]
+fn the_step_follows_the_planned_run_through_the_error_prediction() {
+    let lg = LinearGaussian::synthetic(1_000, 3, 1.0, 10.0, 21).unwrap();
+    let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50)).unwrap();
+    let at = |kept: u64| {
+        let s = TuneSettings { seed: 99, planned_run: PlannedRun::new(kept, 4), ..TuneSettings::default() };
+        tune(&lg, &sgld, &[0.0; 3], &s).unwrap()
+    };
+    let (short, long) = (at(5_000), at(50_000));
+    assert_eq!(short.trials, long.trials);
+    for t in [&short, &long] {
+        assert!(t.reason.contains("predicted worst error"), "{}", t.reason);
+        assert!(!t.reason.contains("at an end of the searched range"), "{}", t.reason);
+    }
+    let gamma: f64 = short.reason.split("γ = ").nth(1).and_then(|r| r.split(',').next()).unwrap().parse().unwrap();
+    let expected = 10f64.powf(1.0 / (2.0 + gamma));
+    let ratio = short.step_size / long.step_size;
+    eprintln!("{}\nratio {ratio:.4}, expected {expected:.4} (γ = {gamma})", short.reason);
+    // The 401-point search grid spans at most [smallest/8, largest] of ~10 candidates a factor 2
+    // apart: a step of at most 2^(13/400) per point, so the ratio is exact to two grid steps.
+    assert!((ratio / expected).ln().abs() <= 2.0 * 13.0 * 2f64.ln() / 400.0, "ratio {ratio} vs {expected}");
 }
 
 /// The step follows the planned run even when the KSD curve has no convex fit: SGNHT under the
