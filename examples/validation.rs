@@ -33,8 +33,10 @@
 //!
 //! Run with `cargo run --release --example validation` (all six, two lengths) or with the
 //! argument `quick` (posteriors 1 and 4, short length, no grid: what CI runs, failing on a
-//! default-path error or an SGLD-CV / MALA accuracy miss); further arguments name the posteriors
-//! to run (`-- logistic ar3`). Ends with `RESULT {json}`.
+//! default-path error or an SGLD-CV / MALA accuracy miss), or `short` (one planned run of 500 ×
+//! 4 kept draws, 10× below the shorter length, with the grid: does the tuning hold at a length
+//! it was not designed at?); further arguments name the posteriors to run (`-- logistic ar3`).
+//! Ends with `RESULT {json}`.
 
 #[path = "../tests/common/posteriors.rs"]
 mod posteriors;
@@ -443,10 +445,18 @@ fn print_row(r: &Row) {
 fn main() -> Res<()> {
     let quick = std::env::args().any(|a| a == "quick");
     let t0 = Instant::now();
-    let lengths: &[u64] = if quick { &[5_000] } else { &[5_000, 50_000] };
+    // `short`: one length 10x below the shorter of the two, with the grid (a robustness check).
+    let short = std::env::args().any(|a| a == "short");
+    let lengths: &[u64] = if short {
+        &[500]
+    } else if quick {
+        &[5_000]
+    } else {
+        &[5_000, 50_000]
+    };
     let grid = !quick;
     // Other arguments name the posteriors to run (default: all six, or year and poisson if quick).
-    let named: Vec<String> = std::env::args().skip(1).filter(|a| a != "quick").collect();
+    let named: Vec<String> = std::env::args().skip(1).filter(|a| a != "quick" && a != "short").collect();
     let wanted = |name: &str| {
         if named.is_empty() { !quick || matches!(name, "year" | "poisson") } else { named.iter().any(|n| n == name) }
     };
