@@ -122,7 +122,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     // or a failure.
     type Pilot = (f64, Option<(Vec<f64>, Vec<f64>, Vec<Vec<f64>>, f64)>, Option<String>, Cost);
     let kept = settings.pilot_iterations - settings.pilot_burn_in;
-    let thin = (kept / settings.scored_draws as u64).max(1);
+    let thin = settings.pilot_thin();
     let mut pilots: Vec<Pilot> = settings
         .factors
         .par_iter()

@@ -450,6 +450,12 @@ impl TuneSettings {
         RunSettings { n_iter: self.pilot_iterations, burn_in: self.pilot_burn_in, ..Default::default() }.validate()
     }
 
+    /// The pilots' storage interval: every `thin`-th of the kept iterations, so that each pilot
+    /// chain stores about `scored_draws` draws.
+    pub(crate) fn pilot_thin(&self) -> u64 {
+        ((self.pilot_iterations - self.pilot_burn_in) / self.scored_draws as u64).max(1)
+    }
+
     /// The one pilot plan of [`tune`] and [`tune_rr`](crate::tune_rr): `pilot_iterations` with
     /// `pilot_burn_in`, every `thin`-th draw stored, `chains` chains run serially (the pilots
     /// themselves run in parallel), no model check (done once before), seeded from `seed`, the
@@ -622,7 +628,7 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     let ratio = pilot_draws / settings.planned_run.draws();
     // The predicted error of the planned run, from the pilots' per-coordinate Monte Carlo and
     // bias measurements; when no pilot showed bias, the KSD fit.
-    let thin = ((settings.pilot_iterations - settings.pilot_burn_in) / settings.scored_draws as u64).max(1) as f64;
+    let thin = settings.pilot_thin() as f64;
     let h_ksd = trials[argmin.0].step_size;
     let planned = settings.planned_run;
     let (step, how) = match error_model_step(&trials, h_ksd, pilot_draws, thin, planned.draws(), 2) {
@@ -855,10 +861,9 @@ fn error_model_step(
         return None;
     }
     let d = ok[0].1.tau.len();
-    let pilot_iters = pilot_draws; // kept iterations x chains
     // An autocorrelation time is resolved when the pilots hold at least 20 effective draws and it
     // spans at least two kept (thinned) draws.
-    let reliable = |tau: f64| pilot_iters / tau >= 20.0 && tau >= 2.0 * thin;
+    let reliable = |tau: f64| pilot_draws / tau >= 20.0 && tau >= 2.0 * thin;
     let (mut sxy, mut sxx) = (0.0, 0.0);
     let mut kappa = vec![0.0; d];
     let mut counts = vec![0usize; d];
@@ -908,7 +913,7 @@ fn error_model_step(
                 .iter()
                 .filter(|(h, _)| *h >= h_ksd)
                 .filter_map(|(h, e)| {
-                    let noise = e.tau[j] / pilot_iters;
+                    let noise = e.tau[j] / pilot_draws;
                     let (obs, nv) =
                         if series == 0 { (e.mean[j].powi(2), noise) } else { (e.sd[j].powi(2), 0.5 * noise) };
                     (obs > 4.0 * nv).then(|| (obs - nv) / h.powi(p))
@@ -1230,8 +1235,7 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
 ) -> Result<Trial> {
     let s = sampler.with_step_size(step)?;
     let kept = settings.pilot_iterations - settings.pilot_burn_in;
-    let thin = (kept / settings.scored_draws as u64).max(1);
-    let rs = settings.pilot_run(settings.pilot_chains, thin, index, 0);
+    let rs = settings.pilot_run(settings.pilot_chains, settings.pilot_thin(), index, 0);
     let out = match run(model, &s, mode, &rs) {
         Ok(out) => out,
         Err(e) => {

@@ -119,18 +119,24 @@ enum Term<'a> {
 }
 
 impl Term<'_> {
-    /// The term on scalars `D`, data summed in the order of `idx`.
+    /// The derivative parts of the term on `C`-wide duals `x`, data summed in the order of `idx`.
+    /// Each datum's value is zeroed before it is summed: the value is then dead as soon as
+    /// `datum` returns, and where the compiler inlines `datum` here it drops what only the value
+    /// needs (the `log1p` of a softplus's value; see [`DualDensity`]).
     #[inline(always)]
-    fn eval<T: DualDensity, D: DualNum<Primitive = f64> + Copy>(self, density: &T, x: &[D]) -> D {
+    fn gradient<T: DualDensity, const C: usize>(self, density: &T, x: &[GradDual<C>]) -> [f64; C] {
         match self {
-            Term::Prior => density.prior(x),
+            Term::Prior => density.prior(x).eps,
             Term::Data(idx) => {
-                let Some((&first, rest)) = idx.split_first() else { return D::from(0.0) };
+                let Some((&first, rest)) = idx.split_first() else { return [0.0; C] };
                 let mut s = density.datum(x, first);
+                s.re = 0.0;
                 for &i in rest {
-                    s += density.datum(x, i);
+                    let mut r = density.datum(x, i);
+                    r.re = 0.0;
+                    s += r;
                 }
-                s
+                s.eps
             }
         }
     }
@@ -171,27 +177,8 @@ fn chunked_gradient<T: DualDensity, const C: usize>(
             for (k, j) in (start..end).enumerate() {
                 buf[j] = GradDual::<C>::variable(theta[j], k);
             }
-            let r = match term {
-                // Each datum's value is zeroed before it is summed (the derivative parts are
-                // summed exactly as `Term::eval` sums them): the value is then dead as soon as
-                // `datum` returns, and where the compiler inlines `datum` here it drops what only
-                // the value needs (the `log1p` of a softplus's value).
-                Term::Data(idx) => {
-                    let mut s = GradDual::<C>::constant(0.0);
-                    if let Some((&first, rest)) = idx.split_first() {
-                        s = density.datum(buf, first);
-                        s.re = 0.0;
-                        for &i in rest {
-                            let mut r = density.datum(buf, i);
-                            r.re = 0.0;
-                            s += r;
-                        }
-                    }
-                    s
-                }
-                Term::Prior => term.eval(density, buf),
-            };
-            out[start..end].copy_from_slice(&r.eps[..end - start]);
+            let eps = term.gradient(density, buf);
+            out[start..end].copy_from_slice(&eps[..end - start]);
             for j in start..end {
                 buf[j] = GradDual::<C>::constant(theta[j]);
             }
