@@ -35,7 +35,10 @@
 //! argument `quick` (posteriors 1 and 4, short length, no grid: what CI runs, failing on a
 //! default-path error or an SGLD-CV / MALA accuracy miss), or `short` (one planned run of 500 ×
 //! 4 kept draws, 10× below the shorter length, with the grid: does the tuning hold at a length
-//! it was not designed at?); further arguments name the posteriors to run (`-- logistic ar3`).
+//! it was not designed at?), or `long` (one planned run of 500 000 × 4, 10× above the longer
+//! length, without the grid and without MALA: split-R̂ and accuracy where the tuning predicts a
+//! smaller step than it ever piloted); `curves` also prints every grid step's mean error; further arguments name the posteriors to run (`-- logistic ar3`) and the samplers
+//! (`-- SGLD-CV ML-SGLD`).
 //! Ends with `RESULT {json}`.
 
 #[path = "../tests/common/posteriors.rs"]
@@ -112,6 +115,8 @@ struct Grid {
     tuned: (f64, f64, f64),
     /// The grid step with the smallest mean error, and that mean.
     best: (f64, f64),
+    /// Every grid step and its mean error (printed with the argument `curves`).
+    curve: Vec<(f64, f64)>,
 }
 
 fn grid_best(
@@ -121,6 +126,7 @@ fn grid_best(
 ) -> Res<Grid> {
     let mut best = (f64::NAN, f64::INFINITY);
     let mut at_tuned = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
+    let mut curve = Vec::with_capacity(9);
     for k in -4..=4 {
         let h = tuned * 2f64.powf(k as f64 / 2.0);
         let mut errors = Vec::with_capacity(GRID_SEEDS.len());
@@ -131,6 +137,7 @@ fn grid_best(
             }
         }
         let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+        curve.push((h, mean));
         if k == 0 {
             let lo = errors.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = errors.iter().copied().fold(0.0, f64::max);
@@ -140,7 +147,7 @@ fn grid_best(
             best = (h, mean);
         }
     }
-    Ok(Grid { tuned: at_tuned, best })
+    Ok(Grid { tuned: at_tuned, best, curve })
 }
 
 impl Row {
@@ -206,7 +213,7 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
         row.converged = conv.converged;
         row.run_cost = out.cost.datum_gradients;
         row.score = Some(score(&out.estimate, reference)?);
-        if grid && kept >= 50_000 {
+        if kept >= 50_000 {
             // Would the run have known its own step bias? A companion chain at h/2 per chain.
             let rep = discretisation_bias(model, &tuned.sampler, &tuned.mode, &RunSettings { seed: 555, ..rs })?;
             let worst = (0..d).map(|j| rep.bias_sd[j].abs() / reference.sd[j]).fold(0.0, f64::max);
@@ -359,54 +366,56 @@ fn rows_for<M: Model>(model: &M, name: &'static str, lengths: &[u64], grid: bool
     )?;
     for &kept in lengths {
         let mb = Minibatch::new(n);
-        out.push(tuned_row(
-            model,
-            (name, "SGLD"),
-            &Sgld::new(SgldSettings::default(), mb.clone())?,
-            &reference,
-            kept,
-            grid,
-        ));
-        out.push(tuned_row(
-            model,
-            (name, "SGLD-CV"),
-            &Sgld::new(SgldSettings::default(), cv.clone())?,
-            &reference,
-            kept,
-            grid,
-        ));
-        out.push(tuned_row(
-            model,
-            (name, "SGHMC"),
-            &Sghmc::new(SghmcSettings::default(), mb.clone())?,
-            &reference,
-            kept,
-            grid,
-        ));
-        out.push(tuned_row(
-            model,
-            (name, "pSGLD"),
-            &Psgld::new(PsgldSettings::default(), mb.clone())?,
-            &reference,
-            kept,
-            grid,
-        ));
-        out.push(tuned_row(
-            model,
-            (name, "SGNHT"),
-            &Sgnht::new(SgnhtSettings::default(), mb.clone())?,
-            &reference,
-            kept,
-            grid,
-        ));
-        out.push(rr_row(model, name, Sgld::new(SgldSettings::default(), mb)?, &reference, kept, grid));
-        out.push(mlsgld_row(model, name, &cv, &reference, kept, grid));
-        out.push(mala_row(model, name, &reference, kept));
-        for r in out.iter().rev().take(8).collect::<Vec<_>>().into_iter().rev() {
+        let start = out.len();
+        if sampler_wanted("SGLD") {
+            let s = Sgld::new(SgldSettings::default(), mb.clone())?;
+            out.push(tuned_row(model, (name, "SGLD"), &s, &reference, kept, grid));
+        }
+        if sampler_wanted("SGLD-CV") {
+            let s = Sgld::new(SgldSettings::default(), cv.clone())?;
+            out.push(tuned_row(model, (name, "SGLD-CV"), &s, &reference, kept, grid));
+        }
+        if sampler_wanted("SGHMC") {
+            let s = Sghmc::new(SghmcSettings::default(), mb.clone())?;
+            out.push(tuned_row(model, (name, "SGHMC"), &s, &reference, kept, grid));
+        }
+        if sampler_wanted("pSGLD") {
+            let s = Psgld::new(PsgldSettings::default(), mb.clone())?;
+            out.push(tuned_row(model, (name, "pSGLD"), &s, &reference, kept, grid));
+        }
+        if sampler_wanted("SGNHT") {
+            let s = Sgnht::new(SgnhtSettings::default(), mb.clone())?;
+            out.push(tuned_row(model, (name, "SGNHT"), &s, &reference, kept, grid));
+        }
+        if sampler_wanted("SGRRLD") {
+            out.push(rr_row(model, name, Sgld::new(SgldSettings::default(), mb)?, &reference, kept, grid));
+        }
+        if sampler_wanted("ML-SGLD") {
+            out.push(mlsgld_row(model, name, &cv, &reference, kept, grid));
+        }
+        // MALA's full-data gradients make a 500 000-iteration run cost 10^9-10^10 datum
+        // gradients per posterior; it is validated at the two standard lengths.
+        if sampler_wanted("MALA") && kept <= 50_000 {
+            out.push(mala_row(model, name, &reference, kept));
+        }
+        for r in &out[start..] {
             print_row(r);
+        }
+        if sampler_wanted("MALA") && kept > 50_000 {
+            println!(
+                "      MALA {kept:>7}  not run at this length (full-data gradients; see the 5 000 and 50 000 rows)"
+            );
         }
     }
     Ok(reference.mcse)
+}
+
+/// The samplers a run covers: those named among the arguments, or all eight.
+const SAMPLERS: [&str; 8] = ["SGLD", "SGLD-CV", "SGHMC", "pSGLD", "SGNHT", "SGRRLD", "ML-SGLD", "MALA"];
+
+fn sampler_wanted(name: &str) -> bool {
+    let named: Vec<String> = std::env::args().skip(1).filter(|a| SAMPLERS.contains(&a.as_str())).collect();
+    named.is_empty() || named.iter().any(|a| a == name)
 }
 
 fn print_row(r: &Row) {
@@ -428,6 +437,13 @@ fn print_row(r: &Row) {
         ),
         None => "no grid".into(),
     };
+    let grid = match (&r.grid, std::env::args().any(|a| a == "curves")) {
+        (Some(g), true) => {
+            let c: Vec<String> = g.curve.iter().map(|(h, e)| format!("{h:.3e}:{e:.3}")).collect();
+            format!("{grid}; curve {}", c.join(" "))
+        }
+        _ => grid,
+    };
     let grid = match r.bias_check {
         Some((n, w)) => format!("{grid}; companion bias check: {n} coordinate(s) flagged, max |sd bias| {w:.3} sd"),
         None => grid,
@@ -447,16 +463,24 @@ fn main() -> Res<()> {
     let t0 = Instant::now();
     // `short`: one length 10x below the shorter of the two, with the grid (a robustness check).
     let short = std::env::args().any(|a| a == "short");
-    let lengths: &[u64] = if short {
+    // `long`: one length 10x above the longer of the two, without the grid (R̂ and accuracy at
+    // a length the tuning was not designed at; SG samplers, SGRRLD and ML-SGLD).
+    let long = std::env::args().any(|a| a == "long");
+    let lengths: &[u64] = if long {
+        &[500_000]
+    } else if short {
         &[500]
     } else if quick {
         &[5_000]
     } else {
         &[5_000, 50_000]
     };
-    let grid = !quick;
+    let grid = !quick && !long;
     // Other arguments name the posteriors to run (default: all six, or year and poisson if quick).
-    let named: Vec<String> = std::env::args().skip(1).filter(|a| a != "quick" && a != "short").collect();
+    let named: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !matches!(a.as_str(), "quick" | "short" | "long" | "curves") && !SAMPLERS.contains(&a.as_str()))
+        .collect();
     let wanted = |name: &str| {
         if named.is_empty() { !quick || matches!(name, "year" | "poisson") } else { named.iter().any(|n| n == name) }
     };
@@ -500,9 +524,39 @@ fn main() -> Res<()> {
         .filter(|r| r.grid.as_ref().is_some_and(|g| g.tuned.0 > 1.5 * g.best.1 || g.tuned.0.is_nan()))
         .map(|r| format!("{}/{}/{}", r.posterior, r.sampler, r.kept))
         .collect();
+    // Split-R̂ above 1.01 for the chain-based SG samplers (ML-SGLD's paths are independent).
+    let rhat_misses: Vec<String> = rows
+        .iter()
+        .filter(|r| {
+            r.failure.is_none() && !matches!(r.sampler, "ML-SGLD" | "MALA") && (r.rhat > 1.01 || r.rhat.is_nan())
+        })
+        .map(|r| format!("{}/{}/{}", r.posterior, r.sampler, r.kept))
+        .collect();
+    // Runs off by more than 0.1 sd in a mean or 10 % in an sd that call themselves converged
+    // (ML-SGLD's verdict is its bias test on one expectation, so it is counted apart).
+    let off = |r: &&Row| r.score.is_some_and(|s| s.max_mean_err > 0.1 || (s.worst_sd_ratio - 1.0).abs() > 0.1);
+    let silent: Vec<String> = rows
+        .iter()
+        .filter(|r| r.failure.is_none() && r.converged && r.sampler != "ML-SGLD")
+        .filter(off)
+        .map(|r| format!("{}/{}/{}", r.posterior, r.sampler, r.kept))
+        .collect();
+    let ml_off: Vec<String> = rows
+        .iter()
+        .filter(|r| r.failure.is_none() && r.sampler == "ML-SGLD")
+        .filter(off)
+        .map(|r| format!("{}/{}/{}", r.posterior, r.sampler, r.kept))
+        .collect();
     println!("\n== Targets");
     println!("  default-path errors: {failures}");
     println!("  runs that report NOT CONVERGED ({}): {}", not_converged.len(), not_converged.join(", "));
+    println!("  SG runs with split-R̂ above 1.01 ({}): {}", rhat_misses.len(), rhat_misses.join(", "));
+    println!("  runs outside 0.1 sd or ±10 % sd that report converged ({}): {}", silent.len(), silent.join(", "));
+    println!(
+        "  ML-SGLD runs outside 0.1 sd or ±10 % sd with their one expectation's bias test passed ({}): {}",
+        ml_off.len(),
+        ml_off.join(", ")
+    );
     println!("  SGLD-CV / MALA outside 0.1 sd or ±10 % sd ({}): {}", accurate_misses.len(), accurate_misses.join(", "));
     println!(
         "  tuned step's mean error over {} seeds above 1.5x the grid-best step's ({}): {}",
@@ -515,9 +569,12 @@ fn main() -> Res<()> {
     let q = |v: &[String]| format!("[{}]", v.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(","));
     let ref_mcse = mcse.iter().map(|(n, m)| format!("\"{n}\":{m:.4}")).collect::<Vec<_>>().join(",");
     println!(
-        "RESULT {{\"runs\":{},\"default_path_errors\":{failures},\"not_converged\":{},\"accuracy_misses\":{},\"grid_misses\":{},\"reference_mcse\":{{{ref_mcse}}},\"seconds\":{secs:.1}}}",
+        "RESULT {{\"runs\":{},\"default_path_errors\":{failures},\"not_converged\":{},\"rhat_above_1_01\":{},\"silent_misses\":{},\"ml_sgld_off\":{},\"accuracy_misses\":{},\"grid_misses\":{},\"reference_mcse\":{{{ref_mcse}}},\"seconds\":{secs:.1}}}",
         rows.len(),
         q(&not_converged),
+        q(&rhat_misses),
+        q(&silent),
+        q(&ml_off),
         q(&accurate_misses),
         q(&grid_misses)
     );

@@ -328,12 +328,22 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     /// Multilevel SGLD on the default path, with no hand-set value: the posterior's geometry by
     /// [`tune::precondition`](crate::tune::precondition) from θ₀ (the mode, the Hessian there and
     /// the whitening [`TuneSettings::precondition`](crate::tune::TuneSettings::precondition)
-    /// chooses: dense by default up to d = 1 000), then h₀ and the horizon by the rule of
-    /// [`sgld_from_curvature`](Self::sgld_from_curvature) applied to the curvature the
-    /// **whitened** paths see, and the paths start at the mode. Whitening is what makes the
-    /// multilevel method usable on ill-conditioned posteriors: unwhitened, the horizon grows
-    /// with the condition number (`m = 3.5 × 10¹⁰` on a calendar-year regression); whitened
-    /// densely, m = 4. The record (mode, curvature before and after, cost) is returned with the
+    /// chooses: dense by default up to d = 1 000), then h₀ and the horizon from the curvature
+    /// the **whitened** paths see, and the paths start at the mode:
+    ///
+    /// - `h₀ = 1/(2 λ_max)`, half the step of [`sgld_from_curvature`](Self::sgld_from_curvature),
+    ///   so that the coarsest level is already in Euler's asymptotic regime: along the stiffest
+    ///   whitened direction its stationary variance is `1/(1 − h₀λ/2)` = 1.33× the target's,
+    ///   where h₀ = 1/λ_max gives 2× — a bias the level corrections, estimated from as few as
+    ///   `n_initial` paths, must then remove. On the six posteriors of the `validation` example,
+    ///   at a loose target (its `short` runs) h₀ = 1/λ_max had 1.65–3.55× the error of the best
+    ///   h₀ of a grid on five of six (the grid's best: 0.25–0.5/λ_max), h₀ = 1/(2λ_max) above
+    ///   1.5× on one (1.92×); at tighter targets the grid's error curves are flat within noise;
+    /// - the same level-0 time `T₀ = m h₀ ≥ 3.5/λ_min`, so `m = ⌈7 λ_max/λ_min⌉`.
+    ///
+    /// Whitening is what makes the multilevel method usable on ill-conditioned posteriors:
+    /// unwhitened, the horizon grows with the condition number (`m = 3.5 × 10¹⁰` on a
+    /// calendar-year regression); whitened densely, m = 8. The record (mode, curvature before and after, cost) is returned with the
     /// sampler; its cost is not in the multilevel results' costs.
     ///
     /// Errors: as [`tune::precondition`](crate::tune::precondition) and [`MlSgld::new`];
@@ -346,7 +356,7 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
     /// let (ml, setup) =
     ///     MlSgld::sgld_tuned(&model, MlSgldSettings::default(), Minibatch::new(50), &[0.0; 2], &TuneSettings::default())?;
-    /// assert_eq!(ml.settings().horizon, 4); // condition number 1 once whitened
+    /// assert_eq!(ml.settings().horizon, 8); // condition number 1 once whitened
     /// let g = |t: &[f64]| t[0];
     /// let r = ml.run_adaptive(&model, &g, &AdaptiveSettings { target: RmseTarget::Absolute(0.01), ..Default::default() })?;
     /// assert!((r.estimate - model.posterior_mean()[0]).abs() < 0.05);
@@ -362,6 +372,12 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
         let sgld = Sgld::new(SgldSettings::default(), estimator)?;
         let mut p = crate::tune::precondition(model, &sgld, theta0, tune)?;
         let (h0, mut settings) = from_curvature(&p.whitened_curvature, settings)?;
+        // Half the step, the same level-0 time (see above).
+        let h0 = 0.5 * h0;
+        settings.horizon = settings
+            .horizon
+            .checked_mul(2)
+            .ok_or_else(|| Error::invalid("horizon", settings.horizon, "doubling it for h₀/2 overflows"))?;
         let base = crate::tune::Tunable::with_step_size(&p.sampler, h0)?;
         // The horizon comes from the curvature at the mode; a posterior far from Gaussian (flat
         // directions wider than the Laplace approximation says) relaxes more slowly. Probe level
