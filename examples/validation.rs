@@ -95,6 +95,8 @@ struct Row {
     /// The companion-chain bias check (long runs): coordinates flagged, and the largest
     /// estimated |sd bias| in reference sds.
     bias_check: Option<(usize, f64)>,
+    /// `tune`'s predicted smallest ESS of the planned run, and the run's smallest bulk ESS.
+    ess: Option<(f64, f64)>,
     failure: Option<String>,
 }
 
@@ -164,6 +166,7 @@ impl Row {
             tune_cost: 0,
             grid: None,
             bias_check: None,
+            ess: None,
             failure: None,
         }
     }
@@ -211,6 +214,7 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
         let conv = out.convergence()?;
         row.rhat = conv.max_rhat;
         row.converged = conv.converged;
+        row.ess = tuned.predicted_ess.map(|p| (p, conv.min_ess_bulk));
         row.run_cost = out.cost.datum_gradients;
         row.score = Some(score(&out.estimate, reference)?);
         if kept >= 50_000 {
@@ -452,6 +456,10 @@ fn print_row(r: &Row) {
         (true, _) => "R̂ n/a (independent paths; bias test of its one expectation passed)".to_string(),
         (false, c) => format!("R̂ {:.3} {}", r.rhat, if c { "(converged)" } else { "(NOT CONVERGED)" }),
     };
+    let verdict = match r.ess {
+        Some((p, m)) => format!("{verdict}, ESS min {m:.0} (tune predicted {p:.0})"),
+        None => verdict,
+    };
     println!(
         "  {:>8} {:>7} step {:.3e}: mean err {:.3} sd, worst sd ratio {:.3}, {verdict}, cost {:.2e} + tuning {:.2e}; {grid}",
         r.sampler, r.kept, r.step, s.max_mean_err, s.worst_sd_ratio, r.run_cost as f64, r.tune_cost as f64,
@@ -547,6 +555,11 @@ fn main() -> Res<()> {
         .filter(off)
         .map(|r| format!("{}/{}/{}", r.posterior, r.sampler, r.kept))
         .collect();
+    // Did `tune`'s predicted ESS foretell the verdict (predicted below ESS_MIN <=> NOT CONVERGED)?
+    let with_pred: Vec<&Row> = rows.iter().filter(|r| r.failure.is_none() && r.ess.is_some()).collect();
+    let foretold =
+        with_pred.iter().filter(|r| (r.ess.expect("some").0 < sgmcmc::diagnostics::ESS_MIN) != r.converged).count();
+    let pred_ratio: Vec<f64> = with_pred.iter().map(|r| r.ess.expect("some")).map(|(p, m)| p / m).collect();
     println!("\n== Targets");
     println!("  default-path errors: {failures}");
     println!("  runs that report NOT CONVERGED ({}): {}", not_converged.len(), not_converged.join(", "));
@@ -557,6 +570,17 @@ fn main() -> Res<()> {
         ml_off.len(),
         ml_off.join(", ")
     );
+    if !pred_ratio.is_empty() {
+        let mut q = pred_ratio.clone();
+        q.sort_by(f64::total_cmp);
+        println!(
+            "  tune's predicted ESS foretold the verdict in {foretold} of {} runs; predicted / measured smallest ESS: median {:.2}, range {:.2}–{:.2}",
+            with_pred.len(),
+            q[q.len() / 2],
+            q[0],
+            q[q.len() - 1]
+        );
+    }
     println!("  SGLD-CV / MALA outside 0.1 sd or ±10 % sd ({}): {}", accurate_misses.len(), accurate_misses.join(", "));
     println!(
         "  tuned step's mean error over {} seeds above 1.5x the grid-best step's ({}): {}",

@@ -536,6 +536,12 @@ pub struct Tuned<S> {
     pub preconditioning: String,
     /// Wall time of the whole tuning (mode search, curvature, whitening and pilots).
     pub wall_time: std::time::Duration,
+    /// The planned run's predicted smallest effective sample size over the coordinates at the
+    /// chosen step, `min_j N/τ_j(h)` with the pilots' fitted autocorrelation times
+    /// `τ_j(h) = κ_j h^{−γ}` (the error model's Monte Carlo part; `None` when the KSD fit chose
+    /// the step). Below [`ESS_MIN`](crate::diagnostics::ESS_MIN) the run will most likely report
+    /// NOT CONVERGED; [`reason`](Self::reason) then says so before the run is made.
+    pub predicted_ess: Option<f64>,
 }
 
 /// Chooses `sampler`'s constant step size for `model` from `theta0` without the user's help (see
@@ -631,21 +637,35 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     let thin = settings.pilot_thin() as f64;
     let h_ksd = trials[argmin.0].step_size;
     let planned = settings.planned_run;
+    let mut predicted_ess = None;
     let (step, how) = match error_model_step(&trials, h_ksd, pilot_draws, thin, planned.draws(), 2) {
-        Some(m) => (
-            m.step,
-            format!(
-                "the minimiser of the planned run's predicted worst error in posterior sds, max_j β_j² h² + K h^(−γ)/N \
-                 (N = {} x {} kept draws; from the pilots' per-coordinate Stein moment errors and autocorrelation \
-                 times: max β² = {:.3e}, γ = {:.2}, K = {:.3e}){}",
-                planned.iterations,
-                planned.chains,
-                m.beta2,
-                m.gamma,
-                m.k_mc,
-                if m.clamped { " (at an end of the searched range)" } else { "" }
-            ),
-        ),
+        Some(m) => {
+            let ess = m.min_ess(m.step, planned.draws());
+            predicted_ess = Some(ess);
+            let verdict = if ess < crate::diagnostics::ESS_MIN {
+                format!(
+                    " — below the {:.0} the convergence verdict asks: expect NOT CONVERGED at this length (run \
+                     longer, or lower the gradient noise, e.g. with control variates)",
+                    crate::diagnostics::ESS_MIN
+                )
+            } else {
+                String::new()
+            };
+            (
+                m.step,
+                format!(
+                    "the minimiser of the planned run's predicted worst error in posterior sds, max_j β_j² h² + K h^(−γ)/N \
+                     (N = {} x {} kept draws; from the pilots' per-coordinate Stein moment errors and autocorrelation \
+                     times: max β² = {:.3e}, γ = {:.2}, K = {:.3e}){}; predicted smallest ESS of the planned run {ess:.0}{verdict}",
+                    planned.iterations,
+                    planned.chains,
+                    m.beta2,
+                    m.gamma,
+                    m.k_mc,
+                    if m.clamped { " (at an end of the searched range)" } else { "" }
+                ),
+            )
+        }
         None => {
             // No pilot showed bias: the KSD fit (as before the error model).
             ksd_fit_step(&scored, &ses, h_ksd, ratio, &planned)
@@ -674,6 +694,7 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         whitening,
         preconditioning,
         wall_time: started.elapsed(),
+        predicted_ess,
     })
 }
 
@@ -823,6 +844,17 @@ struct ErrorModel {
     beta2: f64,
     /// `K`.
     k_mc: f64,
+    /// `κ_j` of `τ_j(h) = κ_j h^{−γ}`.
+    kappa: Vec<f64>,
+}
+
+impl ErrorModel {
+    /// The planned run's predicted smallest effective sample size over the coordinates at step
+    /// h: `min_j N / τ_j(h)`.
+    fn min_ess(&self, h: f64, run_draws: f64) -> f64 {
+        let tau = self.kappa.iter().fold(0.0f64, |a, k| a.max(*k)) * h.powf(-self.gamma);
+        run_draws / tau.max(1.0)
+    }
 }
 
 /// The step that minimises a prediction, in posterior sds, of the planned run's worst error
@@ -939,7 +971,7 @@ fn error_model_step(
     let (i, step) = (0..=n)
         .map(|i| (i, lo * (hi / lo).powf(i as f64 / n as f64)))
         .min_by(|a, b| objective(a.1).total_cmp(&objective(b.1)))?;
-    Some(ErrorModel { step, clamped: i == 0 || i == n, gamma, beta2: b_max, k_mc })
+    Some(ErrorModel { step, clamped: i == 0 || i == n, gamma, beta2: b_max, k_mc, kappa })
 }
 
 /// What [`tune`] and [`tune_rr`](crate::tune_rr) derive before their pilots.
