@@ -339,7 +339,8 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     ///   at a loose target (its `short` runs) h₀ = 1/λ_max had 1.65–3.55× the error of the best
     ///   h₀ of a grid on five of six (the grid's best: 0.25–0.5/λ_max), h₀ = 1/(2λ_max) above
     ///   1.5× on one (1.92×); at tighter targets the grid's error curves are flat within noise;
-    /// - the same level-0 time `T₀ = m h₀ ≥ 3.5/λ_min`, so `m = ⌈7 λ_max/λ_min⌉`.
+    /// - the same level-0 time `T₀ = m h₀ ≥ 3.5/λ_min` as that rule, so twice its horizon:
+    ///   `m = 2⌈3.5 λ_max/λ_min⌉`.
     ///
     /// Whitening is what makes the multilevel method usable on ill-conditioned posteriors:
     /// unwhitened, the horizon grows with the condition number (`m = 3.5 × 10¹⁰` on a

@@ -637,11 +637,9 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     let thin = settings.pilot_thin() as f64;
     let h_ksd = trials[argmin.0].step_size;
     let planned = settings.planned_run;
-    let mut predicted_ess = None;
-    let (step, how) = match error_model_step(&trials, h_ksd, pilot_draws, thin, planned.draws(), 2) {
+    let (step, how, predicted_ess) = match error_model_step(&trials, h_ksd, pilot_draws, thin, planned.draws(), 2) {
         Some(m) => {
             let ess = m.min_ess(m.step, planned.draws());
-            predicted_ess = Some(ess);
             let verdict = if ess < crate::diagnostics::ESS_MIN {
                 format!(
                     " — below the {:.0} the convergence verdict asks: expect NOT CONVERGED at this length (run \
@@ -664,11 +662,13 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
                     m.k_mc,
                     if m.clamped { " (at an end of the searched range)" } else { "" }
                 ),
+                Some(ess),
             )
         }
         None => {
             // No pilot showed bias: the KSD fit (as before the error model).
-            ksd_fit_step(&scored, &ses, h_ksd, ratio, &planned)
+            let (step, how) = ksd_fit_step(&scored, &ses, h_ksd, ratio, &planned);
+            (step, how, None)
         }
     };
     let reason = format!(
@@ -844,16 +844,15 @@ struct ErrorModel {
     beta2: f64,
     /// `K`.
     k_mc: f64,
-    /// `κ_j` of `τ_j(h) = κ_j h^{−γ}`.
-    kappa: Vec<f64>,
+    /// `max_j κ_j` of `τ_j(h) = κ_j h^{−γ}`.
+    kappa_max: f64,
 }
 
 impl ErrorModel {
     /// The planned run's predicted smallest effective sample size over the coordinates at step
     /// h: `min_j N / τ_j(h)`.
     fn min_ess(&self, h: f64, run_draws: f64) -> f64 {
-        let tau = self.kappa.iter().fold(0.0f64, |a, k| a.max(*k)) * h.powf(-self.gamma);
-        run_draws / tau.max(1.0)
+        run_draws / (self.kappa_max * h.powf(-self.gamma)).max(1.0)
     }
 }
 
@@ -962,7 +961,8 @@ fn error_model_step(
     }
     // The worst coordinate's Monte Carlo variance, counted as if every one of the 2d reported
     // errors (means and sds) had it: K = E[max of 2d squared normals] · max_j κ_j.
-    let k_mc = expected_max_chi2(2 * d) * kappa.iter().fold(0.0f64, |a, k| a.max(*k));
+    let kappa_max = kappa.iter().fold(0.0f64, |a, k| a.max(*k));
+    let k_mc = expected_max_chi2(2 * d) * kappa_max;
     let b_max = beta2.iter().fold(0.0f64, |a, b| a.max(*b));
     let lo = ok.iter().map(|o| o.0).fold(f64::INFINITY, f64::min) / 8.0;
     let hi = ok.iter().map(|o| o.0).fold(0.0, f64::max);
@@ -971,7 +971,7 @@ fn error_model_step(
     let (i, step) = (0..=n)
         .map(|i| (i, lo * (hi / lo).powf(i as f64 / n as f64)))
         .min_by(|a, b| objective(a.1).total_cmp(&objective(b.1)))?;
-    Some(ErrorModel { step, clamped: i == 0 || i == n, gamma, beta2: b_max, k_mc, kappa })
+    Some(ErrorModel { step, clamped: i == 0 || i == n, gamma, beta2: b_max, k_mc, kappa_max })
 }
 
 /// What [`tune`] and [`tune_rr`](crate::tune_rr) derive before their pilots.
