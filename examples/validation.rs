@@ -31,6 +31,15 @@
 //! `discretisation_bias` (a companion chain at half the step per chain): does the run see its
 //! own step bias, which R̂ cannot?
 //!
+//! *Does a run that misses say so itself?* Each run states its own accuracy: the 95 %
+//! `error_bound` of its `Convergence` (Monte Carlo only; for SGRRLD that of the extrapolated
+//! draws, `RrOutput::convergence`), plus the companion's largest estimated bias where that check
+//! runs, and for ML-SGLD `MlmcResult::moments().error_bound` (standard errors and remaining bias
+//! of every mean and sd of its signed measure). A *silent miss* is a run off target (0.1 sd in a
+//! mean or 10 % in an sd) that reports converged and whose own bound claimed ≤ 0.1; the example
+//! also lists every converged run off target with its bound, and the converged runs whose error
+//! exceeds their own bound plus the reference's (the bound's calibration).
+//!
 //! Run with `cargo run --release --example validation` (all six, two lengths) or with the
 //! argument `quick` (posteriors 1 and 4, short length, no grid: what CI runs, failing on a
 //! default-path error or an SGLD-CV / MALA accuracy miss), or `short` (one planned run of 500 ×
@@ -92,11 +101,19 @@ struct Row {
     tune_cost: u64,
     /// The replicated step grid (see [`grid_best`]).
     grid: Option<Grid>,
-    /// The companion-chain bias check (long runs): coordinates flagged, and the largest
-    /// estimated |sd bias| in reference sds.
-    bias_check: Option<(usize, f64)>,
+    /// The companion-chain bias check (long runs): coordinates flagged, the largest
+    /// estimated |sd bias| in reference sds, and the largest |bias| of a mean or sd in the run's
+    /// own sds (the part of `bound` it adds).
+    bias_check: Option<(usize, f64, f64)>,
     /// `tune`'s predicted smallest ESS of the planned run, and the run's smallest bulk ESS.
     ess: Option<(f64, f64)>,
+    /// The run's own accuracy claim, in posterior sds: its 95 % Monte Carlo `error_bound`
+    /// (`Convergence::error_bound`; for SGRRLD that of the extrapolated estimate), plus, where
+    /// the companion check ran, its largest estimated |bias| of a mean or sd (in the run's own sds).
+    bound: Option<f64>,
+    /// The reference's own 95 % bound (the same Bonferroni z times its MCSE): the slack the
+    /// calibration check allows for the reference's error.
+    ref_bound: f64,
     failure: Option<String>,
 }
 
@@ -167,6 +184,8 @@ impl Row {
             grid: None,
             bias_check: None,
             ess: None,
+            bound: None,
+            ref_bound: f64::NAN,
             failure: None,
         }
     }
@@ -215,13 +234,18 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
         row.rhat = conv.max_rhat;
         row.converged = conv.converged;
         row.ess = tuned.predicted_ess.map(|p| (p, conv.min_ess_bulk));
+        row.bound = Some(conv.error_bound);
         row.run_cost = out.cost.datum_gradients;
         row.score = Some(score(&out.estimate, reference)?);
         if kept >= 50_000 {
             // Would the run have known its own step bias? A companion chain at h/2 per chain.
             let rep = discretisation_bias(model, &tuned.sampler, &tuned.mode, &RunSettings { seed: 555, ..rs })?;
             let worst = (0..d).map(|j| rep.bias_sd[j].abs() / reference.sd[j]).fold(0.0, f64::max);
-            row.bias_check = Some((rep.biased().len(), worst));
+            let own = (0..d).map(|j| rep.bias_mean[j].abs().max(rep.bias_sd[j].abs()) / rep.sd[j]).fold(0.0, f64::max);
+            row.bias_check = Some((rep.biased().len(), worst, own));
+            // What the run would state with the companion: its Monte Carlo bound plus the
+            // largest estimated bias of a mean or an sd, in its own sds (no reference used).
+            row.bound = Some(conv.error_bound + own);
         }
         if grid {
             row.grid = Some(grid_best(tuned.step_size, reference, |h, seed| {
@@ -251,10 +275,11 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
         row.step = tuned.step_size;
         row.tune_cost = tuned.cost.datum_gradients + tuned.cost.datum_hvps;
         let out = run_rr(model, &tuned.rr, &tuned.mode, &rs)?;
-        // R̂ of the fine chains (the signed measure has no R̂ of its own).
-        let conv = diagnostics::convergence(&out.fine)?;
+        // R̂, ESS and MCSE of the extrapolated draws per replicate (`RrOutput::convergence`).
+        let conv = out.convergence()?;
         row.rhat = conv.max_rhat;
         row.converged = conv.converged;
+        row.bound = Some(conv.error_bound);
         row.run_cost = out.cost.datum_gradients;
         row.score = Some(score(&out.estimate, reference)?);
         if grid {
@@ -303,6 +328,8 @@ fn mlsgld_row<M: Model>(
         let r = ml.run_adaptive(model, &g, &target)?;
         row.run_cost = r.cost.datum_gradients;
         row.converged = true;
+        // Its own error bars for every mean and sd of the measure (`MlmcResult::moments`).
+        row.bound = r.moments.as_ref().map(|m| m.error_bound);
         row.score = Some(score(r.measure.as_ref().ok_or("no measure")?, reference)?);
         // A grid run may spend at most 4x the tuned run (the cost of adaptive MLMC at one
         // target depends on h₀; steps near or above the stability limit would never finish).
@@ -341,6 +368,7 @@ fn mala_row<M: Model>(model: &M, posterior: &'static str, reference: &Reference,
         let conv = out.convergence()?;
         row.rhat = conv.max_rhat;
         row.converged = conv.converged;
+        row.bound = Some(conv.error_bound);
         row.run_cost = out.cost.datum_gradients;
         row.score = Some(score(&out.estimate, reference)?);
         Ok(())
@@ -402,6 +430,10 @@ fn rows_for<M: Model>(model: &M, name: &'static str, lengths: &[u64], grid: bool
         if sampler_wanted("MALA") && kept <= 50_000 {
             out.push(mala_row(model, name, &reference, kept));
         }
+        let z = sgmcmc::diagnostics::normal_quantile(1.0 - 0.05 / (4.0 * d as f64));
+        for r in &mut out[start..] {
+            r.ref_bound = z * reference.mcse;
+        }
         for r in &out[start..] {
             print_row(r);
         }
@@ -449,7 +481,7 @@ fn print_row(r: &Row) {
         _ => grid,
     };
     let grid = match r.bias_check {
-        Some((n, w)) => format!("{grid}; companion bias check: {n} coordinate(s) flagged, max |sd bias| {w:.3} sd"),
+        Some((n, w, _)) => format!("{grid}; companion bias check: {n} coordinate(s) flagged, max |sd bias| {w:.3} sd"),
         None => grid,
     };
     let verdict = match (r.rhat.is_nan(), r.converged) {
@@ -459,6 +491,13 @@ fn print_row(r: &Row) {
     let verdict = match r.ess {
         Some((p, m)) => format!("{verdict}, ESS min {m:.0} (tune predicted {p:.0})"),
         None => verdict,
+    };
+    let verdict = match (r.bound, r.bias_check) {
+        (Some(b), Some((_, _, own))) => {
+            format!("{verdict}, own error bound {b:.3} (Monte Carlo {:.3} + companion bias {own:.3})", b - own)
+        }
+        (Some(b), None) => format!("{verdict}, own error bound {b:.3}"),
+        _ => verdict,
     };
     println!(
         "  {:>8} {:>7} step {:.3e}: mean err {:.3} sd, worst sd ratio {:.3}, {verdict}, cost {:.2e} + tuning {:.2e}; {grid}",
@@ -543,11 +582,31 @@ fn main() -> Res<()> {
     // Runs off by more than 0.1 sd in a mean or 10 % in an sd that call themselves converged
     // (ML-SGLD's verdict is its bias test on one expectation, so it is counted apart).
     let off = |r: &&Row| r.score.is_some_and(|s| s.max_mean_err > 0.1 || (s.worst_sd_ratio - 1.0).abs() > 0.1);
-    let silent: Vec<String> = rows
+    // (ML-SGLD's "converged" is its adaptive bias test on one expectation; its own bound covers
+    // every mean and sd, `MlmcResult::moments`.)
+    let off_converged: Vec<&Row> = rows.iter().filter(|r| r.failure.is_none() && r.converged).filter(off).collect();
+    let tag = |r: &&Row| format!("{}/{}/{}", r.posterior, r.sampler, r.kept);
+    let converged_off: Vec<String> =
+        off_converged.iter().map(|r| format!("{} (own bound {:.3})", tag(r), r.bound.unwrap_or(f64::NAN))).collect();
+    // A silent miss: off target although the run called itself converged *and* its own error
+    // bound claimed the target (≤ 0.1 sd and 10 %). A run whose bound admits the miss said so.
+    let silent: Vec<String> = off_converged.iter().filter(|r| r.bound.is_some_and(|b| b <= 0.1)).map(tag).collect();
+    // Calibration of the bound: converged runs whose error exceeds their own 95 % bound plus
+    // the reference's (the error is measured against a reference with its own MCSE).
+    let converged_with_bound: Vec<&Row> =
+        rows.iter().filter(|r| r.failure.is_none() && r.converged && r.bound.is_some() && r.score.is_some()).collect();
+    let exceeded: Vec<String> = converged_with_bound
         .iter()
-        .filter(|r| r.failure.is_none() && r.converged && r.sampler != "ML-SGLD")
-        .filter(off)
-        .map(|r| format!("{}/{}/{}", r.posterior, r.sampler, r.kept))
+        .filter(|r| r.score.expect("scored").error > r.bound.expect("some") + r.ref_bound)
+        .map(|r| {
+            format!(
+                "{} ({:.3} > {:.3} + {:.3})",
+                tag(r),
+                r.score.expect("scored").error,
+                r.bound.expect("some"),
+                r.ref_bound
+            )
+        })
         .collect();
     let ml_off: Vec<String> = rows
         .iter()
@@ -564,7 +623,22 @@ fn main() -> Res<()> {
     println!("  default-path errors: {failures}");
     println!("  runs that report NOT CONVERGED ({}): {}", not_converged.len(), not_converged.join(", "));
     println!("  SG runs with split-R̂ above 1.01 ({}): {}", rhat_misses.len(), rhat_misses.join(", "));
-    println!("  runs outside 0.1 sd or ±10 % sd that report converged ({}): {}", silent.len(), silent.join(", "));
+    println!(
+        "  runs outside 0.1 sd or ±10 % sd that report converged ({}): {}",
+        converged_off.len(),
+        converged_off.join(", ")
+    );
+    println!(
+        "  silent misses: of those, runs whose own error bound claimed ≤ 0.1 ({}): {}",
+        silent.len(),
+        silent.join(", ")
+    );
+    println!(
+        "  converged runs whose error exceeds their own 95 % bound plus the reference's: {} of {}: {}",
+        exceeded.len(),
+        converged_with_bound.len(),
+        exceeded.join(", ")
+    );
     println!(
         "  ML-SGLD runs outside 0.1 sd or ±10 % sd with their one expectation's bias test passed ({}): {}",
         ml_off.len(),
@@ -593,11 +667,13 @@ fn main() -> Res<()> {
     let q = |v: &[String]| format!("[{}]", v.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(","));
     let ref_mcse = mcse.iter().map(|(n, m)| format!("\"{n}\":{m:.4}")).collect::<Vec<_>>().join(",");
     println!(
-        "RESULT {{\"runs\":{},\"default_path_errors\":{failures},\"not_converged\":{},\"rhat_above_1_01\":{},\"silent_misses\":{},\"ml_sgld_off\":{},\"accuracy_misses\":{},\"grid_misses\":{},\"reference_mcse\":{{{ref_mcse}}},\"seconds\":{secs:.1}}}",
+        "RESULT {{\"runs\":{},\"default_path_errors\":{failures},\"not_converged\":{},\"rhat_above_1_01\":{},\"converged_off_target\":{},\"silent_misses\":{},\"bound_exceeded\":{},\"ml_sgld_off\":{},\"accuracy_misses\":{},\"grid_misses\":{},\"reference_mcse\":{{{ref_mcse}}},\"seconds\":{secs:.1}}}",
         rows.len(),
         q(&not_converged),
         q(&rhat_misses),
+        q(&off_converged.iter().map(tag).collect::<Vec<_>>()),
         q(&silent),
+        q(&exceeded),
         q(&ml_off),
         q(&accurate_misses),
         q(&grid_misses)

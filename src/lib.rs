@@ -25,7 +25,7 @@ pub use trace::{diagnostics, export};
 pub use cost::Cost;
 pub use coupled::mlsgld::{
     AdaptiveSettings, LevelSample, LevelStats, MlCoupling, MlSgld, MlSgldSettings, MlmcCheckpoint, MlmcResult,
-    RmseTarget,
+    MomentErrors, RmseTarget,
 };
 pub use coupled::richardson::{
     BiasReport, NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, discretisation_bias, resume_rr, run_rr,

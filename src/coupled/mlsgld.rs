@@ -165,6 +165,140 @@ pub struct MlmcResult {
     /// The absolute target RMSE ε the adaptive run aimed at (for
     /// [`RmseTarget::PosteriorSd`], the fraction times level 2's sd of g); `None` for fixed runs.
     pub target_rmse: Option<f64>,
+    /// The accuracy of every coordinate's mean and sd read off [`measure`](Self::measure), if
+    /// `keep_points` was set (no averaging): the run's own error bars for what it did not
+    /// target. The adaptive run controls the RMSE of g only.
+    pub moments: Option<MomentErrors>,
+}
+
+/// The multilevel accuracy of each coordinate's mean and sd as read off the signed measure
+/// ([`MlmcResult::measure`]): the same telescoping sum, bias test and variance formula as for g
+/// ([`MlSgld::run_adaptive`]), applied per coordinate to `θ_j` and to `(θ_j − μ̂_j)²` from the kept
+/// end points (μ̂ the measure's mean; the sd's figures by the delta method, divided by `2 sd`).
+/// Per output f: standard error `√(Σ_l V_l(f)/N_l)` and remaining bias
+/// `|mean Δ_L(f)| / (2^α − 1)`, α fitted to the decay of `|mean Δ_l(f)|` over l ≥ 1 and held
+/// in [0.5, 1], NaN with fewer than two levels. The bias estimate includes the noise of `mean Δ_L`.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct MomentErrors {
+    /// The measure's mean of each coordinate.
+    pub mean: Vec<f64>,
+    /// The measure's sd of each coordinate (`√max(0, var)`).
+    pub sd: Vec<f64>,
+    /// Standard error of each mean.
+    pub se_mean: Vec<f64>,
+    /// Standard error of each sd.
+    pub se_sd: Vec<f64>,
+    /// Estimated remaining bias of each mean (absolute value).
+    pub bias_mean: Vec<f64>,
+    /// Estimated remaining bias of each sd (absolute value).
+    pub bias_sd: Vec<f64>,
+    /// The run's own accuracy claim, as
+    /// [`Convergence::error_bound`](crate::diagnostics::Convergence::error_bound) but with the
+    /// bias: with probability [`BOUND_PROB`](crate::diagnostics::BOUND_PROB) (Bonferroni over
+    /// the 2d outputs) every mean is within `error_bound` posterior sds and every sd within
+    /// `error_bound × 100 %` of the posterior's — the largest over coordinates of
+    /// `max(a_mean, a_sd) / (sd − a_sd)` with the absolute bounds `a = z·se + bias` and
+    /// `z = Φ⁻¹(1 − (1 − BOUND_PROB)/(4d))` (∞ if `a_sd ≥ sd`). NaN with fewer than two levels.
+    /// The bias estimate takes the decay rate α of the corrections in [0.5, 1] (SGLD's weak
+    /// order is 1; faster fitted decays come from the first levels' horizon relaxation).
+    pub error_bound: f64,
+}
+
+impl MomentErrors {
+    /// From the levels' kept points (each sample: its fine point with class +1, then its coarse
+    /// points with negative classes), or `None` if a level kept none.
+    fn of(data: &[LevelAcc], mu: &[f64]) -> Option<Self> {
+        let d = mu.len();
+        if data.is_empty() || data.iter().any(|a| !a.keep || a.n == 0) {
+            return None;
+        }
+        // Per level and output (θ_j, then (θ_j − μ_j)²): mean and variance of Δ_l over samples.
+        let outputs = 2 * d;
+        let mut level_mean = vec![vec![0.0; outputs]; data.len()];
+        let mut level_var = vec![vec![0.0; outputs]; data.len()];
+        let mut delta = vec![0.0; outputs];
+        for (l, a) in data.iter().enumerate() {
+            let (mut s1, mut s2) = (vec![0.0; outputs], vec![0.0; outputs]);
+            let mut n = 0usize;
+            let mut flush = |delta: &mut [f64], n: &mut usize| {
+                for k in 0..outputs {
+                    s1[k] += delta[k];
+                    s2[k] += delta[k] * delta[k];
+                    delta[k] = 0.0;
+                }
+                *n += 1;
+            };
+            for (i, (p, class)) in a.points.iter().enumerate() {
+                if *class > 0.0 && i > 0 {
+                    flush(&mut delta, &mut n);
+                }
+                for j in 0..d {
+                    delta[j] += class * p[j];
+                    delta[d + j] += class * (p[j] - mu[j]) * (p[j] - mu[j]);
+                }
+            }
+            flush(&mut delta, &mut n);
+            let nf = n as f64;
+            for k in 0..outputs {
+                let m = s1[k] / nf;
+                level_mean[l][k] = m;
+                level_var[l][k] = if n > 1 { ((s2[k] - nf * m * m) / (nf - 1.0)).max(0.0) } else { 0.0 };
+            }
+            level_var[l].iter_mut().for_each(|v| *v /= nf);
+        }
+        let big_l = data.len() - 1;
+        let per_output = |k: usize| -> (f64, f64, f64) {
+            let total: f64 = level_mean.iter().map(|m| m[k]).sum();
+            let se = level_var.iter().map(|v| v[k]).sum::<f64>().sqrt();
+            let bias = if big_l == 0 {
+                f64::NAN
+            } else {
+                let means: Vec<f64> = level_mean.iter().map(|m| m[k].abs()).collect();
+                // Capped at SGLD's weak order 1: a faster fitted decay comes from the horizon's
+                // relaxation in the first corrections, not from the step (see the docs).
+                let alpha = decay_rate(&means[1..]).clamp(0.5, 1.0);
+                means[big_l] / (2f64.powf(alpha) - 1.0)
+            };
+            (total, se, bias)
+        };
+        let z =
+            crate::diagnostics::normal_quantile(1.0 - (1.0 - crate::diagnostics::BOUND_PROB) / (4.0 * d.max(1) as f64));
+        let mut out = MomentErrors {
+            mean: Vec::with_capacity(d),
+            sd: Vec::with_capacity(d),
+            se_mean: Vec::with_capacity(d),
+            se_sd: Vec::with_capacity(d),
+            bias_mean: Vec::with_capacity(d),
+            bias_sd: Vec::with_capacity(d),
+            error_bound: 0.0,
+        };
+        let nan_max = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
+        for j in 0..d {
+            let (m, se_m, b_m) = per_output(j);
+            let (v, se_v, b_v) = per_output(d + j);
+            let sd = v.max(0.0).sqrt();
+            out.mean.push(m);
+            out.sd.push(sd);
+            out.se_mean.push(se_m);
+            out.se_sd.push(se_v / (2.0 * sd));
+            out.bias_mean.push(b_m);
+            out.bias_sd.push(b_v / (2.0 * sd));
+            // Absolute bounds on the mean's and the sd's errors, then in units of the *true* sd
+            // at its lower bound `sd − a_sd` (the claim is about the posterior's sd, not ours).
+            let (a_m, a_sd) = (z * se_m + b_m, (z * se_v + b_v) / (2.0 * sd));
+            let sd_lo = sd - a_sd;
+            let worst = if sd_lo > 0.0 {
+                a_m.max(a_sd) / sd_lo
+            } else if a_sd.is_nan() {
+                f64::NAN
+            } else {
+                f64::INFINITY
+            };
+            out.error_bound = nan_max(out.error_bound, worst);
+        }
+        Some(out)
+    }
 }
 
 /// Multilevel SGLD for `π(g)`: `E[g_L] = E[g_0] + Σ_{l=1}^{L} E[g_l − g_{l−1}]`, each term estimated
@@ -969,8 +1103,20 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             });
         }
         let measure = self.measure(data);
+        let moments =
+            measure.as_ref().and_then(|m| m.mean().ok()).and_then(|mu| MomentErrors::of(data, mu.as_slice()?));
         let epochs = cost.datum_gradients as f64 / model.n_data() as f64;
-        MlmcResult { estimate, variance, levels, cost, epochs, bias_estimate: bias, measure, target_rmse: None }
+        MlmcResult {
+            estimate,
+            variance,
+            levels,
+            cost,
+            epochs,
+            bias_estimate: bias,
+            measure,
+            target_rmse: None,
+            moments,
+        }
     }
 
     fn measure(&self, data: &[LevelAcc]) -> Option<Estimate> {

@@ -406,7 +406,27 @@ pub struct Convergence {
     /// The number of chains (split-R̂ compares halves of chains too, but only chains started
     /// apart can show that they did not find the same distribution).
     pub chains: usize,
+    /// The largest Monte Carlo standard error of a coordinate's mean, in that coordinate's
+    /// posterior sds (`mcse_mean / sd`; NaN if any is).
+    pub max_mcse_mean: f64,
+    /// The largest Monte Carlo standard error of a coordinate's sd, relative to that sd
+    /// (`mcse_sd / sd`; NaN if any is).
+    pub max_mcse_sd: f64,
+    /// The run's own accuracy claim from its Monte Carlo error: with probability
+    /// [`BOUND_PROB`] (Bonferroni over the `2d` means and sds) every mean lies within
+    /// `error_bound` sds, and every sd within `error_bound × 100 %`, of what the chains would
+    /// give run forever: `z · max(m, s) / (1 − z s)` with `m = max_mcse_mean`,
+    /// `s = max_mcse_sd`, `z = Φ⁻¹(1 − (1 − BOUND_PROB) / (4d))` (the division expresses it in
+    /// units of the limit's sd at its lower bound rather than of the run's own sd; ∞ if
+    /// `z s ≥ 1`). It does **not** include the step's bias (the
+    /// chains' limit is the sampler's law at its step, not the posterior): estimate that with
+    /// [`discretisation_bias`](crate::discretisation_bias). Meaningful only when the run
+    /// [`converged`](Self::converged) (below [`ESS_MIN`] the MCSEs themselves are unreliable).
+    pub error_bound: f64,
 }
+
+/// The probability of [`Convergence::error_bound`]: 0.95.
+pub const BOUND_PROB: f64 = 0.95;
 
 impl std::fmt::Display for Convergence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -419,6 +439,13 @@ impl std::fmt::Display for Convergence {
             f,
             "max split-R̂ {:.3} (≤ {RHAT_MAX}), min ESS bulk {:.0} / tail {:.0} (≥ {ESS_MIN:.0}) over {} chain(s)",
             self.max_rhat, self.min_ess_bulk, self.min_ess_tail, self.chains
+        )?;
+        write!(
+            f,
+            "; Monte Carlo error: means within ±{:.3} sd, sds within ±{:.1} % ({:.0} %, all coordinates; step bias not included)",
+            self.error_bound,
+            100.0 * self.error_bound,
+            100.0 * BOUND_PROB
         )?;
         if self.chains < 2 {
             write!(f, "; one chain: run several from dispersed starts for R̂ to mean much")?;
@@ -438,10 +465,13 @@ pub fn convergence(est: &Estimate) -> Result<Convergence> {
     Ok(convergence_of(&rows, est.n_parts()))
 }
 
-fn convergence_of(rows: &[Summary], chains: usize) -> Convergence {
+pub(crate) fn convergence_of(rows: &[Summary], chains: usize) -> Convergence {
     let failed: Vec<usize> = rows.iter().enumerate().filter(|(_, r)| !r.converged()).map(|(j, _)| j).collect();
     let nan_max = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
     let nan_min = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) };
+    let max_mcse_mean = rows.iter().map(|r| r.mcse_mean / r.sd).fold(0.0, nan_max);
+    let max_mcse_sd = rows.iter().map(|r| r.mcse_sd / r.sd).fold(0.0, nan_max);
+    let z = normal_quantile(1.0 - (1.0 - BOUND_PROB) / (4.0 * rows.len().max(1) as f64));
     Convergence {
         converged: failed.is_empty(),
         max_rhat: rows.iter().map(|r| r.rhat).fold(0.0, nan_max),
@@ -449,6 +479,15 @@ fn convergence_of(rows: &[Summary], chains: usize) -> Convergence {
         min_ess_tail: rows.iter().map(|r| r.ess_tail).fold(f64::INFINITY, nan_min),
         failed,
         chains,
+        max_mcse_mean,
+        max_mcse_sd,
+        error_bound: if z * max_mcse_sd < 1.0 {
+            z * nan_max(max_mcse_mean, max_mcse_sd) / (1.0 - z * max_mcse_sd)
+        } else if max_mcse_sd.is_nan() {
+            f64::NAN
+        } else {
+            f64::INFINITY
+        },
     }
 }
 
@@ -745,7 +784,11 @@ fn per_chain(est: &Estimate, row: impl Fn(&crate::trace::estimate::Samples) -> V
     }
     let n = rows[0].len();
     for r in &rows {
-        check_len("draws per chain", n, r.len())?;
+        check_len(
+            "draws per chain (parts of unequal length: for RrOutput::estimate use RrOutput::summary_table)",
+            n,
+            r.len(),
+        )?;
     }
     Ok(Array2::from_shape_vec((m, n), rows.concat()).expect("lengths checked"))
 }
