@@ -60,7 +60,7 @@ use sgmcmc::tune::{PlannedRun, Tunable};
 use sgmcmc::tune_rr;
 use sgmcmc::{
     AdaptiveSettings, Discretisation, MlSgld, MlSgldSettings, Psgld, PsgldSettings, RichardsonRomberg, Sghmc,
-    SghmcSettings, Sgnht, SgnhtSettings, discretisation_bias, run_rr,
+    SghmcSettings, Sgnht, SgnhtSettings, discretisation_bias, run_rr_chains,
 };
 use std::time::Instant;
 
@@ -258,7 +258,8 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
     row
 }
 
-/// SGRRLD: `tune_rr` for the planned run, then 4 replicate pairs from the mode.
+/// SGRRLD: `tune_rr` for the planned run, then 4 replicate pairs started dispersed around the
+/// mode (as the chain runs), so that the extrapolated draws' split-R̂ can see a failure to mix.
 fn rr_row<M: Model, S: Tunable + Discretisation>(
     model: &M,
     posterior: &'static str,
@@ -274,7 +275,8 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
         let tuned = tune_rr(model, &RichardsonRomberg::new(base), &vec![0.0; d], &settings)?;
         row.step = tuned.step_size;
         row.tune_cost = tuned.cost.datum_gradients + tuned.cost.datum_hvps;
-        let out = run_rr(model, &tuned.rr, &tuned.mode, &rs)?;
+        let starts = dispersed_starts(model, &tuned.mode, CHAINS, 2.0, 5)?;
+        let out = run_rr_chains(model, &tuned.rr, &starts, &rs)?;
         // R̂, ESS and MCSE of the extrapolated draws per replicate (`RrOutput::convergence`).
         let conv = out.convergence()?;
         row.rhat = conv.max_rhat;
@@ -285,7 +287,7 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
         if grid {
             row.grid = Some(grid_best(tuned.step_size, reference, |h, seed| {
                 let rr = RichardsonRomberg::new(tuned.rr.base().with_step_size(h)?);
-                Ok(run_rr(model, &rr, &tuned.mode, &RunSettings { seed, ..rs }).ok().map(|o| o.estimate))
+                Ok(run_rr_chains(model, &rr, &starts, &RunSettings { seed, ..rs }).ok().map(|o| o.estimate))
             })?);
         }
         Ok(())

@@ -29,7 +29,7 @@ pub use coupled::mlsgld::{
 };
 pub use coupled::richardson::{
     BiasReport, NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, discretisation_bias, resume_rr, run_rr,
-    run_rr_observed,
+    run_rr_chains, run_rr_observed,
 };
 pub use coupled::tune_rr::{RrTrial, TunedRr, tune_rr};
 pub use error::{Error, Result};
@@ -72,7 +72,7 @@ pub mod prelude {
         ModeSettings, Model, PreconditionedSgld, Psgld, PsgldSettings, RichardsonRomberg, RmseTarget, RunOutput,
         RunSettings, Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, Sgnht, SgnhtSettings, Sgrrhmc, Sgrrld,
         StepSize, Storage, Temperature, Tempered, Whitening, ZvOrder, check_model, diagnostics, export, find_mode,
-        resume, resume_rr, run, run_chains, run_chains_observed, run_observed, run_rr,
+        resume, resume_rr, run, run_chains, run_chains_observed, run_observed, run_rr, run_rr_chains,
     };
 }
 

@@ -281,3 +281,42 @@ fn extrapolated_summary_table_matches_the_exact_extrapolated_law() {
     assert!((r.mean - mu).abs() < Z * r.mcse_mean, "mean {} vs {mu}", r.mean);
     assert!((r.sd - exact_sd).abs() < Z * r.mcse_sd, "sd {} vs {exact_sd}", r.sd);
 }
+
+/// `run_rr_chains`: with every start at θ₀ its draws are `run_rr`'s bit for bit; replicate c
+/// starts at `starts[c]` (its first kept draws are near it after a one-iteration burn-in); the
+/// wrong number of starts is a `DimensionMismatch` naming them.
+#[test]
+fn replicates_start_where_they_are_told() {
+    let m = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 9).unwrap();
+    let mode = m.posterior_mean().to_vec();
+    let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-5), Minibatch::new(50)).unwrap());
+    let s = RunSettings { n_iter: 300, burn_in: 1, n_chains: 3, seed: 4, ..Default::default() };
+    let a = run_rr(&m, &rr, &mode, &s).unwrap();
+    let b = run_rr_chains(&m, &rr, &[mode.clone(), mode.clone(), mode.clone()], &s).unwrap();
+    for c in 0..3 {
+        assert_eq!(a.fine.samples(c).unwrap().draws(), b.fine.samples(c).unwrap().draws());
+        assert_eq!(a.coarse.samples(c).unwrap().draws(), b.coarse.samples(c).unwrap().draws());
+    }
+    let sd = m.posterior_covariance().diag().mapv(f64::sqrt);
+    let starts: Vec<Vec<f64>> = (0..3)
+        .map(|c| vec![mode[0] + 10.0 * (c as f64 - 1.0) * sd[0], mode[1] - 10.0 * (c as f64 - 1.0) * sd[1]])
+        .collect();
+    let out = run_rr_chains(&m, &rr, &starts, &s).unwrap();
+    for (c, start) in starts.iter().enumerate() {
+        let first = out.coarse.samples(c).unwrap().draws().row(0).to_owned();
+        for j in 0..2 {
+            assert!(
+                (first[j] - start[j]).abs() < 1.0 * sd[j],
+                "replicate {c} coordinate {j}: {} vs start {}",
+                first[j],
+                start[j]
+            );
+        }
+    }
+    // Started 20 sds apart and run for 300 small steps, the replicates disagree, and say so.
+    assert!(!out.convergence().unwrap().converged);
+    match run_rr_chains(&m, &rr, &starts[..2], &s) {
+        Err(Error::DimensionMismatch { what, expected: 3, got: 2 }) => assert!(what.contains("starting points")),
+        other => panic!("expected a dimension mismatch, got {:?}", other.map(|_| ())),
+    }
+}

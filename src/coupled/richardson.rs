@@ -417,8 +417,39 @@ pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
     run_rr_on(&Local, model, rr, theta0, settings, observers)
 }
 
+/// As [`run_rr`], replicate c started at `starts[c]` (both chains of a pair start together),
+/// one start per replicate (`settings.n_chains`): start them dispersed around the mode
+/// ([`dispersed_starts`](crate::tune::dispersed_starts)) so that the split-R̂ of
+/// [`RrOutput::convergence`] can see replicates that have not forgotten where they began —
+/// replicates started at one point can agree with each other and all be wrong. With every start
+/// equal to θ₀ the draws are [`run_rr`]'s, bit for bit.
+///
+/// Errors: [`Error::DimensionMismatch`] unless there is one start per replicate; as [`run_rr`].
+///
+/// ```
+/// use sgmcmc::prelude::*;
+/// use sgmcmc::{RichardsonRomberg, run_rr_chains};
+///
+/// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
+/// let mode = model.posterior_mean().to_vec();
+/// let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100))?);
+/// let starts = dispersed_starts(&model, &mode, 4, 2.0, 7)?;
+/// let settings = RunSettings { n_iter: 5_000, burn_in: 1_000, n_chains: 4, ..Default::default() };
+/// let out = run_rr_chains(&model, &rr, &starts, &settings)?;
+/// println!("{}", out.convergence()?);
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
+pub fn run_rr_chains<M: Model + ?Sized, S: Discretisation, I: AsRef<[f64]>>(
+    model: &M,
+    rr: &RichardsonRomberg<S>,
+    starts: &[I],
+    settings: &RunSettings,
+) -> Result<RrOutput<S>> {
+    run_rr_chains_on(&Local, model, rr, starts, settings, &[])
+}
+
 /// [`run_rr_observed`] on a placement: the replicates placed here run, and over ranks every
-/// process gets the whole run (`distributed::run_rr_mpi`). The one runner of replicates.
+/// process gets the whole run (`distributed::run_rr_mpi`).
 pub(crate) fn run_rr_on<P, M, S>(
     p: &P,
     model: &M,
@@ -432,9 +463,28 @@ where
     M: Model + ?Sized,
     S: Discretisation,
 {
+    let starts = vec![theta0; settings.n_chains];
+    run_rr_chains_on(p, model, rr, &starts, settings, observers)
+}
+
+/// The one runner of replicates, one start per replicate.
+pub(crate) fn run_rr_chains_on<P, M, S, I>(
+    p: &P,
+    model: &M,
+    rr: &RichardsonRomberg<S>,
+    starts: &[I],
+    settings: &RunSettings,
+    observers: &[&dyn Observer],
+) -> Result<RrOutput<S>>
+where
+    P: Distribute<RrOutput<S>>,
+    M: Model + ?Sized,
+    S: Discretisation,
+    I: AsRef<[f64]>,
+{
     p.distribute(
         settings.n_chains,
-        |units| run_rr_subset(model, rr, theta0, settings, observers, units),
+        |units| run_rr_subset(model, rr, starts, settings, observers, units),
         merge_rr_subsets,
     )
 }
@@ -443,15 +493,16 @@ where
 /// [`run_rr_observed`] would make, with the same streams: the output holds only those
 /// replicates, in that order. The MPI runner spreads replicates over ranks with it and merges
 /// the outputs with [`merge_rr_subsets`].
-pub(crate) fn run_rr_subset<M: Model + ?Sized, S: Discretisation>(
+pub(crate) fn run_rr_subset<M: Model + ?Sized, S: Discretisation, I: AsRef<[f64]>>(
     model: &M,
     rr: &RichardsonRomberg<S>,
-    theta0: &[f64],
+    starts: &[I],
     settings: &RunSettings,
     observers: &[&dyn Observer],
     selected: &[usize],
 ) -> Result<RrOutput<S>> {
     settings.validate()?;
+    check_len("number of starting points (n_chains)", settings.n_chains, starts.len())?;
     let d = model.dim();
     // Chain A keeps one draw per recorded iteration, chain B two.
     settings.check_memory(d, 3)?;
@@ -476,7 +527,7 @@ pub(crate) fn run_rr_subset<M: Model + ?Sized, S: Discretisation>(
                 index: c as usize,
                 a: chain(false, noise_a, stream(settings.seed, &[c, 1])),
                 b: chain(true, stream(settings.seed, &[c, 0]), stream(settings.seed, &[c, 2])),
-                theta0: theta0.to_vec(),
+                theta0: starts[c as usize].as_ref().to_vec(),
                 started: false,
                 parallel: settings.parallel,
                 wall: Duration::ZERO,
@@ -484,7 +535,7 @@ pub(crate) fn run_rr_subset<M: Model + ?Sized, S: Discretisation>(
         })
         .collect();
     if settings.check_model {
-        crate::run::check_starts(model, &[theta0], &[0])?;
+        crate::run::check_starts(model, starts, selected)?;
     }
     let setup_cost = rr.base.setup_cost();
     let start = Instant::now();
