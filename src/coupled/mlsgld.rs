@@ -930,6 +930,12 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
     /// `|mean Δ_L| / (2^α − 1)` (α fitted to the decay of `|mean Δ_l|`, at least 0.5) is below
     /// `ε/√2`, else add a level.
     ///
+    /// The target controls g only. With `keep_points`, [`MlmcResult::moments`] gives every
+    /// coordinate's mean and sd read off the signed measure with their own standard errors,
+    /// remaining biases and an error bound: read it before trusting the measure for anything
+    /// but g (on the crate's validation posteriors, single sds off by up to 39 % at a loose target
+    /// on g came with bounds of 0.26–7.9 saying so).
+    ///
     /// Errors: [`Error::BudgetExhausted`] (with what was achieved) when the next batch of samples
     /// would exceed `max_cost`, or `max_level` is reached before the bias test passes; invalid
     /// settings; model errors.
