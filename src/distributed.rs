@@ -42,7 +42,7 @@
 //! unwinding aborts the job too. (A single-process run has no such hook: a panic in one chain
 //! propagates to the caller of `run_chains` once the other chains have finished.)
 
-use crate::coupled::richardson::{RichardsonRomberg, RrOutput, run_rr_on};
+use crate::coupled::richardson::{RichardsonRomberg, RrOutput, run_rr_chains_on};
 use crate::error::{Error, Result};
 use crate::models::model::Model;
 use crate::run::observe::Observer;
@@ -282,7 +282,7 @@ where
     M: Model + ?Sized,
     S: Discretisation + Serialize + DeserializeOwned,
 {
-    run_rr_on(&cluster.ranks(), model, rr, theta0, settings, observers)
+    run_rr_chains_on(&cluster.ranks(), model, rr, &vec![theta0; settings.n_chains], settings, observers)
 }
 
 thread_local! {

@@ -8,6 +8,7 @@ use crate::models::model::{Model, check_shape};
 use crate::numeric::rng::{DEFAULT_SEED, stream};
 use crate::run::placement::{Failure, Local, Placement, rank_error};
 use crate::samplers::{Sgld, SgldSettings, SubsampledDiscretisation};
+use crate::trace::diagnostics::{bound_z, nan_max, relative_bound};
 use crate::trace::estimate::Estimate;
 use ndarray::{Array1, Array2};
 use serde::{Deserialize, Serialize};
@@ -262,8 +263,7 @@ impl MomentErrors {
             };
             (total, se, bias)
         };
-        let z =
-            crate::diagnostics::normal_quantile(1.0 - (1.0 - crate::diagnostics::BOUND_PROB) / (4.0 * d.max(1) as f64));
+        let z = bound_z(d);
         let mut out = MomentErrors {
             mean: Vec::with_capacity(d),
             sd: Vec::with_capacity(d),
@@ -273,7 +273,6 @@ impl MomentErrors {
             bias_sd: Vec::with_capacity(d),
             error_bound: 0.0,
         };
-        let nan_max = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
         for j in 0..d {
             let (m, se_m, b_m) = per_output(j);
             let (v, se_v, b_v) = per_output(d + j);
@@ -287,15 +286,7 @@ impl MomentErrors {
             // Absolute bounds on the mean's and the sd's errors, then in units of the *true* sd
             // at its lower bound `sd − a_sd` (the claim is about the posterior's sd, not ours).
             let (a_m, a_sd) = (z * se_m + b_m, (z * se_v + b_v) / (2.0 * sd));
-            let sd_lo = sd - a_sd;
-            let worst = if sd_lo > 0.0 {
-                a_m.max(a_sd) / sd_lo
-            } else if a_sd.is_nan() {
-                f64::NAN
-            } else {
-                f64::INFINITY
-            };
-            out.error_bound = nan_max(out.error_bound, worst);
+            out.error_bound = nan_max(out.error_bound, relative_bound(a_m, a_sd, sd));
         }
         Some(out)
     }

@@ -414,7 +414,7 @@ pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
     settings: &RunSettings,
     observers: &[&dyn Observer],
 ) -> Result<RrOutput<S>> {
-    run_rr_on(&Local, model, rr, theta0, settings, observers)
+    run_rr_chains_on(&Local, model, rr, &vec![theta0; settings.n_chains], settings, observers)
 }
 
 /// As [`run_rr`], replicate c started at `starts[c]` (both chains of a pair start together),
@@ -448,26 +448,9 @@ pub fn run_rr_chains<M: Model + ?Sized, S: Discretisation, I: AsRef<[f64]>>(
     run_rr_chains_on(&Local, model, rr, starts, settings, &[])
 }
 
-/// [`run_rr_observed`] on a placement: the replicates placed here run, and over ranks every
-/// process gets the whole run (`distributed::run_rr_mpi`).
-pub(crate) fn run_rr_on<P, M, S>(
-    p: &P,
-    model: &M,
-    rr: &RichardsonRomberg<S>,
-    theta0: &[f64],
-    settings: &RunSettings,
-    observers: &[&dyn Observer],
-) -> Result<RrOutput<S>>
-where
-    P: Distribute<RrOutput<S>>,
-    M: Model + ?Sized,
-    S: Discretisation,
-{
-    let starts = vec![theta0; settings.n_chains];
-    run_rr_chains_on(p, model, rr, &starts, settings, observers)
-}
-
-/// The one runner of replicates, one start per replicate.
+/// [`run_rr_observed`] / [`run_rr_chains`] on a placement, one start per replicate: the
+/// replicates placed here run, and over ranks every process gets the whole run
+/// (`distributed::run_rr_mpi`). The one runner of replicates.
 pub(crate) fn run_rr_chains_on<P, M, S, I>(
     p: &P,
     model: &M,
@@ -925,7 +908,7 @@ pub fn discretisation_bias<M: Model + ?Sized, S: Discretisation>(
     let (mean, var) = (out.coarse.mean()?, out.coarse.variance()?);
     let rows = crate::diagnostics::summary(&out.coarse)?;
     let convergence = crate::diagnostics::convergence_of(&rows, k);
-    let z = crate::diagnostics::normal_quantile(1.0 - (1.0 - crate::diagnostics::BOUND_PROB) / (4.0 * d.max(1) as f64));
+    let z = crate::diagnostics::bound_z(d);
     let mut r = BiasReport {
         mean: mean.to_vec(),
         sd: var.iter().map(|v| v.max(0.0).sqrt()).collect(),
@@ -939,7 +922,6 @@ pub fn discretisation_bias<M: Model + ?Sized, S: Discretisation>(
         convergence,
         error_bound: 0.0,
     };
-    let nan_max = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
     for (j, row) in rows.iter().enumerate() {
         r.mcse_mean.push(mean_se(&|p| p.0[j]).1);
         let (b, se) = mean_se(&|p| p.1[j]);
@@ -950,15 +932,8 @@ pub fn discretisation_bias<M: Model + ?Sized, S: Discretisation>(
         r.bias_sd_se.push(se);
         let a_m = z * row.mcse_mean + r.bias_mean[j].abs();
         let a_sd = z * row.mcse_sd + r.bias_sd[j].abs();
-        let sd_lo = r.sd[j] - a_sd;
-        let worst = if sd_lo > 0.0 {
-            a_m.max(a_sd) / sd_lo
-        } else if a_sd.is_nan() {
-            f64::NAN
-        } else {
-            f64::INFINITY
-        };
-        r.error_bound = nan_max(r.error_bound, worst);
+        let worst = crate::diagnostics::relative_bound(a_m, a_sd, r.sd[j]);
+        r.error_bound = crate::diagnostics::nan_max(r.error_bound, worst);
     }
     Ok(r)
 }

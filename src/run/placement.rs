@@ -95,7 +95,7 @@ impl Placement for Local {
 /// Runs a batch of `n` units on a placement: [`distribute`] over ranks (outputs exchanged, so
 /// they must be serialisable), every unit here for [`Local`] (nothing crosses a process, so any
 /// output will do: the single-process runners' samplers need not be serialisable). The
-/// runners are written once over it (`run_chains_on`, `run_rr_on`), single-process and MPI.
+/// runners are written once over it (`run_chains_on`, `run_rr_chains_on`), single-process and MPI.
 pub(crate) trait Distribute<T> {
     /// Runs the units placed here with `run` (which gets their indices, increasing) and, over
     /// ranks, merges every process's output with `merge` (see [`distribute`]).

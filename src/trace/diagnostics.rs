@@ -465,13 +465,37 @@ pub fn convergence(est: &Estimate) -> Result<Convergence> {
     Ok(convergence_of(&rows, est.n_parts()))
 }
 
+/// The larger of two numbers, NaN if either is.
+pub(crate) fn nan_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
+}
+
+/// The z of every [`BOUND_PROB`] error bound over `d` coordinates: two-sided, Bonferroni over
+/// the 2d means and sds, `Φ⁻¹(1 − (1 − BOUND_PROB) / (4d))`.
+pub(crate) fn bound_z(d: usize) -> f64 {
+    normal_quantile(1.0 - (1.0 - BOUND_PROB) / (4.0 * d.max(1) as f64))
+}
+
+/// Absolute error bounds on a mean (`a_mean`) and an sd (`a_sd`) of a coordinate whose estimated
+/// sd is `sd`, as one relative bound in units of the true sd at its lower bound:
+/// `max(a_mean, a_sd) / (sd − a_sd)`; NaN if a bound is NaN, ∞ if `a_sd ≥ sd`.
+pub(crate) fn relative_bound(a_mean: f64, a_sd: f64, sd: f64) -> f64 {
+    let sd_lo = sd - a_sd;
+    if sd_lo > 0.0 {
+        nan_max(a_mean, a_sd) / sd_lo
+    } else if a_sd.is_nan() {
+        f64::NAN
+    } else {
+        f64::INFINITY
+    }
+}
+
 pub(crate) fn convergence_of(rows: &[Summary], chains: usize) -> Convergence {
     let failed: Vec<usize> = rows.iter().enumerate().filter(|(_, r)| !r.converged()).map(|(j, _)| j).collect();
-    let nan_max = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
     let nan_min = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) };
     let max_mcse_mean = rows.iter().map(|r| r.mcse_mean / r.sd).fold(0.0, nan_max);
     let max_mcse_sd = rows.iter().map(|r| r.mcse_sd / r.sd).fold(0.0, nan_max);
-    let z = normal_quantile(1.0 - (1.0 - BOUND_PROB) / (4.0 * rows.len().max(1) as f64));
+    let z = bound_z(rows.len());
     Convergence {
         converged: failed.is_empty(),
         max_rhat: rows.iter().map(|r| r.rhat).fold(0.0, nan_max),
@@ -481,13 +505,8 @@ pub(crate) fn convergence_of(rows: &[Summary], chains: usize) -> Convergence {
         chains,
         max_mcse_mean,
         max_mcse_sd,
-        error_bound: if z * max_mcse_sd < 1.0 {
-            z * nan_max(max_mcse_mean, max_mcse_sd) / (1.0 - z * max_mcse_sd)
-        } else if max_mcse_sd.is_nan() {
-            f64::NAN
-        } else {
-            f64::INFINITY
-        },
+        // Relative MCSEs: the bound in units of the sd at its lower bound, `1 − z s`.
+        error_bound: relative_bound(z * max_mcse_mean, z * max_mcse_sd, 1.0),
     }
 }
 
