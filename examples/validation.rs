@@ -46,7 +46,8 @@
 //! 4 kept draws, 10× below the shorter length, with the grid: does the tuning hold at a length
 //! it was not designed at?), or `long` (one planned run of 500 000 × 4, 10× above the longer
 //! length, without the grid and without MALA: split-R̂ and accuracy where the tuning predicts a
-//! smaller step than it ever piloted); `curves` also prints every grid step's mean error; further arguments name the posteriors to run (`-- logistic ar3`) and the samplers
+//! smaller step than it ever piloted); `curves` also prints every grid step's mean error and
+//! `reasons` every `tune` reason line; further arguments name the posteriors to run (`-- logistic ar3`) and the samplers
 //! (`-- SGLD-CV ML-SGLD`).
 //! Ends with `RESULT {json}`.
 
@@ -226,6 +227,9 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
     let (settings, rs) = (tune_settings(kept), run_settings(kept));
     fill(&mut row, |row| {
         let tuned = tune(model, sampler, &vec![0.0; d], &settings)?;
+        if std::env::args().any(|a| a == "reasons") {
+            println!("  [{posterior}/{name}/{kept}] tune: {}", tuned.reason);
+        }
         row.step = tuned.step_size;
         row.tune_cost = tuned.cost.datum_gradients + tuned.cost.datum_hvps;
         let starts = dispersed_starts(model, &tuned.mode, CHAINS, 2.0, 5)?;
@@ -528,7 +532,9 @@ fn main() -> Res<()> {
     // Other arguments name the posteriors to run (default: all six, or year and poisson if quick).
     let named: Vec<String> = std::env::args()
         .skip(1)
-        .filter(|a| !matches!(a.as_str(), "quick" | "short" | "long" | "curves") && !SAMPLERS.contains(&a.as_str()))
+        .filter(|a| {
+            !matches!(a.as_str(), "quick" | "short" | "long" | "curves" | "reasons") && !SAMPLERS.contains(&a.as_str())
+        })
         .collect();
     let wanted = |name: &str| {
         if named.is_empty() { !quick || matches!(name, "year" | "poisson") } else { named.iter().any(|n| n == name) }
