@@ -108,6 +108,8 @@ struct Row {
     bias_check: Option<(usize, f64, f64)>,
     /// `tune`'s predicted smallest ESS of the planned run, and the run's smallest bulk ESS.
     ess: Option<(f64, f64)>,
+    /// `tune`'s predicted largest split-R̂ of the planned run.
+    rhat_pred: Option<f64>,
     /// The run's own accuracy claim, in posterior sds: its 95 % Monte Carlo `error_bound`
     /// (`Convergence::error_bound`; for SGRRLD that of the extrapolated estimate), plus, where
     /// the companion check ran, its largest estimated |bias| of a mean or sd (in the run's own sds).
@@ -185,6 +187,7 @@ impl Row {
             grid: None,
             bias_check: None,
             ess: None,
+            rhat_pred: None,
             bound: None,
             ref_bound: f64::NAN,
             failure: None,
@@ -238,6 +241,7 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
         row.rhat = conv.max_rhat;
         row.converged = conv.converged;
         row.ess = tuned.predicted_ess.map(|p| (p, conv.min_ess_bulk));
+        row.rhat_pred = tuned.predicted_rhat;
         row.bound = Some(conv.error_bound);
         row.run_cost = out.cost.datum_gradients;
         row.score = Some(score(&out.estimate, reference)?);
@@ -494,9 +498,10 @@ fn print_row(r: &Row) {
         (true, _) => "R̂ n/a (independent paths; bias test of its one expectation passed)".to_string(),
         (false, c) => format!("R̂ {:.3} {}", r.rhat, if c { "(converged)" } else { "(NOT CONVERGED)" }),
     };
-    let verdict = match r.ess {
-        Some((p, m)) => format!("{verdict}, ESS min {m:.0} (tune predicted {p:.0})"),
-        None => verdict,
+    let verdict = match (r.ess, r.rhat_pred) {
+        (Some((p, m)), Some(pr)) => format!("{verdict}, ESS min {m:.0} (tune predicted {p:.0}, R̂ {pr:.3})"),
+        (Some((p, m)), None) => format!("{verdict}, ESS min {m:.0} (tune predicted {p:.0})"),
+        _ => verdict,
     };
     let verdict = match (r.bound, r.bias_check) {
         (Some(b), Some((_, _, own))) => {
@@ -622,10 +627,15 @@ fn main() -> Res<()> {
         .filter(off)
         .map(|r| format!("{}/{}/{}", r.posterior, r.sampler, r.kept))
         .collect();
-    // Did `tune`'s predicted ESS foretell the verdict (predicted below ESS_MIN <=> NOT CONVERGED)?
+    // Did `tune`'s prediction foretell the verdict (predicted ESS below ESS_MIN or predicted R̂
+    // above RHAT_MAX <=> NOT CONVERGED)? And the predicted ESS alone, as before.
     let with_pred: Vec<&Row> = rows.iter().filter(|r| r.failure.is_none() && r.ess.is_some()).collect();
-    let foretold =
-        with_pred.iter().filter(|r| (r.ess.expect("some").0 < sgmcmc::diagnostics::ESS_MIN) != r.converged).count();
+    let low_ess = |r: &&&Row| r.ess.expect("some").0 < sgmcmc::diagnostics::ESS_MIN;
+    let foretold_ess = with_pred.iter().filter(|r| low_ess(r) != r.converged).count();
+    let foretold = with_pred
+        .iter()
+        .filter(|r| (low_ess(r) || r.rhat_pred.is_some_and(|p| p > sgmcmc::diagnostics::RHAT_MAX)) != r.converged)
+        .count();
     let pred_ratio: Vec<f64> = with_pred.iter().map(|r| r.ess.expect("some")).map(|(p, m)| p / m).collect();
     println!("\n== Targets");
     println!("  default-path errors: {failures}");
@@ -656,7 +666,7 @@ fn main() -> Res<()> {
         let mut q = pred_ratio.clone();
         q.sort_by(f64::total_cmp);
         println!(
-            "  tune's predicted ESS foretold the verdict in {foretold} of {} runs; predicted / measured smallest ESS: median {:.2}, range {:.2}–{:.2}",
+            "  tune's predicted ESS and split-R̂ foretold the verdict in {foretold} of {} runs (the ESS alone: {foretold_ess}); predicted / measured smallest ESS: median {:.2}, range {:.2}–{:.2}",
             with_pred.len(),
             q[q.len() / 2],
             q[0],
