@@ -851,17 +851,6 @@ fn expected_max_chi2(k: usize) -> f64 {
         * dx
 }
 
-/// The two-sided Bonferroni z at which a first-order bias slope counts in [`error_model_step`]:
-/// `Φ⁻¹(1 − 0.05/(4d))` over the 2d slopes (a mean and an sd per coordinate), so that pure Monte
-/// Carlo noise creates a bias with probability at most 5 % across all of them. The rule it
-/// replaced took any pilot error above 2σ at any step as bias: with 62 errors per step on a
-/// d = 31 posterior that is about three false detections per step, and the worst coordinate's
-/// β² was a noise fluctuation divided by the smallest tested h² (test
-/// `pilot_noise_is_not_taken_for_bias`).
-fn bias_detection_z(d: usize) -> f64 {
-    crate::diagnostics::normal_quantile(1.0 - 0.05 / (4.0 * d.max(1) as f64))
-}
-
 /// The slope `b` of the weighted least-squares fit `e(h) = b·h^q + c·h^(q+1)` to points
 /// `(h, e, variance of e)`, and its variance: the first-order bias coefficient of a pilot error
 /// series, with the next order free so that the growth near the stability limit does not inflate
@@ -1021,7 +1010,9 @@ impl ErrorModel {
 ///   mostly that it has not explored yet) whose error is below 1 (beyond, the expansion in h has
 ///   broken down), weighted by each pilot's own Monte Carlo variance (`τ/N_pilot` for a mean,
 ///   half that for an sd). A slope counts when it stands out of its standard error at the
-///   Bonferroni z of [`bias_detection_z`] (2d slopes; 3.35 for d = 31), as `β_j² = b̂² − Var(b̂)`.
+///   Bonferroni z over the 2d slopes (`Φ⁻¹(1 − 0.05/(4d))`, 3.35 for d = 31: pure Monte Carlo
+///   noise creates a bias with probability at most 5 % across all of them), as
+///   `β_j² = b̂² − Var(b̂)`.
 ///   The free second-order term keeps the growth near the stability limit from inflating β; the
 ///   rule it replaced (the mean of `(error² − variance)/h²` at the two smallest steps whose error
 ///   exceeded 2σ) took noise and that growth for first-order bias, and chose steps 1.4–2× below
@@ -1100,7 +1091,8 @@ fn error_model_step(
     // (beyond, the expansion in h has broken down), weighted by each pilot's own Monte Carlo
     // variance; counted when b̂ stands out of its standard error at the Bonferroni z over the 2d
     // slopes, as β² = b̂² − Var(b̂). No detected bias: 0.
-    let z2 = bias_detection_z(d).powi(2);
+    // The Bonferroni z of the runs' 95 % error bounds, over the same 2d means and sds.
+    let z2 = crate::diagnostics::bound_z(d).powi(2);
     let q = f64::from(p) / 2.0;
     let mut beta2 = vec![0.0f64; d];
     for (j, b2) in beta2.iter_mut().enumerate() {
