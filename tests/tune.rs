@@ -103,9 +103,9 @@ fn the_tuned_step_is_within_a_factor_3_of_the_best_step_at_the_same_budget() {
 }
 
 /// The step is chosen for the planned run by the per-coordinate error prediction: the same pilots
-/// (the plan does not change them) give a step 10^(1/(2+γ)) times smaller for a run 10× longer
-/// (the minimiser of `β² h² + K h^(−γ)/N` scales as `N^(−1/(2+γ))`), to the search grid's
-/// resolution, and the reason line names the rule and its fitted γ.
+/// (the plan does not change them) give a step 10^(1/3) times smaller for a run 10× longer (the
+/// minimiser of `β² h² + K h^(−γ)/N` scales as `N^(−1/(2+γ))`, and SGLD's γ is 1, its diffusion
+/// limit), to the search grid's resolution, and the reason line names the rule and its γ.
 #[test]
 fn the_step_follows_the_planned_run_through_the_error_prediction() {
     let lg = LinearGaussian::synthetic(1_000, 3, 1.0, 10.0, 21).unwrap();
@@ -118,26 +118,24 @@ fn the_step_follows_the_planned_run_through_the_error_prediction() {
     assert_eq!(short.trials, long.trials);
     for t in [&short, &long] {
         assert!(t.reason.contains("predicted worst error"), "{}", t.reason);
+        assert!(t.reason.contains("γ = 1.00 (the sampler's diffusion limit)"), "{}", t.reason);
         assert!(!t.reason.contains("at an end of the searched range"), "{}", t.reason);
     }
-    let gamma: f64 = short.reason.split("γ = ").nth(1).and_then(|r| r.split(',').next()).unwrap().parse().unwrap();
-    let expected = 10f64.powf(1.0 / (2.0 + gamma));
+    let expected = 10f64.cbrt();
     let ratio = short.step_size / long.step_size;
-    eprintln!("{}\nratio {ratio:.4}, expected {expected:.4} (γ = {gamma})", short.reason);
+    eprintln!("{}\nratio {ratio:.4}, expected {expected:.4}", short.reason);
     // The 401-point search grid spans at most [smallest/8, largest] of ~10 candidates a factor 2
     // apart: a step of at most 2^(13/400) per point, so the ratio is exact to two grid steps.
     assert!((ratio / expected).ln().abs() <= 2.0 * 13.0 * 2f64.ln() / 400.0, "ratio {ratio} vs {expected}");
 }
 
 /// `tune` predicts the planned run's smallest effective sample size from its pilots' fitted
-/// autocorrelation times (`min_j N/τ_j(h)`, `τ_j(h) = κ_j h^(−γ)`): the prediction scales with
-/// the plan as that model says, and a plan too short for the convergence verdict's ESS threshold
-/// is said in the reason line before the run is made — and the run (on seeds the tuning did not
-/// use) then reports NOT CONVERGED. The prediction is an estimate from short pilots started at
-/// the mode, which see too little of the slow autocorrelations: on this model it was 1.5–1.75×
-/// the measured ESS (four seeds, 50 000 × 4), over the validation example's 56 tuned runs 0.64–3.44×
-/// (median 1.11). The warning fired on 30 of those runs, all NOT CONVERGED, and on none that
-/// converged; 13 predicted above the threshold did not converge either (R̂): it is one-sided.
+/// autocorrelation times (`min_j N/τ_j(h)`, `τ_j(h) = κ_j h^(−γ)`, γ = 1 for SGLD): the
+/// prediction scales with the plan as that law says, a plan too short for the convergence
+/// verdict's ESS threshold is said in the reason line before the run is made — and the run (on
+/// seeds the tuning did not use) then reports NOT CONVERGED — and at 50 000 × 4 the prediction is
+/// within 1.5× of the mean ESS measured on four other seeds. With γ fitted (0.72 here: the pilots'
+/// estimates at their smallest steps run low) it predicted 762 for a measured 447–517 (1.59×).
 #[test]
 fn tune_predicts_the_planned_runs_effective_sample_size() {
     let lg = LinearGaussian::synthetic(1_000, 3, 1.0, 10.0, 21).unwrap();
@@ -148,16 +146,12 @@ fn tune_predicts_the_planned_runs_effective_sample_size() {
     };
     let (short, long) = (at(200), at(50_000));
     let (p_short, p_long) = (short.predicted_ess.unwrap(), long.predicted_ess.unwrap());
-    // Same pilots, so the same κ and γ: ESS ∝ N h^γ.
-    let gamma: f64 = long.reason.split("γ = ").nth(1).and_then(|r| r.split(',').next()).unwrap().parse().unwrap();
-    let expected = 250.0 * (long.step_size / short.step_size).powf(gamma);
-    assert!(
-        (p_long / p_short / expected - 1.0).abs() < 0.01,
-        "{p_long} / {p_short} vs {expected} (γ rounded to 2 digits)"
-    );
+    // Same pilots, so the same κ, and γ = 1: ESS ∝ N h.
+    let expected = 250.0 * long.step_size / short.step_size;
+    assert!((p_long / p_short / expected - 1.0).abs() < 1e-9, "{p_long} / {p_short} vs {expected}");
     assert!(p_short < sgmcmc::diagnostics::ESS_MIN, "{p_short}");
     assert!(short.reason.contains("expect NOT CONVERGED"), "{}", short.reason);
-    assert!(!long.reason.contains("expect NOT CONVERGED"), "{}", long.reason);
+    assert!(!long.reason.contains("below the 400"), "{}", long.reason);
     let starts = dispersed_starts(&lg, &short.mode, 4, 2.0, 5).unwrap();
     let mut measured = Vec::new();
     for seed in [701, 702, 703, 704] {
@@ -166,12 +160,15 @@ fn tune_predicts_the_planned_runs_effective_sample_size() {
         assert!(!conv.converged, "seed {seed}: {conv}");
         let rs = RunSettings { n_iter: 51_000, ..rs };
         let conv = run_chains(&lg, &long.sampler, &starts, &rs).unwrap().convergence().unwrap();
+        eprintln!("seed {seed}: {conv}");
         measured.push(conv.min_ess_bulk);
     }
+    let mean = measured.iter().sum::<f64>() / measured.len() as f64;
     eprintln!(
-        "predicted {p_short:.0} (200 x 4) and {p_long:.0} (50 000 x 4; measured {measured:.0?})\n{}",
+        "predicted {p_short:.0} (200 x 4) and {p_long:.0} (50 000 x 4; measured {measured:.0?}, mean {mean:.0})\n{}",
         long.reason
     );
+    assert!((p_long / mean).ln().abs() < 1.5f64.ln(), "predicted {p_long} vs measured mean {mean}");
 }
 
 /// The step follows the planned run even when the KSD curve has no convex fit: SGNHT under the
