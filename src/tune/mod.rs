@@ -1090,10 +1090,10 @@ fn error_model_step(
         return None;
     }
     let d = ok[0].1.tau.len();
-    // An autocorrelation time is resolved when the pilots hold at least 20 effective draws and it
-    // spans at least two kept (thinned) draws.
-    let reliable = |tau: f64| pilot_draws / tau >= 20.0 && tau >= 2.0 * thin;
-    let (mut sxy, mut sxx) = (0.0, 0.0);
+    // A pilot explored a coordinate when it holds at least 20 effective draws of it; its
+    // autocorrelation time is resolved when it also spans at least two kept (thinned) draws.
+    let explored = |tau: f64| pilot_draws / tau >= 20.0;
+    let reliable = |tau: f64| explored(tau) && tau >= 2.0 * thin;
     let mut kappa = vec![0.0; d];
     let mut counts = vec![0usize; d];
     // Per coordinate, the steps up to the one with the smallest τ (above it, near the stability
@@ -1102,24 +1102,24 @@ fn error_model_step(
         .map(|j| ok.iter().min_by(|a, b| a.1.tau[j].total_cmp(&b.1.tau[j])).map_or(f64::INFINITY, |o| o.0))
         .collect();
     let reliable_at = |j: usize, h: f64, tau: f64| reliable(tau) && h <= tau_top[j];
-    for j in 0..d {
-        let pts: Vec<(f64, f64)> =
-            ok.iter().filter(|(h, e)| reliable_at(j, *h, e.tau[j])).map(|(h, e)| (h.ln(), e.tau[j].ln())).collect();
-        if pts.len() < 2 {
-            continue;
+    // γ: the sampler's, else pooled over the coordinates by least squares on log τ against log h.
+    let gamma = fixed_gamma.unwrap_or_else(|| {
+        let (mut sxy, mut sxx) = (0.0, 0.0);
+        for j in 0..d {
+            let pts: Vec<(f64, f64)> =
+                ok.iter().filter(|(h, e)| reliable_at(j, *h, e.tau[j])).map(|(h, e)| (h.ln(), e.tau[j].ln())).collect();
+            if pts.len() < 2 {
+                continue;
+            }
+            let mx = pts.iter().map(|p| p.0).sum::<f64>() / pts.len() as f64;
+            let my = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
+            for (x, y) in &pts {
+                sxy += (x - mx) * (y - my);
+                sxx += (x - mx) * (x - mx);
+            }
         }
-        let mx = pts.iter().map(|p| p.0).sum::<f64>() / pts.len() as f64;
-        let my = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
-        for (x, y) in &pts {
-            sxy += (x - mx) * (y - my);
-            sxx += (x - mx) * (x - mx);
-        }
-    }
-    let gamma = match fixed_gamma {
-        Some(g) => g,
-        None if sxx > 0.0 => (-sxy / sxx).clamp(0.25, 1.5),
-        None => 1.0,
-    };
+        if sxx > 0.0 { (-sxy / sxx).clamp(0.25, 1.5) } else { 1.0 }
+    });
     for j in 0..d {
         for (h, e) in &ok {
             if reliable_at(j, *h, e.tau[j]) {
@@ -1136,7 +1136,7 @@ fn error_model_step(
             // the largest τ·h^γ seen.
             let seen = ok.iter().map(|(h, e)| e.tau[j] * h.powf(gamma)).fold(0.0, f64::max);
             ok.iter()
-                .filter(|(_, e)| pilot_draws / e.tau[j] >= 20.0 && e.tau[j] < 2.0 * thin)
+                .filter(|(_, e)| explored(e.tau[j]) && e.tau[j] < 2.0 * thin)
                 .map(|(h, _)| 2.0 * thin * h.powf(gamma))
                 .fold(seen, f64::min)
         };
