@@ -369,3 +369,63 @@ fn moment_error_bars_of_the_signed_measure_cover_the_exact_posterior() {
     assert!(covered >= 88, "covered {covered}");
     assert!(bounds[50] < 0.5, "median bound {}", bounds[50]);
 }
+
+/// Mean over runs and outputs of the squared errors of every coordinate's mean (in posterior sds)
+/// and sd (relative), in units of ε², read off the signed measure of `runs` adaptive runs at
+/// `target` on the d = 2 Gaussian, g = θ₀.
+fn moment_errors_squared(target: RmseTarget, eps: f64, runs: u64) -> (f64, f64) {
+    let m = LinearGaussian::synthetic(100, 2, 4.0, 10.0, 23).unwrap();
+    let mu = m.posterior_mean();
+    let cov = m.posterior_covariance();
+    let sd: Vec<f64> = (0..2).map(|j| cov[[j, j]].sqrt()).collect();
+    let g = |t: &[f64]| t[0];
+    let adaptive = AdaptiveSettings { target, n_initial: 200, max_level: 8, max_cost: None };
+    let (mut sum, mut worst_sd) = (0.0, 0.0f64);
+    for run in 0..runs {
+        let settings = MlSgldSettings { seed: 5_000 + run, keep_points: true, ..Default::default() };
+        let start = [mu[0], mu[1]];
+        let ml = MlSgld::sgld(settings, 1.0 / 100.0, Minibatch::new(10), &start).unwrap();
+        let r = ml.run_adaptive(&m, &g, &adaptive).unwrap();
+        let mo = r.moments.as_ref().unwrap();
+        for j in 0..2 {
+            let (e_mean, e_sd) = ((mo.mean[j] - mu[j]) / sd[j], mo.sd[j] / sd[j] - 1.0);
+            sum += e_mean * e_mean + e_sd * e_sd;
+            worst_sd = worst_sd.max(e_sd.abs());
+        }
+    }
+    (sum / (4 * runs) as f64 / (eps * eps), worst_sd)
+}
+
+/// `RmseTarget::Moments(ε)` controls every coordinate's mean and sd, not g alone: over 20 runs
+/// on a d = 2 Gaussian at ε = 0.05, the squared errors of the 4 outputs (means in posterior sds,
+/// sds relative) average at most 2 ε². A met target gives E[e²] ≤ ε² (bias ≤ ε/√2, variance
+/// ≤ ε²/2); for Gaussian errors the average of 80 has sd √(2/80) ε² if independent and at worst
+/// √(2/20) ε² = 0.32 ε² if a run's four errors were one, so 2 ε² is 3 such sds above 1. The
+/// power: the same runs targeting g alone (`PosteriorSd(0.05)`, the sd of g = θ₀) leave the sds
+/// about 15 % wide (minibatch noise at the finest step) and average above 2 ε².
+#[test]
+fn a_moments_target_controls_every_mean_and_sd() {
+    let eps = 0.05;
+    let (moments, worst) = moment_errors_squared(RmseTarget::Moments(eps), eps, 20);
+    let (g_only, worst_g) = moment_errors_squared(RmseTarget::PosteriorSd(eps), eps, 20);
+    eprintln!(
+        "mean squared error / ε²: Moments {moments:.2} (worst sd error {worst:.3}), g alone {g_only:.2} (worst sd error {worst_g:.3})"
+    );
+    assert!(moments <= 2.0, "the Moments target missed: mean e²/ε² = {moments:.2}");
+    assert!(g_only > 2.0, "no power: the g-only target already met the moments ({g_only:.2})");
+}
+
+/// `RmseTarget::Moments` reads the kept end points: without `keep_points` it is a named
+/// setting error before any work.
+#[test]
+fn a_moments_target_needs_the_kept_points() {
+    let m = gaussian();
+    let ml = MlSgld::sgld(MlSgldSettings::default(), 0.01, Minibatch::new(10), &[0.0]).unwrap();
+    let target = AdaptiveSettings { target: RmseTarget::Moments(0.1), ..Default::default() };
+    match ml.run_adaptive(&m, &|t: &[f64]| t[0], &target) {
+        Err(Error::InvalidParameter { name: "target", reason, .. }) => {
+            assert!(reason.contains("keep_points"), "{reason}")
+        }
+        other => panic!("expected InvalidParameter(target), got {other:?}"),
+    }
+}
