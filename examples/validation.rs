@@ -19,13 +19,15 @@
 //!
 //! Samplers: SGLD, SGLD-CV, SGHMC, pSGLD and SGNHT tuned by `tune`; SGRRLD by `tune_rr`;
 //! ML-SGLD (control variates) by `MlSgld::sgld_tuned` and adaptive MLMC with every mean and sd
-//! at a target RMSE matched to the planned length (`RmseTarget::Moments`; see `mlsgld_row`); MALA with a dense metric adapted in its burn-in.
+//! at a target RMSE matched to the planned length (`RmseTarget::Moments`; see `mlsgld_row`);
+//! MALA with a dense metric adapted in its burn-in.
 //!
 //! For each sampler and run length: the tuned step, max mean error (reference sds), worst sd
 //! ratio, split-R̂ and convergence verdict, cost (run and tuning, datum gradients), and a step
 //! grid (tuned × 2^(k/2), k = −4…4) at the same run length, every step run on the same three
 //! other seeds and scored by its mean error: the tuned step's mean next to the best step's, and
-//! their ratio (the target: ≤ 1.5; see `grid_best` for why one run per step is not enough).
+//! their ratio (the target: ≤ 1.5; see `grid_best` for why one run per step is not enough, and
+//! for ML-SGLD, whose cost depends on its step, the comparison at the tuned step's cost).
 //! Error of a run: the worst over coordinates of |mean error| and
 //! |sd ratio − 1|, in reference sds. At the long length each tuned SG run is also checked by
 //! `discretisation_bias` (a companion chain at half the step per chain): does the run see its
