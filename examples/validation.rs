@@ -181,8 +181,10 @@ fn grid_best(
             (h, e * ratio.sqrt(), ratio)
         })
         .collect();
-    let best = curve.iter().fold((f64::NAN, f64::INFINITY), |b, &(h, e, _)| if e < b.1 { (h, e) } else { b });
-    let best_raw = raw.iter().fold((f64::NAN, f64::INFINITY), |b, &(h, e, _)| if e < b.1 { (h, e) } else { b });
+    let smallest = |points: &[(f64, f64, f64)]| {
+        points.iter().fold((f64::NAN, f64::INFINITY), |b, &(h, e, _)| if e < b.1 { (h, e) } else { b })
+    };
+    let (best, best_raw) = (smallest(&curve), smallest(&raw));
     let cost_varies = curve.iter().any(|&(_, _, c)| c != 1.0);
     Ok(Grid { tuned: at_tuned, best, best_raw: cost_varies.then_some(best_raw), curve })
 }

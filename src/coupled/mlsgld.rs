@@ -239,10 +239,7 @@ impl MomentErrors {
                 f64::NAN
             } else {
                 let means: Vec<f64> = level_mean.iter().map(|m| m[k].abs()).collect();
-                // Capped at SGLD's weak order 1: a faster fitted decay comes from the horizon's
-                // relaxation in the first corrections, not from the step (see the docs).
-                let alpha = decay_rate(&means[1..]).clamp(0.5, 1.0);
-                means[big_l] / (2f64.powf(alpha) - 1.0)
+                means[big_l] / moment_bias_divisor(&means)
             };
             (total, se, bias)
         };
@@ -318,12 +315,19 @@ fn moment_targets(data: &[LevelAcc], costs: &[f64], eps: f64) -> (Vec<f64>, f64)
         }
         if big_l >= 1 {
             let means: Vec<f64> = level_mean.iter().map(|m| m[k].abs() / scale.sqrt()).collect();
-            let alpha = decay_rate(&means[1..]).clamp(0.5, 1.0);
             let se = (v[big_l] / counts[big_l].max(1) as f64).sqrt();
-            worst_bias = worst_bias.max((means[big_l] - z * se).max(0.0) / (2f64.powf(alpha) - 1.0));
+            worst_bias = worst_bias.max((means[big_l] - z * se).max(0.0) / moment_bias_divisor(&means));
         }
     }
     (want, worst_bias)
+}
+
+/// `2^α − 1` for a mean or sd read off the measure, from `|mean Δ_l|` over levels (l = 0 first):
+/// α fitted to their decay over l ≥ 1, capped at SGLD's weak order 1 (a faster fitted decay comes
+/// from the horizon's relaxation in the first corrections, not from the step; see the docs of
+/// [`MomentErrors::error_bound`]) and held at 0.5 or more.
+fn moment_bias_divisor(abs_means: &[f64]) -> f64 {
+    2f64.powf(decay_rate(&abs_means[1..]).clamp(0.5, 1.0)) - 1.0
 }
 
 /// Per level and output (θ_j, then (θ_j − μ_j)², j < d) from the levels' kept points: the mean
