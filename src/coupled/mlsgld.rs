@@ -96,9 +96,10 @@ pub enum RmseTarget {
     /// of its sd as for [`PosteriorSd`](Self::PosteriorSd): the target for a user who wants the
     /// posterior, not one expectation. Each level takes the most samples any of the `2d + 1`
     /// outputs needs (Giles' allocation per output, each scaled by the run's current multilevel
-    /// estimate of its coordinate's sd), and a level is added until every output's remaining
-    /// bias is below `ε/√2` (the test on each coordinate discounts the noise of its finest
-    /// correction at the Bonferroni z of [`MomentErrors::error_bound`]). On the crate's
+    /// estimate of its coordinate's variance at its upper 2-standard-error value, the allocation
+    /// read again from the new samples until it settles), and a level is added until every
+    /// output's remaining bias is below `ε/√2` (the test on each coordinate discounts the noise of
+    /// its finest correction at the Bonferroni z of [`MomentErrors::error_bound`]). On the crate's
     /// validation posteriors the target on g alone left single sds off by up to 39 %.
     Moments(f64),
 }
@@ -273,7 +274,8 @@ impl MomentErrors {
 }
 
 /// For [`RmseTarget::Moments`] at fraction `eps`: the samples each level needs (per output f of
-/// θ_j and (θ_j − μ_j)², scaled by the multilevel estimate `s_j²` of θ_j's variance, resp.
+/// θ_j and (θ_j − μ_j)², scaled by the multilevel estimate `s_j²` of θ_j's variance plus two of
+/// its standard errors, resp.
 /// `(2 s_j²)²` so that a variance's error is in units of the sd's relative error: Giles'
 /// `N_l = ⌈2ε⁻² √(V_l/C_l) Σ_k √(V_k C_k)⌉`, the largest over outputs), and the largest scaled
 /// remaining bias over outputs, `max(0, |mean Δ_L| − z se_L) / (2^α − 1)` with α fitted to the
@@ -303,7 +305,12 @@ fn moment_targets(data: &[LevelAcc], costs: &[f64], eps: f64) -> (Vec<f64>, f64)
         let j = k % d;
         let mean_ml: f64 = level_mean.iter().map(|m| m[j]).sum();
         let var_ml = level_mean.iter().map(|m| m[d + j]).sum::<f64>() - (mean_ml - mu[j]).powi(2);
-        let s2 = if var_ml > 0.0 { var_ml } else { level_var[0][j] };
+        // Its upper 2-se value: a var_ml that noise has made small (early, from n_initial
+        // samples per level, when level 0's law is much wider than the posterior) would ask for
+        // samples in proportion to 1/s² (1/s⁴ for the sd); the allocation is re-read as the
+        // samples come in ([`MlSgld::run_adaptive`]), so the final one uses a precise value.
+        let se_var = level_var.iter().zip(&counts).map(|(v, n)| v[d + j] / (*n).max(1) as f64).sum::<f64>().sqrt();
+        let s2 = if var_ml > 0.0 { var_ml + 2.0 * se_var } else { level_var[0][j] };
         if !(s2 > 0.0 && s2.is_finite()) {
             continue;
         }
@@ -555,7 +562,7 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     /// For the posterior's means and sds rather than one expectation, set
     /// [`MlSgldSettings::keep_points`] and run [`run_adaptive`](Self::run_adaptive) with
     /// [`RmseTarget::Moments`]: on the `validation` example's six posteriors at ε = 0.1/√10 its
-    /// means came within 0.041 sd and its sds within 4.9 % (a target on one expectation left
+    /// means came within 0.054 sd and its sds within 4.9 % (a target on one expectation left
     /// single sds off by up to 15 % there, 39 % at ε = 0.1).
     ///
     /// Errors: as [`tune::precondition`](crate::tune::precondition) and [`MlSgld::new`];
@@ -1121,6 +1128,8 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
                 let costs: Vec<f64> = stats.iter().map(|(_, c)| *c).collect();
                 moment_targets(&data, &costs, f).0
             });
+            // Whether a level took more than 1 % more samples (Giles' test of a settled allocation).
+            let mut grew = false;
             for (l, (v, c)) in stats.iter().enumerate() {
                 let mut want = (2.0 / (eps * eps) * (v / c).sqrt() * sum).ceil();
                 if let Some(w) = &moment_wants {
@@ -1129,6 +1138,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
                 let have = data[l].n as f64;
                 if want > have {
                     let extra = want - have;
+                    grew |= extra > 0.01 * have;
                     if budget.max.is_some_and(|m| budget.spent + extra * c > m as f64) {
                         return Err(exhausted(self, &data, over, 0.0));
                     }
@@ -1140,6 +1150,12 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
                         });
                     }
                 }
+            }
+            // Under a Moments target the allocation is read again from the new samples until it
+            // settles: its scales (the moments' variances, taken at their upper 2-se values) are
+            // estimated from the samples and may have been loose.
+            if grew && moments_eps.is_some() {
+                continue;
             }
             let means: Vec<f64> = data.iter().map(|a| a.mean.abs()).collect();
             let big_l = data.len() - 1;
