@@ -297,20 +297,24 @@ fn moment_targets(data: &[LevelAcc], costs: &[f64], eps: f64) -> (Vec<f64>, f64)
     let (level_mean, level_var, counts) = level_outputs(data, &mu);
     let big_l = data.len() - 1;
     let z = bound_z(d);
+    // The multilevel estimate of each θ_j's variance (the signed measure's: its telescoped
+    // E[(θ_j − μ_j)²] less the square of its mean's offset from μ_j), at its upper 2-se value: a
+    // value that noise has made small (early, from n_initial samples per level, when level 0's
+    // law is much wider than the posterior) would ask for samples in proportion to 1/s² (1/s⁴
+    // for the sd); the allocation is re-read as the samples come in ([`MlSgld::run_adaptive`]),
+    // so the final one uses a precise value. Level 0's variance if the estimate is not positive
+    // (it can be several times the posterior's at a large h₀).
+    let s2: Vec<f64> = (0..d)
+        .map(|j| {
+            let mean_ml: f64 = level_mean.iter().map(|m| m[j]).sum();
+            let var_ml = level_mean.iter().map(|m| m[d + j]).sum::<f64>() - (mean_ml - mu[j]).powi(2);
+            let se_var = level_var.iter().zip(&counts).map(|(v, n)| v[d + j] / (*n).max(1) as f64).sum::<f64>().sqrt();
+            if var_ml > 0.0 { var_ml + 2.0 * se_var } else { level_var[0][j] }
+        })
+        .collect();
     let mut worst_bias: f64 = 0.0;
     for k in 0..2 * d {
-        // The multilevel estimate of θ_j's variance (the signed measure's: its telescoped
-        // E[(θ_j − μ_j)²] less the square of its mean's offset from μ_j); level 0's if that is
-        // not positive. Level 0's own variance can be several times the posterior's at a large h₀.
-        let j = k % d;
-        let mean_ml: f64 = level_mean.iter().map(|m| m[j]).sum();
-        let var_ml = level_mean.iter().map(|m| m[d + j]).sum::<f64>() - (mean_ml - mu[j]).powi(2);
-        // Its upper 2-se value: a var_ml that noise has made small (early, from n_initial
-        // samples per level, when level 0's law is much wider than the posterior) would ask for
-        // samples in proportion to 1/s² (1/s⁴ for the sd); the allocation is re-read as the
-        // samples come in ([`MlSgld::run_adaptive`]), so the final one uses a precise value.
-        let se_var = level_var.iter().zip(&counts).map(|(v, n)| v[d + j] / (*n).max(1) as f64).sum::<f64>().sqrt();
-        let s2 = if var_ml > 0.0 { var_ml + 2.0 * se_var } else { level_var[0][j] };
+        let s2 = s2[k % d];
         if !(s2 > 0.0 && s2.is_finite()) {
             continue;
         }
