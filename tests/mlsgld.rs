@@ -415,6 +415,48 @@ fn a_moments_target_controls_every_mean_and_sd() {
     assert!(g_only > 2.0, "no power: the g-only target already met the moments ({g_only:.2})");
 }
 
+/// Under `RmseTarget::Moments` the adaptive run starts its estimator at a finer level when
+/// Giles' cost model says level 0 costs more than it saves (`E[g_L] = E[g_1] + Σ_{l≥2} E[Δ_l]`,
+/// level 1's fine paths alone as the base): at h₀ = 1.6/λ_max SGLD's level-0 law is 5× wider than
+/// the posterior along the stiff direction, its corrections large. On the d = 2 Gaussian of the
+/// test above, every one of 20 runs drops level 0 (its results' levels start at 1 or above, its
+/// cost includes level 0's), and the means and sds still meet the target: the squared errors
+/// of the four outputs average at most 2 ε² (the bound of the test above, same reasoning).
+#[test]
+fn a_moments_run_drops_a_coarsest_level_that_costs_more_than_it_saves() {
+    let m = LinearGaussian::synthetic(100, 2, 4.0, 10.0, 23).unwrap();
+    let mu = m.posterior_mean();
+    let cov = m.posterior_covariance();
+    let sd: Vec<f64> = (0..2).map(|j| cov[[j, j]].sqrt()).collect();
+    // The precision's extreme eigenvalues, from the covariance's.
+    let (tr, det) = (cov[[0, 0]] + cov[[1, 1]], cov[[0, 0]] * cov[[1, 1]] - cov[[0, 1]] * cov[[1, 0]]);
+    let disc = (tr * tr / 4.0 - det).sqrt();
+    let (lmax, lmin) = (1.0 / (tr / 2.0 - disc), 1.0 / (tr / 2.0 + disc));
+    let h0 = 1.6 / lmax;
+    let horizon = (4.0 / (h0 * lmin)).ceil() as usize;
+    let eps = 0.05;
+    let adaptive = AdaptiveSettings { target: RmseTarget::Moments(eps), n_initial: 200, max_level: 10, max_cost: None };
+    let (mut sum, mut dropped) = (0.0, 0);
+    let runs = 20u64;
+    for run in 0..runs {
+        let settings = MlSgldSettings { seed: 7_000 + run, keep_points: true, horizon, ..Default::default() };
+        let ml = MlSgld::sgld(settings, h0, Minibatch::new(10), &[mu[0], mu[1]]).unwrap();
+        let r = ml.run_adaptive(&m, &|t: &[f64]| t[0], &adaptive).unwrap();
+        dropped += usize::from(r.levels[0].level >= 1);
+        let spent: u64 = r.levels.iter().map(|l| l.cost.datum_gradients).sum();
+        assert!(r.cost.datum_gradients > spent || r.levels[0].level == 0, "the dropped levels' cost is counted");
+        let mo = r.moments.as_ref().unwrap();
+        for j in 0..2 {
+            let (e_mean, e_sd) = ((mo.mean[j] - mu[j]) / sd[j], mo.sd[j] / sd[j] - 1.0);
+            sum += e_mean * e_mean + e_sd * e_sd;
+        }
+    }
+    let e2 = sum / (4 * runs) as f64 / (eps * eps);
+    eprintln!("h0 λ_max = 1.6, horizon {horizon}: level 0 dropped in {dropped}/{runs} runs; mean e²/ε² = {e2:.2}");
+    assert_eq!(dropped, runs as usize);
+    assert!(e2 <= 2.0, "mean e²/ε² = {e2:.2}");
+}
+
 /// `RmseTarget::Moments` reads the kept end points: without `keep_points` it is a named
 /// setting error before any work.
 #[test]

@@ -101,6 +101,10 @@ pub enum RmseTarget {
     /// output's remaining bias is below `ε/√2` (the test on each coordinate discounts the noise of
     /// its finest correction at the Bonferroni z of [`MomentErrors::error_bound`]). On the crate's
     /// validation posteriors the target on g alone left single sds off by up to 39 %.
+    ///
+    /// Under this target only (the targets on g alone run as before) the coarsest level is
+    /// dropped, the next one's fine paths becoming the base, when Giles' cost model says it
+    /// costs more than it saves (see [`MlSgld::run_adaptive`]).
     Moments(f64),
 }
 
@@ -141,7 +145,8 @@ pub struct LevelStats {
     pub level: usize,
     /// Samples taken.
     pub n_samples: usize,
-    /// The mean of `Δ_l` (for l = 0, of `g_0`).
+    /// The mean of `Δ_l` (for the coarsest level the estimate uses, of `g_l`: level 0's
+    /// paths, or a base level's fine paths alone).
     pub mean: f64,
     /// The sample variance of `Δ_l`.
     pub variance: f64,
@@ -163,7 +168,8 @@ pub struct MlmcResult {
     pub estimate: f64,
     /// Its estimated variance `Σ_l V_l / N_l`.
     pub variance: f64,
-    /// Per-level statistics, level 0 first.
+    /// Per-level statistics, the coarsest level the estimate uses first (level 0 unless a
+    /// [`RmseTarget::Moments`] run dropped coarser ones; see [`MlSgld::run_adaptive`]).
     pub levels: Vec<LevelStats>,
     /// Total work, the estimator's setup included.
     pub cost: Cost,
@@ -222,7 +228,7 @@ pub struct MomentErrors {
 impl MomentErrors {
     /// From the levels' kept points (each sample: its fine point with class +1, then its coarse
     /// points with negative classes), or `None` if a level kept none.
-    fn of(data: &[LevelAcc], mu: &[f64]) -> Option<Self> {
+    fn of(data: &[LevelAcc], mu: &[f64], dropped: &Dropped) -> Option<Self> {
         let d = mu.len();
         if data.is_empty() || data.iter().any(|a| !a.keep || a.n == 0) {
             return None;
@@ -239,8 +245,8 @@ impl MomentErrors {
             let bias = if big_l == 0 {
                 f64::NAN
             } else {
-                let means: Vec<f64> = level_mean.iter().map(|m| m[k].abs()).collect();
-                means[big_l] / moment_bias_divisor(&means)
+                let means = dropped.corrections(level_mean.iter().map(|m| m[k].abs()), |f| f[k].abs());
+                means[means.len() - 1] / moment_bias_divisor(&means)
             };
             (total, se, bias)
         };
@@ -282,7 +288,7 @@ impl MomentErrors {
 /// decay of `|mean Δ_l|` over l ≥ 1 in [0.5, 1] (as [`MomentErrors`]) and z = `bound_z(d)`: the
 /// noise of the finest correction is discounted so that 2d noisy tests do not add levels for
 /// nothing. `costs` are the levels' datum evaluations per sample; μ is level 0's mean.
-fn moment_targets(data: &[LevelAcc], costs: &[f64], eps: f64) -> (Vec<f64>, f64) {
+fn moment_targets(data: &[LevelAcc], costs: &[f64], eps: f64, dropped: &Dropped) -> (Vec<f64>, f64) {
     let d = data.first().and_then(|a| a.points.first()).map_or(0, |p| p.0.len());
     let n0 = data.first().map_or(0, |a| a.points.len());
     let mut want = vec![0.0; data.len()];
@@ -304,14 +310,7 @@ fn moment_targets(data: &[LevelAcc], costs: &[f64], eps: f64) -> (Vec<f64>, f64)
     // for the sd); the allocation is re-read as the samples come in ([`MlSgld::run_adaptive`]),
     // so the final one uses a precise value. Level 0's variance if the estimate is not positive
     // (it can be several times the posterior's at a large h₀).
-    let s2: Vec<f64> = (0..d)
-        .map(|j| {
-            let mean_ml: f64 = level_mean.iter().map(|m| m[j]).sum();
-            let var_ml = level_mean.iter().map(|m| m[d + j]).sum::<f64>() - (mean_ml - mu[j]).powi(2);
-            let se_var = level_var.iter().zip(&counts).map(|(v, n)| v[d + j] / (*n).max(1) as f64).sum::<f64>().sqrt();
-            if var_ml > 0.0 { var_ml + 2.0 * se_var } else { level_var[0][j] }
-        })
-        .collect();
+    let s2 = moment_scales(&level_mean, &level_var, &counts, &mu);
     let mut worst_bias: f64 = 0.0;
     for k in 0..2 * d {
         let s2 = s2[k % d];
@@ -325,12 +324,150 @@ fn moment_targets(data: &[LevelAcc], costs: &[f64], eps: f64) -> (Vec<f64>, f64)
             want[l] = f64::max(want[l], (2.0 / (eps * eps) * (v / c).sqrt() * sum).ceil());
         }
         if big_l >= 1 {
-            let means: Vec<f64> = level_mean.iter().map(|m| m[k].abs() / scale.sqrt()).collect();
+            let means = dropped
+                .corrections(level_mean.iter().map(|m| m[k].abs() / scale.sqrt()), |f| f[k].abs() / scale.sqrt());
             let se = (v[big_l] / counts[big_l].max(1) as f64).sqrt();
-            worst_bias = worst_bias.max((means[big_l] - z * se).max(0.0) / moment_bias_divisor(&means));
+            worst_bias = worst_bias.max((means[means.len() - 1] - z * se).max(0.0) / moment_bias_divisor(&means));
         }
     }
     (want, worst_bias)
+}
+
+/// What an adaptive run dropped below the coarsest level it kept (see `coarser_costs`): their
+/// cost, level 0's statistics (for the relaxation test), and the mean corrections `mean Δ_l`
+/// of g and of each output (θ_j, (θ_j − μ_j)²) of the levels from 1 to the coarsest kept (the
+/// latter's from its coupled samples), which the bias tests' decay fits still use.
+#[derive(Debug, Default)]
+struct Dropped {
+    cost: Cost,
+    level0: Option<LevelAcc>,
+    g: Vec<f64>,
+    moments: Vec<Vec<f64>>,
+}
+
+impl Dropped {
+    /// `|mean Δ_l|` for the bias tests: the coarsest level kept's value first (unused by the
+    /// fits), then the dropped corrections (by `frozen`), then those of the levels kept above it.
+    fn corrections(&self, kept: impl Iterator<Item = f64>, frozen: impl Fn(&Vec<f64>) -> f64) -> Vec<f64> {
+        let mut kept = kept;
+        let mut out: Vec<f64> = kept.next().into_iter().collect();
+        out.extend(self.moments.iter().map(frozen));
+        out.extend(kept);
+        out
+    }
+}
+
+/// Each θ_j's variance as [`moment_targets`] scales its outputs: the multilevel estimate plus
+/// two of its standard errors, or level 0's variance if the estimate is not positive.
+fn moment_scales(level_mean: &[Vec<f64>], level_var: &[Vec<f64>], counts: &[usize], mu: &[f64]) -> Vec<f64> {
+    let d = mu.len();
+    (0..d)
+        .map(|j| {
+            let mean_ml: f64 = level_mean.iter().map(|m| m[j]).sum();
+            let var_ml = level_mean.iter().map(|m| m[d + j]).sum::<f64>() - (mean_ml - mu[j]).powi(2);
+            let se_var = level_var.iter().zip(counts).map(|(v, n)| v[d + j] / (*n).max(1) as f64).sum::<f64>().sqrt();
+            if var_ml > 0.0 { var_ml + 2.0 * se_var } else { level_var[0][j] }
+        })
+        .collect()
+}
+
+/// A Moments run drops its coarsest level when the predicted cost of the samples it still has
+/// to take is below this fraction of the cost with the level (the variances come from as few
+/// as `n_initial` samples).
+const COARSEST_MARGIN: f64 = 0.9;
+
+/// The share of a coupled sample's steps at level l that are the fine path's:
+/// `(1 + l)/(1 + 2l)` (antithetic: two coarse paths), `(1 + l)/(1 + 3l/2)` (subsampling); 1 at
+/// level 0.
+fn fine_fraction(level: usize, coupling: MlCoupling) -> f64 {
+    let l = level as f64;
+    match coupling {
+        MlCoupling::Antithetic => (1.0 + l) / (1.0 + 2.0 * l),
+        MlCoupling::Subsampling => (1.0 + l) / (1.0 + 1.5 * l),
+    }
+}
+
+/// Giles' cost model for the coarsest level of an [`RmseTarget::Moments`] run (M. B. Giles,
+/// *Multilevel Monte Carlo methods*, Acta Numerica 24, 2015, §2: a coarse level is worth its
+/// place only if it lowers `Σ √(V_l C_l)`). A level-l sample's fine path alone is a draw of
+/// `g_l`, the law the level-(l+1) corrections start from, so the estimator may start at any
+/// level: `E[g_L] = E[g_k] + Σ_{l>k} E[Δ_l]`. For each output — g at RMSE `eps`, and as
+/// [`moment_targets`] scales them, every θ_j's mean and variance at fraction `frac` — Giles'
+/// allocation `N_l = ⌈2ε⁻² √(V_l/C_l) Σ_k √(V_k C_k)⌉`, the largest over outputs per level,
+/// with the current levels, and with the coarsest dropped and the next one's fine paths as the
+/// base (their variance, and the fine path's share of its per-sample cost). Returns the cost of
+/// the samples each would still take beyond those already taken (a dropped level's are lost):
+/// at a loose target both are 0 (the levels' initial samples already suffice) and the level
+/// stays; at a tight one the cheaper wins.
+fn coarser_costs(data: &[LevelAcc], eps: f64, frac: f64, coupling: MlCoupling) -> (f64, f64) {
+    let d = data.first().and_then(|a| a.points.first()).map_or(0, |p| p.0.len());
+    let n0 = data.first().map_or(0, |a| a.points.len());
+    let costs: Vec<f64> = data.iter().map(|a| a.cost_per_sample()).collect();
+    let mut drop_costs = costs[1..].to_vec();
+    drop_costs[0] *= fine_fraction(data[1].level, coupling);
+    let (mut want_keep, mut want_drop) = (vec![0.0; costs.len()], vec![0.0; drop_costs.len()]);
+    let mut add = |v: &[f64], v1f: f64, target: f64| {
+        if !(target > 0.0 && target.is_finite()) {
+            return;
+        }
+        allocate(v, &costs, target, &mut want_keep);
+        let mut vd = v[1..].to_vec();
+        vd[0] = v1f;
+        allocate(&vd, &drop_costs, target, &mut want_drop);
+    };
+    let n1 = (data[1].n.max(2) - 1) as f64;
+    let vg: Vec<f64> = data.iter().map(|a| a.var()).collect();
+    add(&vg, data[1].m2_f / n1, eps);
+    if d > 0 && n0 > 0 {
+        let mut mu = vec![0.0; d];
+        for (p, _) in &data[0].points {
+            mu.iter_mut().zip(p).for_each(|(m, x)| *m += x / n0 as f64);
+        }
+        let (level_mean, level_var, counts) = level_outputs(data, &mu);
+        let s2 = moment_scales(&level_mean, &level_var, &counts, &mu);
+        let fine1 = fine_variances(&data[1], &mu);
+        for k in 0..2 * d {
+            let s2 = s2[k % d];
+            let target = if k < d { frac * s2.sqrt() } else { frac * 2.0 * s2 };
+            let v: Vec<f64> = level_var.iter().map(|lv| lv[k]).collect();
+            add(&v, fine1[k], target);
+        }
+    }
+    let still = |want: &[f64], costs: &[f64], have: &[LevelAcc]| -> f64 {
+        want.iter().zip(costs).zip(have).map(|((w, c), a)| c * (w - a.n as f64).max(0.0)).sum()
+    };
+    (still(&want_keep, &costs, data), still(&want_drop, &drop_costs, &data[1..]))
+}
+
+/// Giles' allocation for one output at RMSE `target` (variances `v`, costs per sample `costs`),
+/// raising `want` to it level by level.
+fn allocate(v: &[f64], costs: &[f64], target: f64, want: &mut [f64]) {
+    let v: Vec<f64> = v.iter().map(|v| v.max(f64::MIN_POSITIVE)).collect();
+    let sum: f64 = v.iter().zip(costs).map(|(v, c)| (v * c).sqrt()).sum();
+    for ((w, v), c) in want.iter_mut().zip(&v).zip(costs) {
+        *w = f64::max(*w, (2.0 / (target * target) * (v / c).sqrt() * sum).ceil());
+    }
+}
+
+/// The sample variance of each output (θ_j, then (θ_j − μ_j)²) over a level's fine end points.
+fn fine_variances(a: &LevelAcc, mu: &[f64]) -> Vec<f64> {
+    let d = mu.len();
+    let (mut s1, mut s2, mut n) = (vec![0.0; 2 * d], vec![0.0; 2 * d], 0usize);
+    for (p, class) in &a.points {
+        if *class > 0.0 {
+            for j in 0..d {
+                let x = p[j] - mu[j];
+                let y = x * x;
+                s1[j] += x;
+                s2[j] += x * x;
+                s1[d + j] += y;
+                s2[d + j] += y * y;
+            }
+            n += 1;
+        }
+    }
+    let nf = n as f64;
+    s1.iter().zip(&s2).map(|(a, b)| if n > 1 { ((b - a * a / nf) / (nf - 1.0)).max(0.0) } else { 0.0 }).collect()
 }
 
 /// `2^α − 1` for a mean or sd read off the measure, from `|mean Δ_l|` over levels (l = 0 first):
@@ -566,7 +703,7 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     /// For the posterior's means and sds rather than one expectation, set
     /// [`MlSgldSettings::keep_points`] and run [`run_adaptive`](Self::run_adaptive) with
     /// [`RmseTarget::Moments`]: on the `validation` example's six posteriors at ε = 0.1/√10 its
-    /// means came within 0.054 sd and its sds within 4.9 % (a target on one expectation left
+    /// means came within 0.036 sd and its sds within 4.9 % (a target on one expectation left
     /// single sds off by up to 15 % there, 39 % at ε = 0.1).
     ///
     /// Errors: as [`tune::precondition`](crate::tune::precondition) and [`MlSgld::new`];
@@ -716,7 +853,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
     ) -> Result<LevelSample> {
         self.check(model)?;
         let mut w = Work::new(&self.base, model.dim());
-        self.sample_with(&mut w, model, g, level, index)
+        self.sample_with(&mut w, model, g, level, index, false)
     }
 
     fn sample_with<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
@@ -726,6 +863,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         g: &G,
         level: usize,
         index: u64,
+        fine_only: bool,
     ) -> Result<LevelSample> {
         // Checks that every step count of the level fits (so the shifts below cannot overflow).
         self.steps(level)?;
@@ -769,9 +907,13 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             avg_f.add(step, g, w.fine.position());
         }
         let antithetic = self.settings.coupling == MlCoupling::Antithetic;
-        w.c1.restart(model, &self.theta0).map_err(&c1_at)?;
-        if antithetic {
-            w.c2.restart(model, &self.theta0).map_err(&c2_at)?;
+        // A base level's sample (`fine_only`) runs the fine path alone, drawing the same random
+        // numbers as a coupled sample, so that its fine value is the coupled sample's.
+        if !fine_only {
+            w.c1.restart(model, &self.theta0).map_err(&c1_at)?;
+            if antithetic {
+                w.c2.restart(model, &self.theta0).map_err(&c2_at)?;
+            }
         }
         let n = w.idx1.len();
         for k in 1..=coupled {
@@ -783,6 +925,14 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             avg_f.add(alone + 2 * k - 1, g, w.fine.position());
             w.fine.step_on(model, kf + 1, ff, &w.z.z2, &w.idx2).map_err(&fine_at)?;
             avg_f.add(alone + 2 * k, g, w.fine.position());
+            if fine_only {
+                if !antithetic {
+                    for j in 0..n {
+                        uniform_below(&mut rng, (2 * n - j) as u64);
+                    }
+                }
+                continue;
+            }
             if antithetic {
                 w.c1.step_on(model, kc, fc, &w.z.coarse, &w.idx1).map_err(&c1_at)?;
                 w.c2.step_on(model, kc, fc, &w.z.coarse, &w.idx2).map_err(&c2_at)?;
@@ -800,6 +950,10 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             avg_c1.add(k, g, w.c1.position());
         }
         let fine = avg_f.value();
+        if fine_only {
+            let points = if keep { vec![w.fine.position().to_vec()] } else { Vec::new() };
+            return Ok(LevelSample { delta: fine, fine, cost: w.cost() - before, points, half: fine });
+        }
         let coarse = if antithetic { 0.5 * (avg_c1.value() + avg_c2.value()) } else { avg_c1.value() };
         let points = match (keep, antithetic) {
             (false, _) => Vec::new(),
@@ -842,13 +996,13 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             let c = left.min(CHUNK);
             budget.check(acc.cost_per_sample() * c as f64)?;
             let first = acc.n as u64;
-            let level = acc.level;
+            let (level, fine_only) = (acc.level, acc.base);
             let compute = |indices: Vec<u64>| {
                 crate::run::fan_out(
                     indices,
                     self.settings.parallel,
                     || Work::new(&self.base, d),
-                    |w, i| self.sample_with(w, model, g, level, i),
+                    |w, i| self.sample_with(w, model, g, level, i, fine_only),
                 )
             };
             for r in exec.samples(first..first + c as u64, &compute) {
@@ -884,7 +1038,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         }
         let mut acc = LevelAcc::new(level, false);
         self.extend_level(model, g, &mut acc, n_samples, &mut Budget::unlimited())?;
-        let mut r = self.summarise(model, &[acc], None);
+        let mut r = self.summarise(model, &[acc], None, &Dropped::default());
         Ok(r.levels.remove(0))
     }
 
@@ -989,7 +1143,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         if ck.levels.iter().any(|a| a.n < 2) {
             return Err(Error::NoSamples { reason: "every level needs at least 2 samples" });
         }
-        Ok(self.summarise(model, &ck.levels, None))
+        Ok(self.summarise(model, &ck.levels, None, &Dropped::default()))
     }
 
     fn check_checkpoint(&self, ck: &MlmcCheckpoint) -> Result<()> {
@@ -1017,6 +1171,16 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
     /// take the missing samples; stop when the estimated remaining bias
     /// `|mean Δ_L| / (2^α − 1)` (α fitted to the decay of `|mean Δ_l|`, at least 0.5) is below
     /// `ε/√2`, else add a level.
+    ///
+    /// Under [`RmseTarget::Moments`] the estimator may start above level 0: a level-l sample's
+    /// fine path alone is a draw of `g_l`, the law level l + 1's corrections start from, so
+    /// `E[g_L] = E[g_k] + Σ_{l>k} E[Δ_l]` for any k. Before each allocation the run compares, by
+    /// Giles' cost model over every output, the samples still to take with the current coarsest
+    /// level and with it dropped (the next level's fine paths as the base, run alone at their
+    /// share of a coupled sample's cost), and drops it if that is more than 10 % cheaper (M. B.
+    /// Giles, *Multilevel Monte Carlo methods*, Acta Numerica 24, 2015: a coarse level is worth
+    /// its place only if it lowers `Σ √(V_l C_l)`). The dropped levels' cost stays in the
+    /// result's; [`MlmcResult::levels`] then starts at the base level.
     ///
     /// [`RmseTarget::Absolute`] and [`RmseTarget::PosteriorSd`] control g only.
     /// [`RmseTarget::Moments`] (with `keep_points`) controls every coordinate's mean and sd as
@@ -1083,8 +1247,11 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             _ => None,
         };
         let mut data: Vec<LevelAcc> = Vec::new();
-        let exhausted = |me: &Self, data: &[LevelAcc], reason: &'static str, bias: f64| {
-            let r = me.summarise(model, data, None);
+        // Levels dropped below the coarsest one kept (their cost), and level 0 for the
+        // relaxation test.
+        let mut dropped = Dropped::default();
+        let exhausted = |me: &Self, data: &[LevelAcc], dropped: &Dropped, reason: &'static str, bias: f64| {
+            let r = me.summarise(model, data, None, dropped);
             Error::BudgetExhausted {
                 reason,
                 estimate: r.estimate,
@@ -1098,7 +1265,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             if let Err(e) = self.extend_level_on(exec, model, g, &mut acc, target.n_initial, &mut budget) {
                 data.push(acc);
                 return Err(if matches!(e, Error::BudgetExhausted { .. }) {
-                    exhausted(self, &data, over, 0.0)
+                    exhausted(self, &data, &dropped, over, 0.0)
                 } else {
                     e
                 });
@@ -1125,12 +1292,42 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             }
         };
         loop {
+            // Under a Moments target, the coarsest level is dropped when Giles' cost model says
+            // the next one's fine paths alone make a cheaper base (see `coarser_costs`).
+            if let Some(f) = moments_eps
+                && data.len() >= 3
+            {
+                let (keep_cost, drop_cost) = coarser_costs(&data, eps, f, self.settings.coupling);
+                if drop_cost < COARSEST_MARGIN * keep_cost {
+                    let old = data.remove(0);
+                    dropped.cost += old.cost;
+                    if old.level == 0 {
+                        dropped.level0 = Some(old);
+                    }
+                    // The new base's own correction, from its coupled samples, stays in the
+                    // bias tests' decay fits (μ: its fine points' mean, as the tests will use).
+                    dropped.g.push(data[0].mean.abs());
+                    if keep {
+                        let fine: Vec<&Vec<f64>> =
+                            data[0].points.iter().filter(|(_, c)| *c > 0.0).map(|(p, _)| p).collect();
+                        let d = fine.first().map_or(0, |p| p.len());
+                        let mut mu = vec![0.0; d];
+                        for p in &fine {
+                            mu.iter_mut().zip(p.iter()).for_each(|(m, x)| *m += x / fine.len() as f64);
+                        }
+                        dropped.moments.push(level_outputs(&data[..1], &mu).0.swap_remove(0));
+                    }
+                    let l = data[0].level;
+                    data[0].make_base(fine_fraction(l, self.settings.coupling));
+                    continue;
+                }
+            }
             let stats: Vec<(f64, f64)> =
                 data.iter().map(|a| (a.var().max(f64::MIN_POSITIVE), a.cost_per_sample())).collect();
             let sum: f64 = stats.iter().map(|(v, c)| (v * c).sqrt()).sum();
             let moment_wants = moments_eps.map(|f| {
                 let costs: Vec<f64> = stats.iter().map(|(_, c)| *c).collect();
-                moment_targets(&data, &costs, f).0
+                moment_targets(&data, &costs, f, &dropped).0
             });
             // Whether a level took more than 1 % more samples (Giles' test of a settled allocation).
             let mut grew = false;
@@ -1144,11 +1341,11 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
                     let extra = want - have;
                     grew |= extra > 0.01 * have;
                     if budget.max.is_some_and(|m| budget.spent + extra * c > m as f64) {
-                        return Err(exhausted(self, &data, over, 0.0));
+                        return Err(exhausted(self, &data, &dropped, over, 0.0));
                     }
                     if let Err(e) = self.extend_level_on(exec, model, g, &mut data[l], extra as usize, &mut budget) {
                         return Err(if matches!(e, Error::BudgetExhausted { .. }) {
-                            exhausted(self, &data, over, 0.0)
+                            exhausted(self, &data, &dropped, over, 0.0)
                         } else {
                             e
                         });
@@ -1161,31 +1358,33 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             if grew && moments_eps.is_some() {
                 continue;
             }
-            let means: Vec<f64> = data.iter().map(|a| a.mean.abs()).collect();
             let big_l = data.len() - 1;
-            let alpha = decay_rate(&means[1..]).max(0.5);
-            let bias = means[big_l] / (2f64.powf(alpha) - 1.0);
+            let mut means: Vec<f64> = dropped.g.clone();
+            means.extend(data[1..].iter().map(|a| a.mean.abs()));
+            let alpha = decay_rate(&means).max(0.5);
+            let bias = means[means.len() - 1] / (2f64.powf(alpha) - 1.0);
             let moments_unbiased = moments_eps.is_none_or(|f| {
                 let costs: Vec<f64> = data.iter().map(|a| a.cost_per_sample()).collect();
-                moment_targets(&data, &costs, f).1 <= f / std::f64::consts::SQRT_2
+                moment_targets(&data, &costs, f, &dropped).1 <= f / std::f64::consts::SQRT_2
             });
             if bias <= eps / std::f64::consts::SQRT_2 && moments_unbiased {
-                if let Some(e) = self.relaxation_error(g, &data[0], big_l, eps) {
+                let finest = data[big_l].level;
+                if let Some(e) = self.relaxation_error(g, dropped.level0.as_ref().unwrap_or(&data[0]), finest, eps) {
                     return Err(e);
                 }
-                let mut r = self.summarise(model, &data, Some(bias));
+                let mut r = self.summarise(model, &data, Some(bias), &dropped);
                 r.target_rmse = Some(eps);
                 return Ok(r);
             }
-            if big_l >= target.max_level {
-                return Err(exhausted(self, &data, "max_level reached before the bias test passed", bias));
+            if data[big_l].level >= target.max_level {
+                return Err(exhausted(self, &data, &dropped, "max_level reached before the bias test passed", bias));
             }
-            let mut acc = LevelAcc::new(big_l + 1, keep);
+            let mut acc = LevelAcc::new(data[big_l].level + 1, keep);
             let r = self.extend_level_on(exec, model, g, &mut acc, target.n_initial, &mut budget);
             data.push(acc);
             if let Err(e) = r {
                 return Err(if matches!(e, Error::BudgetExhausted { .. }) {
-                    exhausted(self, &data, over, bias)
+                    exhausted(self, &data, &dropped, over, bias)
                 } else {
                     e
                 });
@@ -1228,9 +1427,17 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         })
     }
 
-    fn summarise<M: Model + ?Sized>(&self, model: &M, data: &[LevelAcc], bias: Option<f64>) -> MlmcResult {
+    /// The result from the levels the estimator uses (`data`, its coarsest first) and the cost
+    /// of the levels it dropped (`sunk`).
+    fn summarise<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        data: &[LevelAcc],
+        bias: Option<f64>,
+        dropped: &Dropped,
+    ) -> MlmcResult {
         let mut levels = Vec::new();
-        let mut cost = self.base.setup_cost();
+        let mut cost = self.base.setup_cost() + dropped.cost;
         let (mut estimate, mut variance) = (0.0, 0.0);
         for a in data {
             estimate += a.mean;
@@ -1249,7 +1456,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         }
         let measure = self.measure(data);
         let moments =
-            measure.as_ref().and_then(|m| m.mean().ok()).and_then(|mu| MomentErrors::of(data, mu.as_slice()?));
+            measure.as_ref().and_then(|m| m.mean().ok()).and_then(|mu| MomentErrors::of(data, mu.as_slice()?, dropped));
         let epochs = cost.datum_gradients as f64 / model.n_data() as f64;
         MlmcResult {
             estimate,
@@ -1367,6 +1574,19 @@ struct LevelAcc {
     keep: bool,
     /// End points with their weight class (+1 fine / level 0, −1 or −½ coarse).
     points: Vec<(Vec<f64>, f64)>,
+    /// Whether this level is the estimator's coarsest (its fine paths alone, `g_l` instead of
+    /// `Δ_l`; see [`LevelAcc::make_base`]).
+    #[serde(default)]
+    base: bool,
+    /// For a base level: the datum evaluations of one fine path alone, estimated when it became
+    /// the base and then measured on the fine-only samples it takes.
+    #[serde(default)]
+    fine_cost: f64,
+    /// Fine-only samples taken as a base level, and their cost.
+    #[serde(default)]
+    fine_n: usize,
+    #[serde(default)]
+    fine_spent: Cost,
 }
 
 impl LevelAcc {
@@ -1383,7 +1603,23 @@ impl LevelAcc {
             cost: Cost::default(),
             keep,
             points: Vec::new(),
+            base: false,
+            fine_cost: 0.0,
+            fine_n: 0,
+            fine_spent: Cost::default(),
         }
+    }
+
+    /// Makes this level the estimator's coarsest: its statistics become those of its fine
+    /// values `g_l` (the coarse paths of its samples are dropped from the measure), and the
+    /// samples it takes from now on run the fine path alone. `fine_fraction` is the share of a
+    /// coupled sample's steps that are the fine path's.
+    fn make_base(&mut self, fine_fraction: f64) {
+        self.fine_cost = self.cost_per_sample() * fine_fraction;
+        self.mean = self.mean_f;
+        self.m2 = self.m2_f;
+        self.points.retain(|(_, class)| *class > 0.0);
+        self.base = true;
     }
 
     fn push(&mut self, x: LevelSample) {
@@ -1400,6 +1636,10 @@ impl LevelAcc {
         self.mean_r += d3 / k;
         self.m2_r += d3 * (r - self.mean_r);
         self.cost += x.cost;
+        if self.base {
+            self.fine_n += 1;
+            self.fine_spent += x.cost;
+        }
         if self.keep {
             let n_pts = x.points.len();
             for (j, p) in x.points.into_iter().enumerate() {
@@ -1419,9 +1659,16 @@ impl LevelAcc {
         if self.n > 1 { self.m2 / (self.n - 1) as f64 } else { 0.0 }
     }
 
-    /// Datum evaluations per sample (1 before any sample, so budgets stay finite).
+    /// Datum evaluations per sample (1 before any sample, so budgets stay finite); for a base
+    /// level, per fine-only sample.
     fn cost_per_sample(&self) -> f64 {
-        if self.n == 0 {
+        if self.base {
+            if self.fine_n > 0 {
+                ((self.fine_spent.datum_gradients + self.fine_spent.datum_hvps) as f64 / self.fine_n as f64).max(1.0)
+            } else {
+                self.fine_cost.max(1.0)
+            }
+        } else if self.n == 0 {
             1.0
         } else {
             ((self.cost.datum_gradients + self.cost.datum_hvps) as f64 / self.n as f64).max(1.0)
@@ -1509,5 +1756,36 @@ impl<P: Placement> SampleExec for P {
             out.extend(rank_error(self, mine, &[(rank, f)]).map(Err));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{LinearGaussian, Minibatch};
+
+    /// A base level's fine-only sample draws the same random numbers as the coupled sample of
+    /// the same index, so its fine path (value and end point) is bit-identical, at the fine
+    /// path's share of the cost.
+    #[test]
+    fn a_fine_only_sample_is_the_coupled_samples_fine_path() {
+        let m = LinearGaussian::synthetic(100, 2, 4.0, 10.0, 23).unwrap();
+        let g = |t: &[f64]| t[0] + t[1] * t[1];
+        for coupling in [MlCoupling::Antithetic, MlCoupling::Subsampling] {
+            let settings = MlSgldSettings { coupling, keep_points: true, ..Default::default() };
+            let ml = MlSgld::sgld(settings, 0.01, Minibatch::new(10), &[0.0, 0.0]).unwrap();
+            for level in 1..4 {
+                for i in 0..3 {
+                    let full = ml.sample_with(&mut Work::new(&ml.base, 2), &m, &g, level, i, false).unwrap();
+                    let fine = ml.sample_with(&mut Work::new(&ml.base, 2), &m, &g, level, i, true).unwrap();
+                    assert_eq!(full.fine.to_bits(), fine.fine.to_bits());
+                    assert_eq!(fine.delta.to_bits(), fine.fine.to_bits());
+                    assert_eq!(fine.points.len(), 1);
+                    assert_eq!(full.points[0], fine.points[0]);
+                    let ratio = fine.cost.datum_gradients as f64 / full.cost.datum_gradients as f64;
+                    assert!((ratio - fine_fraction(level, coupling)).abs() < 1e-12, "{coupling:?} {level}: {ratio}");
+                }
+            }
+        }
     }
 }
