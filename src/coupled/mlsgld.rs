@@ -148,7 +148,7 @@ pub struct LevelStats {
     /// The mean of `Δ_l` (for the coarsest level the estimate uses, of `g_l`: level 0's
     /// paths, or a base level's fine paths alone).
     pub mean: f64,
-    /// The sample variance of `Δ_l`.
+    /// The sample variance of `Δ_l` (of `g_l` for the coarsest level, as for `mean`).
     pub variance: f64,
     /// The mean of the fine quantity `g_l` alone (a plain single-level estimate at level l).
     pub mean_fine: f64,
@@ -287,7 +287,9 @@ impl MomentErrors {
 /// remaining bias over outputs, `max(0, |mean Δ_L| − z se_L) / (2^α − 1)` with α fitted to the
 /// decay of `|mean Δ_l|` over l ≥ 1 in [0.5, 1] (as [`MomentErrors`]) and z = `bound_z(d)`: the
 /// noise of the finest correction is discounted so that 2d noisy tests do not add levels for
-/// nothing. `costs` are the levels' datum evaluations per sample; μ is level 0's mean.
+/// nothing. `costs` are the levels' datum evaluations per sample; μ is the coarsest level's mean
+/// (level 0's unless the run dropped it); `dropped` holds the corrections of dropped levels the
+/// decay fits still use.
 fn moment_targets(data: &[LevelAcc], costs: &[f64], eps: f64, dropped: &Dropped) -> (Vec<f64>, f64) {
     let d = data.first().and_then(|a| a.points.first()).map_or(0, |p| p.0.len());
     let n0 = data.first().map_or(0, |a| a.points.len());
