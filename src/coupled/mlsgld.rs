@@ -402,8 +402,6 @@ fn fine_fraction(level: usize, coupling: MlCoupling) -> f64 {
 /// at a loose target both are 0 (the levels' initial samples already suffice) and the level
 /// stays; at a tight one the cheaper wins.
 fn coarser_costs(data: &[LevelAcc], eps: f64, frac: f64, coupling: MlCoupling) -> (f64, f64) {
-    let d = data.first().and_then(|a| a.points.first()).map_or(0, |p| p.0.len());
-    let n0 = data.first().map_or(0, |a| a.points.len());
     let costs: Vec<f64> = data.iter().map(|a| a.cost_per_sample()).collect();
     let mut drop_costs = costs[1..].to_vec();
     drop_costs[0] *= fine_fraction(data[1].level, coupling);
@@ -420,11 +418,10 @@ fn coarser_costs(data: &[LevelAcc], eps: f64, frac: f64, coupling: MlCoupling) -
     let n1 = (data[1].n.max(2) - 1) as f64;
     let vg: Vec<f64> = data.iter().map(|a| a.var()).collect();
     add(&vg, data[1].m2_f / n1, eps);
-    if d > 0 && n0 > 0 {
-        let mut mu = vec![0.0; d];
-        for (p, _) in &data[0].points {
-            mu.iter_mut().zip(p).for_each(|(m, x)| *m += x / n0 as f64);
-        }
+    // The coarsest level's points are all fine ones (level 0's paths, or a base level's).
+    let mu = fine_mean(&data[0]);
+    let d = mu.len();
+    if d > 0 {
         let (level_mean, level_var, counts) = level_outputs(data, &mu);
         let s2 = moment_scales(&level_mean, &level_var, &counts, &mu);
         let fine1 = fine_variances(&data[1], &mu);
@@ -449,6 +446,16 @@ fn allocate(v: &[f64], costs: &[f64], target: f64, want: &mut [f64]) {
     for ((w, v), c) in want.iter_mut().zip(&v).zip(costs) {
         *w = f64::max(*w, (2.0 / (target * target) * (v / c).sqrt() * sum).ceil());
     }
+}
+
+/// The mean of a level's fine end points (class +1), empty without kept points.
+fn fine_mean(a: &LevelAcc) -> Vec<f64> {
+    let fine: Vec<&Vec<f64>> = a.points.iter().filter(|(_, c)| *c > 0.0).map(|(p, _)| p).collect();
+    let mut mu = vec![0.0; fine.first().map_or(0, |p| p.len())];
+    for p in &fine {
+        mu.iter_mut().zip(p.iter()).for_each(|(m, x)| *m += x / fine.len() as f64);
+    }
+    mu
 }
 
 /// The sample variance of each output (θ_j, then (θ_j − μ_j)²) over a level's fine end points.
@@ -1310,13 +1317,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
                     // bias tests' decay fits (μ: its fine points' mean, as the tests will use).
                     dropped.g.push(data[0].mean.abs());
                     if keep {
-                        let fine: Vec<&Vec<f64>> =
-                            data[0].points.iter().filter(|(_, c)| *c > 0.0).map(|(p, _)| p).collect();
-                        let d = fine.first().map_or(0, |p| p.len());
-                        let mut mu = vec![0.0; d];
-                        for p in &fine {
-                            mu.iter_mut().zip(p.iter()).for_each(|(m, x)| *m += x / fine.len() as f64);
-                        }
+                        let mu = fine_mean(&data[0]);
                         dropped.moments.push(level_outputs(&data[..1], &mu).0.swap_remove(0));
                     }
                     let l = data[0].level;
