@@ -397,6 +397,85 @@ pub struct TuneSettings {
     /// (9 000 iterations after burn-in, one chain). Set it to your run: a longer run can afford
     /// a smaller, less biased step (see the [module docs](self)).
     pub planned_run: PlannedRun,
+    /// What [`tune`] chooses the step for. Default [`Objective::Accuracy`].
+    /// ([`tune_rr`](crate::tune_rr) has its own rule and ignores it.)
+    pub objective: Objective,
+}
+
+/// What [`tune`] chooses the step for (see [`TuneSettings::objective`]).
+///
+/// Under minibatch gradient noise the two can conflict: the noise inflates the stationary
+/// variance by about `1 + h σ²/2` (σ² the noise variance in whitened units, about N/n) while
+/// the chain needs about `2/h` iterations per effective draw, so a step small enough to be
+/// accurate can be too small to show mixing (split-R̂ ≤ [`RHAT_MAX`](crate::diagnostics::RHAT_MAX))
+/// in the planned run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Objective {
+    /// The step that minimises the planned run's predicted worst error of a mean or sd (bias and
+    /// Monte Carlo error together). When that step's predicted ESS or split-R̂ misses the
+    /// convergence thresholds, [`Tuned::reason`] says so before the run is made.
+    #[default]
+    Accuracy,
+    /// The accuracy step, raised if needed to the smallest step at which the planned run's
+    /// predicted smallest ESS reaches the convergence verdict's needs: ESS ≥
+    /// [`ESS_MIN`](crate::diagnostics::ESS_MIN) and a predicted largest split-R̂ ≤
+    /// [`RHAT_MAX`](crate::diagnostics::RHAT_MAX) ([`predicted_max_rhat`]), with a margin of
+    /// [`CONVERGENCE_MARGIN`] on that ESS for the prediction's own error — but only if that step
+    /// is at most the largest step a pilot ran without failing and its predicted worst error at
+    /// most [`CONVERGENCE_ERROR_RATIO`] times the accuracy step's; otherwise the accuracy step is
+    /// kept and the reason says why (and, like the default, about how long a run would converge
+    /// at its own accuracy step). It trades some bias for a verdict the run can reach; the reason
+    /// states the predicted errors of both steps. (Without the cap, on the `validation`
+    /// example's posteriors at 5 000 × 4, SGLD "converged" with sds 1.5–3.7× too wide.)
+    Convergence,
+}
+
+/// The factor on the ESS [`Objective::Convergence`] asks of the prediction: on the `validation`
+/// example's tuned runs the predicted smallest ESS was 0.67–2.45× the measured one.
+pub const CONVERGENCE_MARGIN: f64 = 1.5;
+
+/// The most [`Objective::Convergence`] lets the predicted worst error grow over the accuracy
+/// step's (the `validation` example's target for a tuned step against the best of a grid).
+pub const CONVERGENCE_ERROR_RATIO: f64 = 1.5;
+
+/// The predicted smallest ESS [`Objective::Convergence`] asks of a planned run:
+/// [`CONVERGENCE_MARGIN`] × the larger of [`ESS_MIN`](crate::diagnostics::ESS_MIN) and the ESS at
+/// which [`predicted_max_rhat`] is [`RHAT_MAX`](crate::diagnostics::RHAT_MAX).
+fn convergence_ess(planned: &PlannedRun, d: usize) -> f64 {
+    CONVERGENCE_MARGIN * crate::diagnostics::ESS_MIN.max(ess_for_rhat(crate::diagnostics::RHAT_MAX, planned, d))
+}
+
+/// ", e.g. to about N × chains kept iterations", the planned length at which the error model's
+/// own accuracy step predicts the ESS [`Objective::Convergence`] asks (empty without a model
+/// that saw bias).
+fn longer(model: &Option<ErrorModel>, planned: &PlannedRun, d: usize) -> String {
+    let Some(m) = model.as_ref().filter(|m| m.bias_seen && m.beta2 > 0.0) else { return String::new() };
+    let ok = |iterations: u64| {
+        let p = PlannedRun { iterations, ..*planned };
+        m.min_ess(m.accuracy_step(p.draws()), p.draws()) >= convergence_ess(&p, d)
+    };
+    let mut n = planned.iterations.max(1).saturating_mul(2);
+    for _ in 0..40 {
+        if ok(n) {
+            // Bisect between the last length that failed and n, then round up to two
+            // significant digits.
+            let (mut lo, mut hi) = ((n / 2).max(planned.iterations), n);
+            while hi - lo > (hi / 64).max(1) {
+                let mid = lo + (hi - lo) / 2;
+                if ok(mid) { hi = mid } else { lo = mid }
+            }
+            let unit = 10u64.pow((hi as f64).log10().floor().max(1.0) as u32 - 1);
+            let n = hi.div_ceil(unit) * unit;
+            return format!(
+                ", e.g. to about {n} x {} kept iterations, where its own step predicts ESS ≥ {:.0}",
+                planned.chains,
+                convergence_ess(&PlannedRun { iterations: n, ..*planned }, d)
+            );
+        }
+        n = n.saturating_mul(2);
+    }
+    String::new()
 }
 
 /// The run a step is tuned for: kept iterations (after burn-in) per chain, and chains. Only
@@ -467,6 +546,7 @@ impl Default for TuneSettings {
             max_extensions: 6,
             precondition: Precondition::Auto,
             planned_run: PlannedRun::default(),
+            objective: Objective::Accuracy,
         }
     }
 }
@@ -713,23 +793,68 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         // No pilot showed bias: the KSD fit (as before the error model).
         _ => ksd_fit_step(&scored, &ses, h_ksd, ratio, &planned),
     };
+    let d = mode.len();
+    // Under Objective::Convergence, the smallest step at which the planned run's predicted ESS
+    // meets the verdict's needs (with the margin), if its predicted error stays within
+    // CONVERGENCE_ERROR_RATIO of the accuracy step's and within the pilots' stable range.
+    let (step, how) = match (&model, settings.objective) {
+        (Some(m), Objective::Convergence) => {
+            let need = convergence_ess(&planned, d);
+            let h_need = m.step_for_ess(need, planned.draws());
+            let hi = trials.iter().filter(|t| t.ksd.is_some()).map(|t| t.step_size).fold(0.0, f64::max);
+            let (e0, e1) = (m.predicted_error(step, planned.draws()), m.predicted_error(h_need, planned.draws()));
+            if h_need <= step {
+                (step, format!("{how}; the objective Convergence (predicted ESS ≥ {need:.0}) keeps it"))
+            } else if h_need <= hi && e1 <= CONVERGENCE_ERROR_RATIO * e0 {
+                (
+                    h_need,
+                    format!(
+                        "objective Convergence: raised {:.2}x from {step:.4e} to the smallest step whose predicted \
+                         smallest ESS is {need:.0} ({CONVERGENCE_MARGIN} x what the verdict needs), at a predicted worst \
+                         error {e1:.3} sd against {e0:.3} ({how})",
+                        h_need / step,
+                    ),
+                )
+            } else {
+                (
+                    step,
+                    format!(
+                        "{how}; the objective Convergence did not raise it: a predicted smallest ESS of {need:.0} needs \
+                         {h_need:.4e}, {}",
+                        if h_need > hi {
+                            format!("above the largest stable pilot step {hi:.4e}")
+                        } else {
+                            format!(
+                                "whose predicted worst error {e1:.3} sd is {:.2}x this step's {e0:.3} (the objective \
+                                 allows {CONVERGENCE_ERROR_RATIO}x)",
+                                e1 / e0
+                            )
+                        }
+                    ),
+                )
+            }
+        }
+        _ => (step, how),
+    };
     // The planned run's smallest ESS at the chosen step, from the pilots' autocorrelation times,
     // and the largest split-R̂ that ESS leaves.
     let predicted_ess = model.as_ref().map(|m| m.min_ess(step, planned.draws()));
-    let d = mode.len();
     let predicted_rhat = predicted_ess.map(|ess| predicted_max_rhat(ess, &planned, d));
     let how = match (predicted_ess, predicted_rhat) {
         (Some(ess), _) if ess < crate::diagnostics::ESS_MIN => format!(
             "{how}; predicted smallest ESS of the planned run {ess:.0} — below the {:.0} the convergence verdict asks: \
-             expect NOT CONVERGED at this length (run longer, or lower the gradient noise, e.g. with control variates)",
-            crate::diagnostics::ESS_MIN
+             expect NOT CONVERGED at this length (run longer{}, or lower the gradient noise, e.g. with control \
+             variates)",
+            crate::diagnostics::ESS_MIN,
+            longer(&model, &planned, d)
         ),
         (Some(ess), Some(r)) if r > crate::diagnostics::RHAT_MAX => format!(
             "{how}; predicted smallest ESS of the planned run {ess:.0} and largest split-R̂ {r:.3} — above the {} the \
              convergence verdict asks (that needs an ESS of about {:.0}): expect NOT CONVERGED at this length (run \
-             longer, or lower the gradient noise, e.g. with control variates)",
+             longer{}, or lower the gradient noise, e.g. with control variates)",
             crate::diagnostics::RHAT_MAX,
-            ess_for_rhat(crate::diagnostics::RHAT_MAX, &planned, d)
+            ess_for_rhat(crate::diagnostics::RHAT_MAX, &planned, d),
+            longer(&model, &planned, d)
         ),
         (Some(ess), Some(r)) => {
             format!("{how}; predicted smallest ESS of the planned run {ess:.0}, largest split-R̂ {r:.3}")
@@ -1036,6 +1161,23 @@ impl ErrorModel {
     /// h: `min_j N / τ_j(h)`.
     fn min_ess(&self, h: f64, run_draws: f64) -> f64 {
         run_draws / (self.kappa_max * h.powf(-self.gamma)).max(1.0)
+    }
+
+    /// The smallest step at which [`min_ess`](Self::min_ess) reaches `ess`.
+    fn step_for_ess(&self, ess: f64, run_draws: f64) -> f64 {
+        (self.kappa_max * ess / run_draws).powf(1.0 / self.gamma)
+    }
+
+    /// The unconstrained minimiser of the predicted error for `run_draws` draws,
+    /// `(γ K/(2 β² N))^{1/(2+γ)}` (with bias seen).
+    fn accuracy_step(&self, run_draws: f64) -> f64 {
+        (self.gamma * self.k_mc / (2.0 * self.beta2 * run_draws)).powf(1.0 / (2.0 + self.gamma))
+    }
+
+    /// The predicted worst error (posterior sds) of the planned run at step h:
+    /// `√(max_j β_j² h^p + K h^{−γ}/N)` with p = 2 (0 bias when no pilot showed any).
+    fn predicted_error(&self, h: f64, run_draws: f64) -> f64 {
+        (self.beta2 * h * h + self.k_mc * h.powf(-self.gamma) / run_draws).sqrt()
     }
 }
 
