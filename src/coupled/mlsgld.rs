@@ -1200,6 +1200,11 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
     /// the measure for anything but g (on the crate's validation posteriors, single sds off by up
     /// to 39 % at a loose target on g came with bounds of 0.26–7.9 saying so).
     ///
+    /// The cost of one run varies between seeds, in jumps: the bias tests decide how many levels
+    /// it takes, and each level about doubles it (on the `validation` example's Poisson regression
+    /// at its tuned h₀ and ε = 0.1, 41 seeds cost 5.2e6–1.55e7 datum gradients, 40 of them near
+    /// 1.45e7). Set `max_cost` with that in mind.
+    ///
     /// ```
     /// use sgmcmc::{AdaptiveSettings, LinearGaussian, Minibatch, MlSgld, MlSgldSettings, RmseTarget};
     /// let model = LinearGaussian::synthetic(100, 2, 4.0, 10.0, 23)?;

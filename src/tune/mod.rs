@@ -843,15 +843,15 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     let how = match (predicted_ess, predicted_rhat) {
         (Some(ess), _) if ess < crate::diagnostics::ESS_MIN => format!(
             "{how}; predicted smallest ESS of the planned run {ess:.0} — below the {:.0} the convergence verdict asks: \
-             expect NOT CONVERGED at this length (run longer{}, or lower the gradient noise, e.g. with control \
-             variates)",
+             expect NOT CONVERGED at this length (run longer{}, or lower the gradient noise: a larger \
+             minibatch, or control variates if the estimator has none)",
             crate::diagnostics::ESS_MIN,
             longer(&model, &planned, d)
         ),
         (Some(ess), Some(r)) if r > crate::diagnostics::RHAT_MAX => format!(
             "{how}; predicted smallest ESS of the planned run {ess:.0} and largest split-R̂ {r:.3} — above the {} the \
              convergence verdict asks (that needs an ESS of about {:.0}): expect NOT CONVERGED at this length (run \
-             longer{}, or lower the gradient noise, e.g. with control variates)",
+             longer{}, or lower the gradient noise: a larger minibatch, or control variates if the estimator has none)",
             crate::diagnostics::RHAT_MAX,
             ess_for_rhat(crate::diagnostics::RHAT_MAX, &planned, d),
             longer(&model, &planned, d)
