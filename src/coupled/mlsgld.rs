@@ -712,7 +712,7 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     /// For the posterior's means and sds rather than one expectation, set
     /// [`MlSgldSettings::keep_points`] and run [`run_adaptive`](Self::run_adaptive) with
     /// [`RmseTarget::Moments`]: on the `validation` example's six posteriors at ε = 0.1/√10 its
-    /// means came within 0.036 sd and its sds within 4.9 % (a target on one expectation left
+    /// means came within 0.046 sd and its sds within 4.9 % (a target on one expectation left
     /// single sds off by up to 15 % there, 39 % at ε = 0.1).
     ///
     /// Errors: as [`tune::precondition`](crate::tune::precondition) and [`MlSgld::new`];
