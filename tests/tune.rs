@@ -199,6 +199,18 @@ fn without_a_convex_fit_the_step_still_follows_the_planned_run() {
     // A run shorter than the pilots keeps the candidate.
     let tiny = at(500);
     assert_eq!(tiny.step_size, best, "{}", tiny.reason);
+    // With no bias seen nothing bounds a larger step's error: `Objective::Convergence` keeps the
+    // step (its predicted ESS at 5 000 x 4 is below what the verdict needs) and says why.
+    let s = TuneSettings {
+        planned_run: PlannedRun::new(5_000, 4),
+        seed: 11,
+        objective: sgmcmc::tune::Objective::Convergence,
+        ..TuneSettings::default()
+    };
+    let conv = tune(&model, &sgnht, &[0.0; 5], &s).unwrap();
+    assert!(short.predicted_rhat.unwrap() > sgmcmc::diagnostics::RHAT_MAX, "{}", short.reason);
+    assert_eq!(conv.step_size, short.step_size, "{}", conv.reason);
+    assert!(conv.reason.contains("no pilot showed a bias"), "{}", conv.reason);
 }
 
 /// `Objective::Convergence` raises the step until the planned run can show mixed chains, when

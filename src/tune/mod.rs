@@ -423,7 +423,8 @@ pub enum Objective {
     /// [`RHAT_MAX`](crate::diagnostics::RHAT_MAX) ([`predicted_max_rhat`]), with a margin of
     /// [`CONVERGENCE_MARGIN`] on that ESS for the prediction's own error — but only if that step
     /// is at most the largest step a pilot ran without failing and its predicted worst error at
-    /// most [`CONVERGENCE_ERROR_RATIO`] times the accuracy step's; otherwise the accuracy step is
+    /// most [`CONVERGENCE_ERROR_RATIO`] times the accuracy step's (which needs a pilot that showed
+    /// bias: without one nothing bounds a larger step's error); otherwise the accuracy step is
     /// kept and the reason says why (and, like the default, about how long a run would converge
     /// at its own accuracy step). It trades some bias for a verdict the run can reach; the reason
     /// states the predicted errors of both steps. (Without the cap, on the `validation`
@@ -805,6 +806,14 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
             let (e0, e1) = (m.predicted_error(step, planned.draws()), m.predicted_error(h_need, planned.draws()));
             if h_need <= step {
                 (step, format!("{how}; the objective Convergence (predicted ESS ≥ {need:.0}) keeps it"))
+            } else if !m.bias_seen {
+                (
+                    step,
+                    format!(
+                        "{how}; the objective Convergence did not raise it: a predicted smallest ESS of {need:.0} needs \
+                         {h_need:.4e}, but no pilot showed a bias to predict that step's error from"
+                    ),
+                )
             } else if h_need <= hi && e1 <= CONVERGENCE_ERROR_RATIO * e0 {
                 (
                     h_need,
