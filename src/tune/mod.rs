@@ -467,7 +467,7 @@ fn longer(model: &Option<ErrorModel>, planned: &PlannedRun, d: usize) -> String 
                 if ok(mid) { hi = mid } else { lo = mid }
             }
             let unit = 10u64.pow((hi as f64).log10().floor().max(1.0) as u32 - 1);
-            let n = hi.div_ceil(unit) * unit;
+            let n = hi.div_ceil(unit).saturating_mul(unit);
             return format!(
                 ", e.g. to about {n} x {} kept iterations, where its own step predicts ESS ≥ {:.0}",
                 planned.chains,
@@ -1149,6 +1149,7 @@ fn rhat_terms(planned: &PlannedRun, d: usize) -> (f64, f64) {
 }
 
 /// What [`error_model_step`] fitted.
+#[derive(Clone, Copy)]
 struct ErrorModel {
     /// The minimiser of the predicted error; NaN when no bias was seen.
     step: f64,
@@ -1916,6 +1917,39 @@ pub fn dispersed_starts<M: Model + ?Sized>(
 
 #[cfg(test)]
 mod tests {
+    /// The suggested length (see `longer`) is one at which the error model's own accuracy step
+    /// predicts the ESS `Objective::Convergence` asks, within the bisection's 1/64 and the
+    /// rounding to two digits of the shortest such length; absurd plans do not overflow.
+    #[test]
+    fn the_suggested_length_converges_by_the_model_and_is_not_much_longer() {
+        let m = ErrorModel {
+            step: f64::NAN,
+            bias_seen: true,
+            clamped: false,
+            gamma: 1.0,
+            beta2: 1.0,
+            k_mc: 8.0,
+            kappa_max: 2.0,
+        };
+        let planned = PlannedRun::new(1_000, 4);
+        let ok = |iterations: u64| {
+            let p = PlannedRun { iterations, ..planned };
+            m.min_ess(m.accuracy_step(p.draws()), p.draws()) >= convergence_ess(&p, 3)
+        };
+        assert!(!ok(1_000));
+        let said = longer(&Some(m), &planned, 3);
+        let n: u64 = said.split("to about ").nth(1).and_then(|t| t.split(' ').next()).unwrap().parse().unwrap();
+        println!("{said}");
+        assert!(ok(n), "{n}");
+        assert!(!ok((0.85 * n as f64) as u64), "{n}");
+        for iterations in [1, u64::MAX / 4, u64::MAX] {
+            let s = longer(&Some(ErrorModel { ..m }), &PlannedRun::new(iterations, 4), 3);
+            println!("{iterations}: {s}");
+        }
+        assert_eq!(longer(&Some(ErrorModel { bias_seen: false, ..m }), &planned, 3), "");
+        assert_eq!(longer(&None, &planned, 3), "");
+    }
+
     use super::*;
 
     #[test]
