@@ -209,12 +209,17 @@ fn grid_best(
     Ok(Grid { seeds: seeds.len(), tuned: at_tuned, noise, best, best_raw: cost_varies.then_some(best_raw), curve })
 }
 
+/// Whether the command line holds the argument `name` (`quick`, `curves`, `reasons`, …).
+fn flag(name: &str) -> bool {
+    std::env::args().any(|a| a == name)
+}
+
 /// A grid run's result; its failure (which scores the step ∞) printed with the argument `reasons`.
 fn grid_ok<T, E: std::fmt::Display>(r: Result<T, E>, h: f64, seed: u64) -> Option<T> {
     match r {
         Ok(x) => Some(x),
         Err(e) => {
-            if std::env::args().any(|a| a == "reasons") {
+            if flag("reasons") {
                 println!("    grid step {h:.3e}, seed {seed}: {e}");
             }
             None
@@ -279,8 +284,7 @@ const CHAINS: usize = 4;
 /// With the argument `convergence`, `tune` chooses for [`Objective::Convergence`] (the smallest
 /// step whose predicted ESS lets the run show mixed chains) instead of the default accuracy.
 fn tune_settings(kept: u64) -> TuneSettings {
-    let objective =
-        if std::env::args().any(|a| a == "convergence") { Objective::Convergence } else { Objective::Accuracy };
+    let objective = if flag("convergence") { Objective::Convergence } else { Objective::Accuracy };
     TuneSettings { planned_run: PlannedRun::new(kept, CHAINS), seed: 11, objective, ..Default::default() }
 }
 
@@ -312,7 +316,7 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
     let (settings, rs) = (tune_settings(kept), run_settings(kept));
     fill(&mut row, |row| {
         let tuned = tune(model, sampler, &vec![0.0; d], &settings)?;
-        if std::env::args().any(|a| a == "reasons") {
+        if flag("reasons") {
             println!("  [{posterior}/{name}/{kept}] tune: {}", tuned.reason);
         }
         row.step = tuned.step_size;
@@ -579,7 +583,7 @@ fn print_row(r: &Row) {
         None => "no grid".into(),
     };
     let grid =
-        match (&r.grid, std::env::args().any(|a| a == "curves")) {
+        match (&r.grid, flag("curves")) {
             (Some(g), true) => {
                 let c: Vec<String> =
                     g.curve
@@ -619,13 +623,13 @@ fn print_row(r: &Row) {
 }
 
 fn main() -> Res<()> {
-    let quick = std::env::args().any(|a| a == "quick");
+    let quick = flag("quick");
     let t0 = Instant::now();
     // `short`: one length 10x below the shorter of the two, with the grid (a robustness check).
-    let short = std::env::args().any(|a| a == "short");
+    let short = flag("short");
     // `long`: one length 10x above the longer of the two, without the grid (R̂ and accuracy at
     // a length the tuning was not designed at; SG samplers, SGRRLD and ML-SGLD).
-    let long = std::env::args().any(|a| a == "long");
+    let long = flag("long");
     let lengths: &[u64] = if long {
         &[500_000]
     } else if short {

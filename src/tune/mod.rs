@@ -1187,8 +1187,14 @@ impl ErrorModel {
     /// The predicted worst error (posterior sds) of the planned run at step h:
     /// `√(max_j β_j² h^p + K h^{−γ}/N)` with p = 2 (0 bias when no pilot showed any).
     fn predicted_error(&self, h: f64, run_draws: f64) -> f64 {
-        (self.beta2 * h * h + self.k_mc * h.powf(-self.gamma) / run_draws).sqrt()
+        predicted_error2(self.beta2, self.k_mc, self.gamma, 2, h, run_draws).sqrt()
     }
+}
+
+/// The error model's predicted squared worst error `β² h^p + K h^{−γ}/N` (what
+/// [`error_model_step`] minimises).
+fn predicted_error2(beta2: f64, k_mc: f64, gamma: f64, p: i32, h: f64, run_draws: f64) -> f64 {
+    beta2 * h.powi(p) + k_mc * h.powf(-gamma) / run_draws
 }
 
 /// The step that minimises a prediction, in posterior sds, of the planned run's worst error
@@ -1340,7 +1346,7 @@ fn error_model_step(
     let b_max = beta2.iter().fold(0.0f64, |a, b| a.max(*b));
     let lo = ok.iter().map(|o| o.0).fold(f64::INFINITY, f64::min) / 8.0;
     let hi = ok.iter().map(|o| o.0).fold(0.0, f64::max);
-    let objective = |h: f64| b_max * h.powi(p) + k_mc * h.powf(-gamma) / run_draws;
+    let objective = |h: f64| predicted_error2(b_max, k_mc, gamma, p, h, run_draws);
     let n = 400;
     let (i, step) = (0..=n)
         .map(|i| (i, lo * (hi / lo).powf(i as f64 / n as f64)))
