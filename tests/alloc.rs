@@ -118,6 +118,20 @@ fn other_sampler_steps_do_not_allocate() {
         let sghmc = Sghmc::new(SghmcSettings::constant(1e-3, 0.1), Minibatch::new(32)).unwrap().with_whitening(Some(w));
         assert_eq!(steps_allocations(sghmc, &logistic), 0);
     }
+    // With a measured gradient-noise correction (the tuned default for SGLD and SGHMC).
+    let noise_cov = sgmcmc::ndarray::Array2::from_shape_fn((d, d), |(i, j)| if i == j { 50.0 } else { 5.0 });
+    let noise = std::sync::Arc::new(GradientNoise::from_covariance(&noise_cov).unwrap());
+    let w = std::sync::Arc::new(Whitening::from_covariance(&vec![0.0; d], &cov).unwrap());
+    let sgld = Sgld::new(SgldSettings::constant(1e-2), Minibatch::new(32))
+        .unwrap()
+        .with_whitening(Some(w.clone()))
+        .with_gradient_noise(Some(noise.clone()));
+    assert_eq!(steps_allocations(sgld, &logistic), 0);
+    let sghmc = Sghmc::new(SghmcSettings::constant(1e-3, 0.1), Minibatch::new(32))
+        .unwrap()
+        .with_whitening(Some(w))
+        .with_gradient_noise(Some(noise));
+    assert_eq!(steps_allocations(sghmc, &logistic), 0);
     let mala = Mala::new(MalaSettings { step_size: 1e-3, adapt_steps: 0, metric: Metric::Dense, ..Default::default() })
         .unwrap();
     assert_eq!(steps_allocations(mala, &logistic), 0);

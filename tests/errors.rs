@@ -435,3 +435,33 @@ fn a_panic_in_one_chain_propagates_to_the_caller() {
     let message = payload.downcast_ref::<&str>().copied().unwrap_or_default();
     assert_eq!(message, "the model panicked on purpose");
 }
+
+/// A gradient-noise correction: a non-square, asymmetric or indefinite covariance, too few
+/// points, an estimator whose draws are not independent, a whitening or a sampler of another
+/// dimension — each a specific error, and nothing changed.
+#[test]
+fn gradient_noise_errors_name_the_culprit() {
+    use ndarray::arr2;
+    let m = lg();
+    let d = m.dim();
+    let bad = GradientNoise::from_covariance(&Array2::zeros((2, 3))).unwrap_err();
+    assert!(matches!(bad, Error::DimensionMismatch { what: "gradient-noise covariance columns", .. }), "{bad}");
+    let bad = GradientNoise::from_covariance(&arr2(&[[1.0, 0.5], [0.0, 1.0]])).unwrap_err();
+    assert!(matches!(bad, Error::LinearAlgebra { what: "gradient-noise covariance", .. }), "{bad}");
+    let bad = GradientNoise::from_covariance(&arr2(&[[1.0, 2.0], [2.0, 1.0]])).unwrap_err();
+    assert!(is_param(bad, "gradient-noise covariance"));
+    let w = Whitening::from_covariance(m.posterior_mean().as_slice().unwrap(), m.posterior_covariance()).unwrap();
+    let mut rng = sgmcmc::rng::stream(1, &[0]);
+    let mb = Minibatch::new(10);
+    assert!(is_param(GradientNoise::estimate(&m, &mb, &w, 1, &mut rng).unwrap_err(), "gradient-noise points"));
+    let svrg = Svrg::new(10);
+    assert!(is_param(GradientNoise::estimate(&m, &svrg, &w, 100, &mut rng).unwrap_err(), "gradient-noise estimator"));
+    let other = Whitening::diagonal(&vec![0.0; d + 1], &vec![1.0; d + 1]).unwrap();
+    let bad = GradientNoise::estimate(&m, &mb, &other, 100, &mut rng).unwrap_err();
+    assert!(matches!(bad, Error::DimensionMismatch { what: "whitening dimension", .. }), "{bad}");
+    // A sampler given a noise of another dimension refuses to start.
+    let noise = GradientNoise::from_covariance(&Array2::eye(d + 1)).unwrap();
+    let s = sgld(1e-4, 10).with_gradient_noise(Some(noise.into()));
+    let bad = run(&m, &s, &vec![0.0; d], &quick()).unwrap_err();
+    assert!(format!("{bad}").contains("gradient-noise dimension"), "{bad}");
+}

@@ -205,6 +205,11 @@ impl GradientEstimator for ControlVariate {
         self.count
     }
 
+    /// Fresh minibatch (or none) per estimate: independent draws.
+    fn independent_draws(&self) -> bool {
+        true
+    }
+
     fn setup_cost(&self) -> Cost {
         self.centre.setup
     }

@@ -57,6 +57,15 @@ pub trait GradientEstimator: Clone + Send + Sync {
         self.eval(model, theta, out)
     }
 
+    /// Whether two [`estimate`](Self::estimate)s at one θ are independent draws of one law,
+    /// whatever came before (minibatch-type estimators: [`Minibatch`], [`ControlVariate`](crate::ControlVariate),
+    /// [`Taylor`](crate::Taylor)); what measuring the noise's covariance by repeated estimates
+    /// needs ([`GradientNoise::estimate`](crate::GradientNoise::estimate)). Default `false`
+    /// (variance-reduced estimators keep state; an unknown estimator is not assumed to qualify).
+    fn independent_draws(&self) -> bool {
+        false
+    }
+
     /// Datum-gradient evaluations made by this estimator's estimates so far (one-off setup
     /// excluded: see [`setup_cost`](Self::setup_cost)).
     fn n_datum_gradients(&self) -> u64;
@@ -145,6 +154,11 @@ impl GradientEstimator for FullGradient {
 
     fn n_datum_gradients(&self) -> u64 {
         self.count
+    }
+
+    /// Fresh minibatch (or none) per estimate: independent draws.
+    fn independent_draws(&self) -> bool {
+        true
     }
 
     fn is_exact(&self) -> bool {
@@ -356,6 +370,11 @@ impl GradientEstimator for Minibatch {
 
     fn n_datum_gradients(&self) -> u64 {
         self.count
+    }
+
+    /// Fresh minibatch (or none) per estimate: independent draws.
+    fn independent_draws(&self) -> bool {
+        true
     }
 }
 

@@ -185,6 +185,11 @@ impl GradientEstimator for Taylor {
         self.grads
     }
 
+    /// Fresh minibatch (or none) per estimate: independent draws.
+    fn independent_draws(&self) -> bool {
+        true
+    }
+
     fn cost(&self) -> Cost {
         Cost { datum_gradients: self.grads, datum_potentials: 0, datum_hvps: self.hvps }
     }

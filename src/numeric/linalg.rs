@@ -81,6 +81,28 @@ pub fn symmetric_eigenvalues(what: &'static str, a: &Array2<f64>) -> Result<Arra
     Ok(Array1::from_vec(v))
 }
 
+/// The eigen-decomposition `A = Q diag(λ) Qᵀ` of a symmetric matrix: the eigenvalues in
+/// increasing order and Q (its columns the eigenvectors) row-major.
+pub fn symmetric_eigen(what: &'static str, a: &Array2<f64>) -> Result<(Vec<f64>, Vec<f64>)> {
+    check_square(what, a)?;
+    if a.iter().any(|x| !x.is_finite()) {
+        return Err(Error::LinearAlgebra { what, reason: "matrix has non-finite entries" });
+    }
+    let evd = to_faer(a)
+        .self_adjoint_eigen(faer::Side::Lower)
+        .map_err(|_| Error::LinearAlgebra { what, reason: "eigenvalue iteration did not converge" })?;
+    let d = a.nrows();
+    let s = evd.S().column_vector();
+    let u = evd.U();
+    let lambda: Vec<f64> = (0..d).map(|i| s[i]).collect();
+    let q: Vec<f64> = (0..d).flat_map(|i| (0..d).map(move |j| (i, j))).map(|(i, j)| u[(i, j)]).collect();
+    if lambda.iter().chain(&q).all(|v| v.is_finite()) {
+        Ok((lambda, q))
+    } else {
+        Err(Error::LinearAlgebra { what, reason: "eigen-decomposition is not finite" })
+    }
+}
+
 /// `aᵀb`, summed in index order (crate-internal helper for slices; the one sequential dot
 /// product: L-BFGS and matrix factorisation use it too).
 #[inline]

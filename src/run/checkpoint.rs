@@ -1,11 +1,11 @@
 //! Checkpoints: a run saved to a file and resumed later, bit-identically.
 //!
-//! # File format (version 4)
+//! # File format (version 5)
 //!
 //! | bytes | content |
 //! |---|---|
 //! | 0–7 | the magic `SGMCMCCK` |
-//! | 8–11 | the format version, a little-endian `u32` (4; older versions are refused with [`Error::CheckpointMismatch`]: 1 before Langevin samplers could carry a [`Whitening`](crate::Whitening), 2 before runs remembered their model's data size and fingerprint, 3 before stored draws carried their step sizes) |
+//! | 8–11 | the format version, a little-endian `u32` (5; older versions are refused with [`Error::CheckpointMismatch`]: 4 before Langevin samplers could carry a [`GradientNoise`](crate::GradientNoise), 1 before Langevin samplers could carry a [`Whitening`](crate::Whitening), 2 before runs remembered their model's data size and fingerprint, 3 before stored draws carried their step sizes) |
 //! | 12–(end − 4) | a [postcard](https://docs.rs/postcard) encoding (wire format v1) of the header, then of the body |
 //! | last 4 | the CRC-32 (iSCSI/Castagnoli polynomial) of bytes 12–(end − 4), little-endian |
 //!
@@ -46,7 +46,7 @@ use std::path::Path;
 const MAGIC: &[u8; 8] = b"SGMCMCCK";
 
 /// The checkpoint format version this build writes and reads.
-pub const CHECKPOINT_VERSION: u32 = 4;
+pub const CHECKPOINT_VERSION: u32 = 5;
 
 const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
 

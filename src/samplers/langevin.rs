@@ -2,7 +2,7 @@
 //! finiteness checks and the weights, around a small [`LangevinKernel`] that only knows its
 //! update formula.
 
-use super::{Discretisation, Sampler, SubsampledDiscretisation, Whitening, check_fraction};
+use super::{Discretisation, GradientNoise, Sampler, SubsampledDiscretisation, Whitening, check_fraction};
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::{GradientEstimator, Minibatch, SubsampledEstimator};
 use crate::models::model::{Model, check_shape};
@@ -75,6 +75,16 @@ pub trait LangevinKernel: Clone + std::fmt::Debug + Send + Sync {
         let _ = (grad, first);
     }
 
+    /// The weight `c` of the gradient noise in the step's noise: with a gradient noise of
+    /// covariance V, a step of time step `fraction × h_k` driven by `S z` with `S Sᵀ = I − c V`
+    /// has the total noise of the same step with exact gradients (see [`GradientNoise`]).
+    /// `None` (the default): the kernel does not take the correction, and the driver's
+    /// [`GradientNoise`], if any, is unused. SGLD: `c = f h/2`; SGHMC: `c = f η/(2(α − β̂))`.
+    fn gradient_noise_weight(&self, k: u64, fraction: f64) -> Option<f64> {
+        let _ = (k, fraction);
+        None
+    }
+
     /// One step of time step `fraction × h_k` (`fraction` in (0, 1]) from `theta`, with the
     /// gradient estimate `grad` at `theta` and the standard-normal increment `z`.
     ///
@@ -116,6 +126,11 @@ pub struct Langevin<K, E = Minibatch> {
     /// With a whitening: the kernel's coordinates φ (`θ = c + T φ`) and the gradient `Tᵀ ∇Ũ(θ)`.
     phi: Vec<f64>,
     grad_phi: Vec<f64>,
+    /// The gradient noise the injected noise is corrected by, if any (shared by clones).
+    gradient_noise: Option<std::sync::Arc<GradientNoise>>,
+    /// With a gradient noise: the shaped increment and scratch.
+    shaped: Vec<f64>,
+    shape_tmp: Vec<f64>,
 }
 
 impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
@@ -134,6 +149,9 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
             whitening: None,
             phi: Vec::new(),
             grad_phi: Vec::new(),
+            gradient_noise: None,
+            shaped: Vec::new(),
+            shape_tmp: Vec::new(),
         }
     }
 
@@ -165,6 +183,44 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
         self.whitening.as_ref()
     }
 
+    /// The same sampler with its injected noise corrected by the gradient estimator's noise
+    /// covariance V (in the kernel's coordinates: the whitened ones with a whitening): each step
+    /// draws its increment as `S z`, `S Sᵀ = I − c V` (clipped at 0 per eigen-direction), c the
+    /// kernel's [`gradient_noise_weight`](LangevinKernel::gradient_noise_weight), so that the
+    /// step's total noise is that of its exact-gradient scheme. See [`GradientNoise`] (which
+    /// measures V) for the rule and references. `None` removes it; kernels without a weight
+    /// (pSGLD, SGNHT, preconditioned SGLD) ignore it. Its dimension is checked at `init`.
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    /// use sgmcmc::{GradientNoise, Whitening};
+    /// use rand::SeedableRng;
+    ///
+    /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
+    /// let w = Whitening::from_covariance(model.posterior_mean().as_slice().unwrap(), model.posterior_covariance())?;
+    /// let mb = Minibatch::new(50);
+    /// let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1);
+    /// let (noise, _cost) = GradientNoise::estimate(&model, &mb, &w, 2_000, &mut rng)?;
+    /// // Whitened, a minibatch of 50 of 1 000 has noise of about N/n = 20 per direction.
+    /// assert!(noise.eigenvalues().iter().all(|&l| l > 10.0 && l < 30.0));
+    /// let sgld = Sgld::new(SgldSettings::constant(0.05), mb)?
+    ///     .with_whitening(Some(w.into()))
+    ///     .with_gradient_noise(Some(noise.into()));
+    /// let out = run(&model, &sgld, &[0.0, 0.0], &RunSettings { n_iter: 3_000, burn_in: 500, ..Default::default() })?;
+    /// assert!(out.estimate.is_finite());
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
+    pub fn with_gradient_noise(mut self, noise: Option<std::sync::Arc<GradientNoise>>) -> Self {
+        self.gradient_noise = noise;
+        self.ready = false;
+        self
+    }
+
+    /// The gradient noise the injected noise is corrected by, if any.
+    pub fn gradient_noise(&self) -> Option<&std::sync::Arc<GradientNoise>> {
+        self.gradient_noise.as_ref()
+    }
+
     /// The update kernel (with its settings and per-chain state).
     pub fn kernel(&self) -> &K {
         &self.kernel
@@ -190,6 +246,11 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
         }
         if let Some(w) = &self.whitening {
             check_len("whitening dimension", d, w.dim())?;
+        }
+        if let Some(g) = &self.gradient_noise {
+            check_len("gradient-noise dimension", d, g.dim())?;
+            self.shaped.resize(d, 0.0);
+            self.shape_tmp.resize(d, 0.0);
         }
         self.estimator.prepare(model)?;
         self.kernel.bind(d, model.n_data())?;
@@ -246,7 +307,13 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
     /// The update with the gradient in `grad`, then the iteration count and the state check.
     #[inline]
     fn advance_checked(&mut self, k: u64, fraction: f64, z_is_own: bool, z: &[f64]) -> Result<()> {
-        let z = if z_is_own { &self.noise } else { z };
+        let mut z = if z_is_own { &self.noise[..] } else { z };
+        if let Some(g) = &self.gradient_noise
+            && let Some(c) = self.kernel.gradient_noise_weight(k, fraction)
+        {
+            g.shape(c, z, &mut self.shape_tmp, &mut self.shaped);
+            z = &self.shaped;
+        }
         match &self.whitening {
             None => self.kernel.advance(&mut self.theta, &self.grad, k, fraction, z),
             Some(w) => {

@@ -84,6 +84,14 @@ impl LangevinKernel for SghmcKernel {
             *t += *v;
         }
     }
+
+    /// `f η_k / (2(α − β̂))`: the momentum's noise has covariance `2(fα − fβ̂) f²η`, the gradient
+    /// noise `f⁴η² V`. Keep β̂ = 0 with a measured V (it would be subtracted twice).
+    #[inline]
+    fn gradient_noise_weight(&self, k: u64, fraction: f64) -> Option<f64> {
+        let s = &self.settings;
+        Some(fraction * s.step_size.at(k) / (2.0 * (s.friction - s.noise_estimate)))
+    }
 }
 
 /// Stochastic gradient Hamiltonian Monte Carlo (SGHMC), practical form.
@@ -103,6 +111,11 @@ impl LangevinKernel for SghmcKernel {
 ///
 /// Needs from the model: the gradients only. Any gradient estimator plugs in (SGHMC-CV with a
 /// control-variate estimator).
+///
+/// With a measured gradient noise V ([`with_gradient_noise`](Langevin::with_gradient_noise),
+/// what [`tune`](crate::tune::tune) sets up by default when β̂ = 0) the momentum's noise is
+/// `√(2(α − β̂)η) S Z` with `S Sᵀ = I − η V/(2(α − β̂))`: the matrix form of the paper's
+/// `B̂ = ηV/2` (see [`GradientNoise`](crate::GradientNoise)).
 ///
 /// Reference: T. Chen, E. B. Fox and C. Guestrin, *Stochastic gradient Hamiltonian Monte
 /// Carlo*, ICML 2014 (eq. 15).

@@ -42,6 +42,12 @@ impl LangevinKernel for SgldKernel {
     fn advance(&mut self, theta: &mut [f64], grad: &[f64], k: u64, fraction: f64, z: &[f64]) {
         sgld_update(theta, grad, z, fraction * self.settings.step_size.at(k));
     }
+
+    /// `f h_k / 2`: the step's noise `√(2h) z` has covariance 2h, the gradient noise `h² V`.
+    #[inline]
+    fn gradient_noise_weight(&self, k: u64, fraction: f64) -> Option<f64> {
+        Some(0.5 * fraction * self.settings.step_size.at(k))
+    }
 }
 
 /// The SGLD update `θ ← θ − h ∇Ũ + √(2h) z` on a slice (the kernel's, and each worker's slice in
@@ -68,10 +74,17 @@ pub(crate) fn sgld_update(theta: &mut [f64], grad: &[f64], z: &[f64], h: f64) {
 /// It is the [`Langevin`] driver with the [`SgldKernel`]: a [`Discretisation`](crate::Discretisation)
 /// (Richardson–Romberg gives SGRRLD) and, with a subsampling estimator, usable by multilevel SGLD.
 ///
+/// With a measured gradient noise V ([`with_gradient_noise`](Langevin::with_gradient_noise),
+/// what [`tune`](crate::tune::tune) sets up by default) the noise is `√(2γ) S Z` with
+/// `S Sᵀ = I − (γ/2) V` (clipped at 0 per eigen-direction): the step's total noise, minibatch
+/// included, is that of ULA (see [`GradientNoise`](crate::GradientNoise)).
+///
 /// Needs from the model: the gradients only.
 ///
 /// Reference: M. Welling and Y. W. Teh, *Bayesian learning via stochastic gradient Langevin
-/// dynamics*, ICML 2011.
+/// dynamics*, ICML 2011; the noise correction: S. J. Vollmer, K. C. Zygalakis and Y. W. Teh,
+/// *Exploration of the (non-)asymptotic bias and variance of stochastic gradient Langevin
+/// dynamics*, JMLR 17 (2016).
 pub type Sgld<E = Minibatch> = Langevin<SgldKernel, E>;
 
 /// Full-gradient Langevin Monte Carlo, the unadjusted Langevin algorithm (ULA):

@@ -11,6 +11,17 @@
 //!    of full gradients: the exact eigenvalues of the dense Hessian up to
 //!    [`DENSE_CURVATURE_MAX_DIM`], Lanczos with full reorthogonalisation above. Then the
 //!    whitening of [`TuneSettings::precondition`] and the curvature the whitened sampler sees.
+//!    With a whitening, SGLD and SGHMC (any estimator with
+//!    [independent draws](GradientEstimator::independent_draws): minibatch, control variates,
+//!    Taylor) also get their injected noise corrected by their estimator's noise
+//!    ([`TuneSettings::correct_gradient_noise`], on by default; see [`GradientNoise`]): its
+//!    covariance V̂ is measured in the whitened coordinates at `clamp(200 d, 10 000, 20 000)`
+//!    Laplace draws, and each step injects `√(2h)·S z`, `S Sᵀ = I − (h/2) V̂` (SGHMC:
+//!    `I − η V̂/(2α)`), so that with the minibatch noise the step carries the noise of its
+//!    exact-gradient scheme. Up to the limit `h = 2/λ_max(V̂)` (SGHMC: `η = 2α/λ_max(V̂)`) this
+//!    removes plain SGLD's dominant error, the variance inflation `≈ h V/2` of the minibatch noise
+//!    (about `h N/(2n)` in whitened units), and leaves ULA's discretisation bias, at the limit
+//!    about `n/(2N)` of a variance; where the limit is below half the curvature step the candidates of step 4 stop at it.
 //! 3. **Centre**: a sampler-specific step from the curvature ([`Tunable::centre_step`]): for
 //!    SGLD (any estimator, so SGLD-CV too) and SGHMC `1/λ_max` (half the Euler stability limit
 //!    `2/λ_max`; for SGHMC's `η = h²` the leapfrog limit is `4/λ_max`); for pSGLD
@@ -37,7 +48,12 @@
 //!    second-order term, counted where it stands out of the pilots' own Monte Carlo error
 //!    (Bonferroni over the 2d slopes). The prediction is `max_j β_j² h² + K h^{−γ}/N`, N the planned kept
 //!    draws × chains and `K = E[max of 2d squared normals] · max_j κ_j` (the worst of 2d reported
-//!    errors). When no pilot showed bias (every larger step failed, as for SGNHT under strong
+//!    errors). When the gradient-noise correction's limit capped the candidates (where it is below
+//!    half the curvature step: the minibatch noise dominates), the same minimiser up to the limit
+//!    with `β² ≥` [`ULA_SD_BIAS_SLOPE`]`²`: below the limit the bias left is the exact-gradient
+//!    scheme's, at least whitened ULA's on a Gaussian (sd factor `≈ 1 + h/4`), which pilots at
+//!    such small steps rarely resolve. No chosen step exceeds the limit.
+//!    When no pilot showed bias otherwise (every larger step failed, as for SGNHT under strong
 //!    minibatch noise), the KSD curve decides as before: the minimiser of `D²(h) ≈ r·a/h + b·h² +
 //!    c` fitted to every candidate's discrepancy (least squares weighted by each candidate's KSD
 //!    standard error, floored at 10 %), with the Monte Carlo term scaled by `r` = the pilots' kept
@@ -66,8 +82,8 @@ use crate::numeric::rng::{fill_standard_normal, stream};
 use crate::numeric::schedule::StepSize;
 use crate::run::{RunSettings, Storage, run};
 use crate::samplers::{
-    Hamcmc, HamcmcSettings, Langevin, PsgldKernel, PsgldSettings, Sampler, SghmcKernel, SghmcSettings, SgldKernel,
-    SgldSettings, SgnhtKernel, SgnhtSettings, Whitening,
+    GradientNoise, Hamcmc, HamcmcSettings, Langevin, PsgldKernel, PsgldSettings, Sampler, SghmcKernel, SghmcSettings,
+    SgldKernel, SgldSettings, SgnhtKernel, SgnhtSettings, Whitening,
 };
 use crate::trace::diagnostics::{KsdSettings, ksd_imq};
 use ndarray::Array2;
@@ -120,6 +136,57 @@ pub trait Tunable: Sampler {
     fn mixing_exponent(&self) -> Option<f64> {
         None
     }
+
+    /// The same sampler with its injected noise corrected by the gradient noise `noise` (see
+    /// [`GradientNoise`]), after measuring it with [`GradientNoise::estimate`] at `points`
+    /// Laplace draws of `whitening`, adding its cost to `cost`; `None` if the sampler takes no
+    /// such correction (the default) or its estimator's noise cannot be measured that way.
+    fn noise_corrected<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        whitening: &Whitening,
+        points: usize,
+        seed: u64,
+        cost: &mut Cost,
+    ) -> Result<NoiseCorrected<Self>> {
+        let _ = (model, whitening, points, seed, cost);
+        Ok(None)
+    }
+
+    /// The largest step at which the sampler's gradient-noise correction is complete in every
+    /// direction (see [`GradientNoise`]), if it has one; [`tune`] searches no step above it.
+    /// Default: `None`.
+    fn step_limit(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// What [`Tunable::noise_corrected`] returns: the corrected sampler and the measured noise, or
+/// `None` if the sampler takes no correction.
+pub type NoiseCorrected<S> = Option<(S, Arc<GradientNoise>)>;
+
+/// The [`Tunable::noise_corrected`] of a [`Langevin`] sampler whose kernel takes the correction.
+fn langevin_noise_corrected<M, K, E>(
+    s: &Langevin<K, E>,
+    model: &M,
+    whitening: &Whitening,
+    points: usize,
+    seed: u64,
+    cost: &mut Cost,
+) -> Result<NoiseCorrected<Langevin<K, E>>>
+where
+    M: Model + ?Sized,
+    K: crate::samplers::LangevinKernel,
+    E: GradientEstimator,
+{
+    if !s.estimator().independent_draws() {
+        return Ok(None);
+    }
+    let mut rng = stream(seed, &[0x6e6f_6973]);
+    let (noise, c) = GradientNoise::estimate(model, s.estimator(), whitening, points, &mut rng)?;
+    *cost += c;
+    let noise = Arc::new(noise);
+    Ok(Some((s.clone().with_gradient_noise(Some(noise.clone())), noise)))
 }
 
 /// The [`Tunable`] whitening methods of a [`Langevin`] sampler.
@@ -138,10 +205,27 @@ macro_rules! langevin_whitening {
 impl<E: GradientEstimator> Tunable for Langevin<SgldKernel, E> {
     fn with_step_size(&self, step: f64) -> Result<Self> {
         Ok(Self::new(SgldSettings { step_size: StepSize::Constant(step) }, self.estimator().clone())?
-            .with_whitening(self.whitening().cloned()))
+            .with_whitening(self.whitening().cloned())
+            .with_gradient_noise(self.gradient_noise().cloned()))
     }
 
     langevin_whitening!();
+
+    fn noise_corrected<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        whitening: &Whitening,
+        points: usize,
+        seed: u64,
+        cost: &mut Cost,
+    ) -> Result<NoiseCorrected<Self>> {
+        langevin_noise_corrected(self, model, whitening, points, seed, cost)
+    }
+
+    /// `2/λ_max(V)`: the weight `h/2` times the noise's largest eigenvalue reaches 1.
+    fn step_limit(&self) -> Option<f64> {
+        self.gradient_noise().map(|g| 2.0 * g.full_correction_limit())
+    }
 
     /// `1/λ_max`: half the Euler scheme's stability limit.
     fn centre_step<M: Model + ?Sized>(&self, _: &M, _: &[f64], curv: &Curvature, _: &mut Cost) -> Result<f64> {
@@ -160,10 +244,33 @@ impl<E: GradientEstimator> Tunable for Langevin<SghmcKernel, E> {
             SghmcSettings { step_size: StepSize::Constant(step), ..*self.settings() },
             self.estimator().clone(),
         )?
-        .with_whitening(self.whitening().cloned()))
+        .with_whitening(self.whitening().cloned())
+        .with_gradient_noise(self.gradient_noise().cloned()))
     }
 
     langevin_whitening!();
+
+    /// Only with β̂ = 0 (a given noise estimate and a measured one would both be subtracted).
+    fn noise_corrected<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        whitening: &Whitening,
+        points: usize,
+        seed: u64,
+        cost: &mut Cost,
+    ) -> Result<NoiseCorrected<Self>> {
+        if self.settings().noise_estimate != 0.0 {
+            return Ok(None);
+        }
+        langevin_noise_corrected(self, model, whitening, points, seed, cost)
+    }
+
+    /// `2(α − β̂)/λ_max(V)`: the weight `η/(2(α − β̂))` times the noise's largest eigenvalue
+    /// reaches 1.
+    fn step_limit(&self) -> Option<f64> {
+        let s = self.settings();
+        self.gradient_noise().map(|g| 2.0 * (s.friction - s.noise_estimate) * g.full_correction_limit())
+    }
 
     /// `η = 1/λ_max` (the leapfrog limit is `η λ_max < 4`).
     fn centre_step<M: Model + ?Sized>(&self, _: &M, _: &[f64], curv: &Curvature, _: &mut Cost) -> Result<f64> {
@@ -176,6 +283,17 @@ impl<E: GradientEstimator> Tunable for Langevin<SghmcKernel, E> {
         Some(1.0)
     }
 }
+
+/// The first-order slope in h of whitened ULA's sd bias on a Gaussian (`1/√(1 − h/2) − 1 ≈
+/// h/4`): the least bias [`tune`] assumes for a noise-corrected SGLD or SGHMC whose grid stops at
+/// the correction's limit (where the pilots' steps are too small to resolve it).
+pub const ULA_SD_BIAS_SLOPE: f64 = 0.25;
+
+/// Fewest Laplace draws [`tune`] measures the gradient noise at (see
+/// [`TuneSettings::correct_gradient_noise`]).
+pub const GRADIENT_NOISE_POINTS_MIN: usize = 10_000;
+/// Most Laplace draws [`tune`] measures the gradient noise at.
+pub const GRADIENT_NOISE_POINTS_MAX: usize = 20_000;
 
 /// Iterations of the nearly-still pilots that let pSGLD's and HAMCMC's preconditioners settle.
 const SETTLE_STEPS: u64 = 300;
@@ -400,6 +518,13 @@ pub struct TuneSettings {
     /// What [`tune`] chooses the step for. Default [`Objective::Accuracy`].
     /// ([`tune_rr`](crate::tune_rr) has its own rule and ignores it.)
     pub objective: Objective,
+    /// Whether [`tune`] corrects the injected noise of SGLD and SGHMC by their gradient
+    /// estimator's measured noise covariance (see [`GradientNoise`]; needs a whitening and an
+    /// estimator with [independent draws](GradientEstimator::independent_draws), e.g. a
+    /// minibatch or control variates). Default `true`. The measurement costs
+    /// `2 · points · n` datum gradients, `points = clamp(200 d, 10 000, 20 000)`.
+    /// ([`tune_rr`](crate::tune_rr) and [`MlSgld::sgld_tuned`](crate::MlSgld::sgld_tuned) ignore it.)
+    pub correct_gradient_noise: bool,
 }
 
 /// What [`tune`] chooses the step for (see [`TuneSettings::objective`]).
@@ -548,6 +673,7 @@ impl Default for TuneSettings {
             precondition: Precondition::Auto,
             planned_run: PlannedRun::default(),
             objective: Objective::Accuracy,
+            correct_gradient_noise: true,
         }
     }
 }
@@ -707,14 +833,48 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     settings: &TuneSettings,
 ) -> Result<Tuned<S>> {
     let started = std::time::Instant::now();
-    let Setup { mode, curv, centre, scale, laplace, base, whitening, preconditioning, mut cost } =
+    let Setup { mode, curv, centre, scale, laplace, base, whitening, mut preconditioning, mut cost } =
         setup(model, sampler, theta0, settings)?;
+    let base = match (&whitening, settings.correct_gradient_noise) {
+        (Some(w), true) => {
+            let points = (200 * mode.len()).clamp(GRADIENT_NOISE_POINTS_MIN, GRADIENT_NOISE_POINTS_MAX);
+            let mut spent = Cost::default();
+            match base.noise_corrected(model, w, points, settings.seed, &mut spent)? {
+                Some((corrected, noise)) => {
+                    let l = noise.eigenvalues();
+                    preconditioning.push_str(&format!(
+                        "; gradient noise corrected: whitened noise covariance eigenvalues [{:.3e}, {:.3e}] \
+                         ({}; {} datum gradients), {} multiply-adds per step",
+                        l.first().copied().unwrap_or(0.0),
+                        l.last().copied().unwrap_or(0.0),
+                        noise.summary(),
+                        spent.datum_gradients,
+                        noise.flops_per_step(),
+                    ));
+                    cost += spent;
+                    corrected
+                }
+                None => base,
+            }
+        }
+        _ => base,
+    };
     let sampler = &base;
+    // A noise-corrected sampler's steps stay where its correction is complete (above the limit
+    // the injected noise cannot shrink further and the bias grows faster than the pilots' linear
+    // model of it). Where the minibatch noise dominates — the limit below half the curvature
+    // step, a whitened noise variance above 4 — the candidates stop at the limit.
+    let limit = sampler.step_limit().filter(|l| l.is_finite() && *l > 0.0);
+    let top_factor = settings.factors.iter().copied().fold(0.0, f64::max);
+    let grid_centre = match limit {
+        Some(l) if l < centre / 2.0 => centre.min(l / top_factor),
+        _ => centre,
+    };
     let mut trials: Vec<Trial> = settings
         .factors
         .par_iter()
         .enumerate()
-        .map(|(i, f)| pilot(model, sampler, &mode, (&scale, &laplace), centre * f, i as u64, settings))
+        .map(|(i, f)| pilot(model, sampler, &mode, (&scale, &laplace), grid_centre * f, i as u64, settings))
         .collect::<Result<_>>()?;
     trials.sort_by(|a, b| a.step_size.total_cmp(&b.step_size));
     let best_of = |trials: &[Trial]| {
@@ -731,7 +891,7 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         let down = below < 2;
         let step = if down {
             trials[0].step_size / 2.0
-        } else if above < 2 && !top_failed {
+        } else if above < 2 && !top_failed && limit.is_none_or(|l| trials[trials.len() - 1].step_size * 2.0 <= l) {
             trials[trials.len() - 1].step_size * 2.0
         } else {
             break;
@@ -791,8 +951,45 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
                 if m.clamped { " (at an end of the searched range)" } else { "" }
             ),
         ),
+        // The grid capped at a noise-corrected sampler's limit (the noise-dominated case): below
+        // it the correction leaves the exact-gradient scheme's discretisation bias, at least
+        // whitened ULA's on a Gaussian (sd factor 1/√(1 − h/2) ≈ 1 + h/4), which pilots at these
+        // small steps rarely resolve: the error model with β² at least that floor, up to the limit.
+        Some(m) if grid_centre < centre => {
+            let floor = ULA_SD_BIAS_SLOPE * ULA_SD_BIAS_SLOPE;
+            let beta2 = if m.bias_seen { m.beta2.max(floor) } else { floor };
+            let top = scored.iter().map(|&(h, _)| h).fold(0.0, f64::max);
+            let h = ErrorModel { beta2, ..*m }.accuracy_step(planned.draws()).min(top);
+            (
+                h,
+                format!(
+                    "the minimiser of the planned run's predicted worst error in posterior sds, max_j β_j² h² + K \
+                     h^(−γ)/N, up to the gradient-noise correction's limit {top:.3e} (N = {} x {} kept draws; β² = \
+                     {beta2:.3e}: {}, K = {:.3e}, γ = {:.2})",
+                    planned.iterations,
+                    planned.chains,
+                    if m.bias_seen && m.beta2 > floor {
+                        "from the pilots' per-coordinate Stein moment errors".to_string()
+                    } else {
+                        format!(
+                            "the floor ({ULA_SD_BIAS_SLOPE})² of whitened ULA's sd bias on a Gaussian{}",
+                            if m.bias_seen { ", above the pilots' estimate" } else { "; no pilot showed a bias" }
+                        )
+                    },
+                    m.k_mc,
+                    m.gamma,
+                ),
+            )
+        }
         // No pilot showed bias: the KSD fit (as before the error model).
         _ => ksd_fit_step(&scored, &ses, h_ksd, ratio, &planned),
+    };
+    // Never above the limit of a gradient-noise correction (reached only when it did not cap the grid).
+    let (step, how) = match limit {
+        Some(l) if step > l => {
+            (l, format!("{how}; lowered from {step:.4e} to the gradient-noise correction's limit {l:.4e}"))
+        }
+        _ => (step, how),
     };
     let d = mode.len();
     // Under Objective::Convergence, the smallest step at which the planned run's predicted ESS
@@ -870,8 +1067,14 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         }
         _ => how,
     };
+    let capped = match limit {
+        Some(l) if grid_centre < centre => format!(
+            " (capped at {l:.3e}, where the gradient-noise correction stops being complete: the grid centred on {grid_centre:.3e})"
+        ),
+        _ => String::new(),
+    };
     let reason = format!(
-        "step {step:.4e}: {how}; smallest KSD {:.4e} at {:.3e}, of {} candidate steps {:.3e} … {:.3e} around the curvature step {centre:.3e} \
+        "step {step:.4e}: {how}; smallest KSD {:.4e} at {:.3e}, of {} candidate steps {:.3e} … {:.3e} around the curvature step {centre:.3e}{capped} \
          (λ_max = {:.4e}); {failed} failed; grid extended {extensions} time(s){}; preconditioning: {preconditioning}",
         argmin.1,
         trials[argmin.0].step_size,

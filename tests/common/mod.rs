@@ -301,3 +301,19 @@ impl<M: Model> Model for Altered<'_, M> {
         if self.potentials { self.inner.potential_data_sum(theta, idx) } else { Err(unsupported("potential_data_sum")) }
     }
 }
+
+/// The exact stationary covariance of whitened SGLD (`θ = μ + T φ`, `T Tᵀ = Σ`) with constant
+/// step γ whose injected noise is `√(2γ) T S z`, `S Sᵀ = inj` (in φ), on the linear-Gaussian
+/// model: `X = F X Fᵀ + γ² Σ noise_cov(X) Σ + 2γ T inj Tᵀ`, `F = I − γ Σ H` (mean: exactly μ).
+pub fn whitened_sgld_stationary_cov(nm: &NoiseModel, t: &Array2<f64>, inj: &Array2<f64>, gamma: f64) -> Array2<f64> {
+    let d = nm.mu.len();
+    let sigma = t.dot(&t.t());
+    let f = Array2::<f64>::eye(d) - sigma.dot(&nm.h) * gamma;
+    let c = sigma.dot(&nm.noise_cov(&Array2::zeros((d, d)), true)).dot(&sigma) * (gamma * gamma)
+        + t.dot(inj).dot(&t.t()) * (2.0 * gamma);
+    solve_fixed_point(
+        d,
+        |s| f.dot(s).dot(&f.t()) + sigma.dot(&nm.noise_cov(s, false)).dot(&sigma) * (gamma * gamma),
+        &c,
+    )
+}
