@@ -82,6 +82,16 @@ fn resumed_runs_are_bit_identical() {
     let cv = ControlVariate::at(&lo, &map, CvSettings { batch_size: 50, ..Default::default() }).unwrap();
     let sghmc_cv = Sghmc::new(SghmcSettings::constant(1e-5, 0.1), cv).unwrap();
     check_resume("sghmc_cv", &lo, &sghmc_cv, &map, &settings, 1_234);
+    // SGLD as `tune` returns it: whitened, its injected noise corrected by a measured noise.
+    let p = sgmcmc::tune::precondition(&lo, &sgld, &[0.0; 4], &sgmcmc::tune::TuneSettings::default()).unwrap();
+    let w = p.whitening.clone().unwrap();
+    let mut rng = sgmcmc::rng::stream(3, &[0]);
+    let (noise, _) = GradientNoise::estimate(&lo, &Minibatch::new(50), &w, 500, &mut rng).unwrap();
+    let corrected = Sgld::new(SgldSettings::constant(2e-2), Minibatch::new(50))
+        .unwrap()
+        .with_whitening(Some(w))
+        .with_gradient_noise(Some(noise.into()));
+    check_resume("sgld_noise_corrected", &lo, &corrected, &p.mode, &settings, 1_100);
     // A model on the constrained scale (GLM, σ > 0 through its layout) and a tempered one: a
     // resume needs nothing but the model.
     let glm = Glm::synthetic(Family::Gaussian, 1_000, 2, 4).unwrap().constrained().unwrap();

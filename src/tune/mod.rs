@@ -137,9 +137,9 @@ pub trait Tunable: Sampler {
         None
     }
 
-    /// The same sampler with its injected noise corrected by the gradient noise `noise` (see
-    /// [`GradientNoise`]), after measuring it with [`GradientNoise::estimate`] at `points`
-    /// Laplace draws of `whitening`, adding its cost to `cost`; `None` if the sampler takes no
+    /// The same sampler with its injected noise corrected by its estimator's gradient noise (see
+    /// [`GradientNoise`]), measured with [`GradientNoise::estimate`] at `points` Laplace draws of
+    /// `whitening` (seeded by `seed`), adding its cost to `cost`; `None` if the sampler takes no
     /// such correction (the default) or its estimator's noise cannot be measured that way.
     fn noise_corrected<M: Model + ?Sized>(
         &self,
@@ -522,7 +522,8 @@ pub struct TuneSettings {
     /// estimator's measured noise covariance (see [`GradientNoise`]; needs a whitening and an
     /// estimator with [independent draws](GradientEstimator::independent_draws), e.g. a
     /// minibatch or control variates). Default `true`. The measurement costs
-    /// `2 · points · n` datum gradients, `points = clamp(200 d, 10 000, 20 000)`.
+    /// `2 · points · n` datum gradients and `2 · points · d²` multiply-adds,
+    /// `points = clamp(200 d, 10 000, 20 000)`.
     /// ([`tune_rr`](crate::tune_rr) and [`MlSgld::sgld_tuned`](crate::MlSgld::sgld_tuned) ignore it.)
     pub correct_gradient_noise: bool,
 }
