@@ -46,7 +46,13 @@
 //!    and the sd (exact Stein identities, in sds of the Laplace approximation) at the steps
 //!    above the smallest KSD, as the first-order slope in `h` of a weighted fit with a free
 //!    second-order term, counted where it stands out of the pilots' own Monte Carlo error
-//!    (Bonferroni over the 2d slopes). The prediction is `max_j β_j² h² + K h^{−γ}/N`, N the planned kept
+//!    (Bonferroni over the 2d slopes); then checked against the pilots directly: where the
+//!    errors of an unbroken run of at least two pilots up to the largest scored step all stand
+//!    out of their noise with one sign, β is at least the smallest of their slopes `|e|/h` and
+//!    at most the smallest of their upper bounds `(|e| + z·se)/h` (a bias that grows at least
+//!    linearly has `β ≤ e/h` at every step; without the floor a bias that swamps the pilots from
+//!    the smallest steps on — pSGLD at N/n = 200 — was fitted away and the chosen step's
+//!    variances were 5.7× the posterior's). The prediction is `max_j β_j² h² + K h^{−γ}/N`, N the planned kept
 //!    draws × chains and `K = E[max of 2d squared normals] · max_j κ_j` (the worst of 2d reported
 //!    errors). When the gradient-noise correction's limit capped the candidates (where it is below
 //!    half the curvature step: the minibatch noise dominates), the same minimiser up to the limit
@@ -1425,7 +1431,10 @@ fn predicted_error2(beta2: f64, k_mc: f64, gamma: f64, p: i32, h: f64, run_draws
 ///   half that for an sd). A slope counts when it stands out of its standard error at the
 ///   Bonferroni z over the 2d slopes (`Φ⁻¹(1 − 0.05/(4d))`, 3.35 for d = 31: pure Monte Carlo
 ///   noise creates a bias with probability at most 5 % across all of them), as
-///   `β_j² = b̂² − Var(b̂)`.
+///   `β_j² = b̂² − Var(b̂)`. Then the check against the pilots directly (the unbroken run of
+///   pilots up to the largest scored step whose errors all stand out of their noise with one
+///   sign, at least two of them): β_j at least the run's smallest slope `|e|/h^{p/2}`, at most its
+///   smallest upper bound `(|e| + z·se)/h^{p/2}`.
 ///   The free second-order term keeps the growth near the stability limit from inflating β; the
 ///   rule it replaced (the mean of `(error² − variance)/h²` at the two smallest steps whose error
 ///   exceeded 2σ) took noise and that growth for first-order bias, and chose steps 1.4–2× below
@@ -1512,23 +1521,55 @@ fn error_model_step(
     // The Bonferroni z of the runs' 95 % error bounds, over the same 2d means and sds.
     let z2 = crate::diagnostics::bound_z(d).powi(2);
     let q = f64::from(p) / 2.0;
+    // The pilots the fit and its check see: those at or above the smallest-KSD step.
+    let above: Vec<&(f64, &PilotErrors)> = ok.iter().filter(|(h, _)| *h >= h_ksd).collect();
+    // The Bonferroni z over all these pilots' 2d errors, for the check below.
+    let z_all = crate::diagnostics::normal_quantile(
+        1.0 - (1.0 - crate::diagnostics::BOUND_PROB) / (4.0 * (d * above.len().max(1)) as f64),
+    );
     let mut beta2 = vec![0.0f64; d];
     for (j, b2) in beta2.iter_mut().enumerate() {
         for series in 0..2 {
-            let points: Vec<(f64, f64, f64)> = ok
+            // (h, error, its Monte Carlo variance) per pilot, by increasing step.
+            let points: Vec<(f64, f64, f64)> = above
                 .iter()
-                .filter(|(h, _)| *h >= h_ksd)
                 .map(|(h, e)| {
                     let noise = e.tau[j] / pilot_draws;
                     if series == 0 { (*h, e.mean[j], noise) } else { (*h, e.sd[j], 0.5 * noise) }
                 })
-                .filter(|(_, e, v)| e.abs() < 1.0 && v.is_finite() && *v > 0.0)
+                .filter(|(_, e, v)| e.is_finite() && v.is_finite() && *v > 0.0)
                 .collect();
-            if let Some((b, var)) = first_order_slope(&points, q)
-                && b * b > z2 * var
-            {
-                *b2 = b2.max(b * b - var);
+            let small: Vec<(f64, f64, f64)> = points.iter().copied().filter(|(_, e, _)| e.abs() < 1.0).collect();
+            let mut fit = match first_order_slope(&small, q) {
+                Some((b, var)) if b * b > z2 * var => b * b - var,
+                _ => 0.0,
+            };
+            // The check against what the pilots measured directly: the unbroken run of pilots,
+            // ending at the largest scored step, whose errors all stand out of their noise (at
+            // z_all) with one sign. A bias that grows at least linearly (e(h)/h^q non-decreasing,
+            // as for the Langevin schemes up to their stability limit) has β ≤ e/h^q at every
+            // step, tightest at the run's lowest steps; when the run spans at least two pilots
+            // (one alone at the top may be a breakdown near the stability limit), its smallest
+            // upper bound (|e| + z·se)/h^q caps the fit and its smallest slope |e|/h^q floors it
+            // (near the limit the slopes grow, so the smallest is the lowest pilot's, within the
+            // convexity of one grid factor of β; where the bias grows linearly, within the noise).
+            let significant = |&(_, e, v): &(f64, f64, f64)| e.abs() > z_all * v.sqrt();
+            let sign = points.last().filter(|pt| significant(pt)).map(|pt| pt.1.signum());
+            let run: Vec<(f64, f64, f64)> = match sign {
+                Some(sign) => {
+                    let n = points.iter().rev().take_while(|pt| significant(pt) && pt.1.signum() == sign).count();
+                    points[points.len() - n..].to_vec()
+                }
+                None => Vec::new(),
+            };
+            if run.len() >= 2 {
+                let slopes = |pad: f64| {
+                    run.iter().map(|(h, e, v)| (e.abs() + pad * v.sqrt()) / h.powf(q)).fold(f64::INFINITY, f64::min)
+                };
+                let (cap, floor) = (slopes(z_all), slopes(0.0));
+                fit = fit.min(cap * cap).max(floor * floor);
             }
+            *b2 = b2.max(fit);
         }
     }
     // The worst coordinate's Monte Carlo variance, counted as if every one of the 2d reported
@@ -2297,6 +2338,51 @@ mod tests {
             ratios[reps - 1]
         );
         assert!((median.ln()).abs() < 1.25f64.ln(), "median {median}");
+    }
+
+    /// Pilots shaped like pSGLD's at N/n = 200 (no gradient-noise correction): every sd error
+    /// grows as `−β h` (β = 4e4) from the smallest step on, with the autocorrelation times and
+    /// the Monte Carlo noise those pilots measured (τ ≈ 110–310 at 2e-5, 3 600 kept draws), so
+    /// the steps whose error is below 1 are the noisy small ones. The fit alone took that growth
+    /// for second-order and returned β ≈ 3e2 (a step with variances 5.7x the posterior's); the
+    /// floor from the run of significant pilots must keep β within a factor 2 of the truth in
+    /// every one of 100 replicates (the cap too: without it the noisy fit put β² at 34x the
+    /// truth in one replicate), and the step within 2x of the analytic optimum
+    /// `(K/(2 β² N))^{1/3}`.
+    #[test]
+    fn a_bias_seen_from_the_smallest_steps_on_is_not_fitted_away() {
+        let (d, n_pilot, n_run, thin, reps, beta) = (3, 3_600.0, 200_000.0, 1.0, 100, 4e4);
+        let c = [6.3e-3, 2.3e-3, 2.2e-3];
+        let steps: Vec<f64> = (0..11).map(|k| 2.5e-6 * 2f64.powi(k)).collect();
+        let mut rng = stream(43, &[1]);
+        let mut z = vec![0.0; 2 * d];
+        let k = expected_max_chi2(2 * d) * c[0];
+        let exact = (k / (2.0 * beta * beta * n_run)).cbrt();
+        let (mut lo, mut hi, mut worst_step) = (f64::INFINITY, 0.0f64, 1.0f64);
+        for _ in 0..reps {
+            let trials: Vec<Trial> = steps
+                .iter()
+                .map(|&h| {
+                    fill_standard_normal(&mut rng, &mut z);
+                    let tau: Vec<f64> = c.iter().map(|cj| cj / h).collect();
+                    let mean = (0..d).map(|j| (tau[j] / n_pilot).sqrt() * z[j]).collect();
+                    let sd = (0..d).map(|j| (0.5 * tau[j] / n_pilot).sqrt() * z[d + j] - beta * h).collect();
+                    pilot_trial(h, PilotErrors { tau, mean, sd })
+                })
+                .collect();
+            let m = error_model_step(&trials, steps[0], n_pilot, thin, n_run, 2, Some(1.0)).expect("a model");
+            assert!(m.bias_seen);
+            let r = m.beta2 / (beta * beta);
+            lo = lo.min(r);
+            hi = hi.max(r);
+            let s = m.step / exact;
+            if (s.ln()).abs() > worst_step.ln().abs() {
+                worst_step = s;
+            }
+        }
+        println!("β² / truth over {reps} replicates: {lo:.3}–{hi:.3}; worst step / optimum {worst_step:.3}");
+        assert!(lo >= 0.25 && hi <= 4.0, "β² / truth {lo}–{hi}");
+        assert!(worst_step.ln().abs() <= 2f64.ln(), "step / optimum {worst_step}");
     }
 
     /// A coordinate whose pilots all mixed faster than the thinning resolves (τ < 2·thin at
