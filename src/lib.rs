@@ -51,9 +51,10 @@ pub use run::{
 };
 pub use samplers::{
     AUTO_DENSE_MAX_DIM, CyclicalKernel, CyclicalSettings, CyclicalSgld, Discretisation, GradientNoise, Hamcmc,
-    HamcmcSettings, Langevin, LangevinKernel, Lmc, Mala, MalaSettings, Metric, PreconditionedKernel,
-    PreconditionedSgld, Psgld, PsgldKernel, PsgldSettings, Sampler, Sghmc, SghmcKernel, SghmcSettings, Sgld,
-    SgldKernel, SgldSettings, Sgnht, SgnhtKernel, SgnhtSettings, SubsampledDiscretisation, Whitening,
+    HamcmcSettings, Langevin, LangevinKernel, Lmc, METRIC_CORRECTION_MAX, Mala, MalaSettings, Metric,
+    PreconditionedKernel, PreconditionedSgld, Psgld, PsgldKernel, PsgldSettings, Sampler, Sghmc, SghmcKernel,
+    SghmcSettings, Sgld, SgldKernel, SgldSettings, Sgnht, SgnhtKernel, SgnhtSettings, SubsampledDiscretisation,
+    Whitening,
 };
 pub use trace::estimate::{Estimate, Moments, Samples};
 pub use trace::zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};

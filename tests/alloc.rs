@@ -129,9 +129,16 @@ fn other_sampler_steps_do_not_allocate() {
     assert_eq!(steps_allocations(sgld, &logistic), 0);
     let sghmc = Sghmc::new(SghmcSettings::constant(1e-3, 0.1), Minibatch::new(32))
         .unwrap()
-        .with_whitening(Some(w))
-        .with_gradient_noise(Some(noise));
+        .with_whitening(Some(w.clone()))
+        .with_gradient_noise(Some(noise.clone()));
     assert_eq!(steps_allocations(sghmc, &logistic), 0);
+    // pSGLD's correction under its metric (a series with the current G).
+    let psgld =
+        Psgld::new(PsgldSettings { step_size: StepSize::Constant(1e-7), ..Default::default() }, Minibatch::new(32))
+            .unwrap()
+            .with_whitening(Some(w))
+            .with_gradient_noise(Some(noise));
+    assert_eq!(steps_allocations(psgld, &logistic), 0);
     let mala = Mala::new(MalaSettings { step_size: 1e-3, adapt_steps: 0, metric: Metric::Dense, ..Default::default() })
         .unwrap();
     assert_eq!(steps_allocations(mala, &logistic), 0);

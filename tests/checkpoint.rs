@@ -92,6 +92,13 @@ fn resumed_runs_are_bit_identical() {
         .with_whitening(Some(w))
         .with_gradient_noise(Some(noise.into()));
     check_resume("sgld_noise_corrected", &lo, &corrected, &p.mode, &settings, 1_100);
+    // pSGLD likewise (its metric scratch is not stored: sized again on the first resumed step).
+    let psgld_corrected =
+        Psgld::new(PsgldSettings { step_size: StepSize::Constant(1e-6), ..Default::default() }, Minibatch::new(50))
+            .unwrap()
+            .with_whitening(p.whitening.clone())
+            .with_gradient_noise(corrected.gradient_noise().cloned());
+    check_resume("psgld_noise_corrected", &lo, &psgld_corrected, &p.mode, &settings, 1_200);
     // A model on the constrained scale (GLM, σ > 0 through its layout) and a tempered one: a
     // resume needs nothing but the model.
     let glm = Glm::synthetic(Family::Gaussian, 1_000, 2, 4).unwrap().constrained().unwrap();

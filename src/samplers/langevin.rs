@@ -85,6 +85,16 @@ pub trait LangevinKernel: Clone + std::fmt::Debug + Send + Sync {
         None
     }
 
+    /// For a kernel whose step applies a diagonal metric M to the gradient and the noise
+    /// (`θ ← θ − h M ∇Ũ + √(2h M) ⊙ z`, pSGLD's G): writes M's diagonal into `out` and returns
+    /// `true`. The gradient noise then enters the step as `h² M V M`, and the driver shapes the
+    /// increment by `S Sᵀ = I − c M^{1/2} V M^{1/2}` instead (a cubic series, see
+    /// [`GradientNoise`]). Default: `false` (no metric: `S Sᵀ = I − c V`, exactly).
+    fn gradient_noise_metric(&self, out: &mut [f64]) -> bool {
+        let _ = out;
+        false
+    }
+
     /// One step of time step `fraction × h_k` (`fraction` in (0, 1]) from `theta`, with the
     /// gradient estimate `grad` at `theta` and the standard-normal increment `z`.
     ///
@@ -128,9 +138,13 @@ pub struct Langevin<K, E = Minibatch> {
     grad_phi: Vec<f64>,
     /// The gradient noise the injected noise is corrected by, if any (shared by clones).
     gradient_noise: Option<std::sync::Arc<GradientNoise>>,
-    /// With a gradient noise: the shaped increment and scratch.
+    /// With a gradient noise: the shaped increment and scratch (`3d` for a kernel's metric).
     shaped: Vec<f64>,
     shape_tmp: Vec<f64>,
+    /// With a gradient noise and a kernel with a metric: the metric's diagonal (scratch, not
+    /// stored: sized at `init`, or at the first step after loading).
+    #[serde(skip)]
+    metric: Vec<f64>,
 }
 
 impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
@@ -152,6 +166,7 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
             gradient_noise: None,
             shaped: Vec::new(),
             shape_tmp: Vec::new(),
+            metric: Vec::new(),
         }
     }
 
@@ -189,7 +204,8 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
     /// kernel's [`gradient_noise_weight`](LangevinKernel::gradient_noise_weight), so that the
     /// step's total noise is that of its exact-gradient scheme. See [`GradientNoise`] (which
     /// measures V) for the rule and references. `None` removes it; kernels without a weight
-    /// (pSGLD, SGNHT, preconditioned SGLD) ignore it. Its dimension is checked at `init`.
+    /// (SGNHT, preconditioned SGLD) ignore it; pSGLD applies it under its metric
+    /// ([`gradient_noise_metric`](LangevinKernel::gradient_noise_metric)). Its dimension is checked at `init`.
     ///
     /// ```
     /// use sgmcmc::prelude::*;
@@ -231,6 +247,11 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
         &self.estimator
     }
 
+    /// The kernel, mutable (crate-internal settings of a sampler not yet bound).
+    pub(crate) fn kernel_mut(&mut self) -> &mut K {
+        &mut self.kernel
+    }
+
     /// The estimator, taking the sampler apart (its cost counter included).
     pub fn into_estimator(self) -> E {
         self.estimator
@@ -250,7 +271,8 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
         if let Some(g) = &self.gradient_noise {
             check_len("gradient-noise dimension", d, g.dim())?;
             self.shaped.resize(d, 0.0);
-            self.shape_tmp.resize(d, 0.0);
+            self.shape_tmp.resize(3 * d, 0.0);
+            self.metric.resize(d, 0.0);
         }
         self.estimator.prepare(model)?;
         self.kernel.bind(d, model.n_data())?;
@@ -311,7 +333,17 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
         if let Some(g) = &self.gradient_noise
             && let Some(c) = self.kernel.gradient_noise_weight(k, fraction)
         {
-            g.shape(c, z, &mut self.shape_tmp, &mut self.shaped);
+            let d = self.shaped.len();
+            if self.metric.len() != d || self.shape_tmp.len() < 3 * d {
+                // Only after loading a stored sampler (init sizes them): once.
+                self.metric.resize(d, 0.0);
+                self.shape_tmp.resize(3 * d, 0.0);
+            }
+            if self.kernel.gradient_noise_metric(&mut self.metric) {
+                g.shape_metric(c, &self.metric, z, &mut self.shape_tmp, &mut self.shaped);
+            } else {
+                g.shape(c, z, &mut self.shape_tmp[..self.shaped.len()], &mut self.shaped);
+            }
             z = &self.shaped;
         }
         match &self.whitening {

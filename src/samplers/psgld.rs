@@ -62,6 +62,22 @@ impl LangevinKernel for PsgldKernel {
         rmsprop_update(&mut self.v, grad, self.n_data, self.settings.decay, first);
     }
 
+    /// `c = f h/2` under the metric G: the minibatch noise adds `h² G V G` to the step's noise
+    /// `2h G`.
+    #[inline]
+    fn gradient_noise_weight(&self, k: u64, fraction: f64) -> Option<f64> {
+        Some(0.5 * fraction * self.settings.step_size.at(k))
+    }
+
+    /// G, from the current V.
+    #[inline]
+    fn gradient_noise_metric(&self, out: &mut [f64]) -> bool {
+        for (o, v) in out.iter_mut().zip(&self.v) {
+            *o = 1.0 / (self.settings.damping + v.sqrt());
+        }
+        true
+    }
+
     #[inline]
     fn advance(&mut self, theta: &mut [f64], grad: &[f64], k: u64, fraction: f64, z: &[f64]) {
         let h = fraction * self.settings.step_size.at(k);
@@ -101,6 +117,14 @@ pub(crate) fn psgld_update(theta: &mut [f64], grad: &[f64], z: &[f64], v: &[f64]
 /// leaves a bias that does not vanish with the step size. V starts at `(1 − β) ḡ₀²` from the
 /// gradient at θ₀. Samples are weighted by `γ_{k+1}`.
 ///
+/// With a [`GradientNoise`](crate::GradientNoise) V
+/// ([`with_gradient_noise`](Langevin::with_gradient_noise); [`tune`](crate::tune) measures one
+/// by default) the increment is shaped as `S Z`, `S Sᵀ ≈ I − (γ/2) G^{1/2} V G^{1/2}` (a cubic
+/// series, per step with the current G), so that the step's noise with the minibatch noise
+/// `γ² G V G` is the exact-gradient scheme's `2γ G`; the correction is complete up to
+/// `(γ/2) max G · λ_max(V) = 1` and partial above (see
+/// [`METRIC_CORRECTION_MAX`](crate::METRIC_CORRECTION_MAX)).
+///
 /// It is the [`Langevin`] driver with the [`PsgldKernel`], so Richardson–Romberg and multilevel
 /// SGLD can drive it (each coupled path keeps its own V).
 ///
@@ -130,6 +154,18 @@ impl<E: GradientEstimator> Langevin<PsgldKernel, E> {
     /// The settings.
     pub fn settings(&self) -> &PsgldSettings {
         &self.kernel().settings
+    }
+
+    /// Sets the data size the kernel's V is scaled by before `init` (which sets it again), for
+    /// the tuner's step limit.
+    pub(crate) fn with_n_data(mut self, n_data: f64) -> Self {
+        self.kernel_mut().n_data = n_data;
+        self
+    }
+
+    /// The data size of the kernel's scaling `ḡ = ∇Ũ/N` (1 until bound or told).
+    pub(crate) fn n_data(&self) -> f64 {
+        self.kernel().n_data
     }
 
     /// The current diagonal preconditioner entries `G_k`.

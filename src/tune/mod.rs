@@ -11,7 +11,7 @@
 //!    of full gradients: the exact eigenvalues of the dense Hessian up to
 //!    [`DENSE_CURVATURE_MAX_DIM`], Lanczos with full reorthogonalisation above. Then the
 //!    whitening of [`TuneSettings::precondition`] and the curvature the whitened sampler sees.
-//!    With a whitening, SGLD and SGHMC (any estimator with
+//!    With a whitening, SGLD, SGHMC and pSGLD (any estimator with
 //!    [independent draws](GradientEstimator::independent_draws): minibatch, control variates,
 //!    Taylor) also get their injected noise corrected by their estimator's noise
 //!    ([`TuneSettings::correct_gradient_noise`], on by default; see [`GradientNoise`]): its
@@ -22,6 +22,11 @@
 //!    removes plain SGLD's dominant error, the variance inflation `≈ h V/2` of the minibatch noise
 //!    (about `h N/(2n)` in whitened units), and leaves ULA's discretisation bias, at the limit
 //!    about `n/(2N)` of a variance; where the limit is below half the curvature step the candidates of step 4 stop at it.
+//!    pSGLD's step `θ ← θ − h G ∇Ũ + √(2hG) z` under its RMSprop metric G gets the minibatch
+//!    noise as `h² G V G`: its increment is shaped by `S Sᵀ ≈ I − (h/2) G^{1/2} V̂ G^{1/2}`, a
+//!    cubic series evaluated every step with the current G (see [`Psgld`](crate::Psgld)), up to
+//!    the limit where `(h/2) λ_max(Ĝ^{1/2} V̂ Ĝ^{1/2}) = `[`PSGLD_CORRECTION_TARGET`] (Ĝ the
+//!    metric RMSprop settles at), where the series leaves at most 0.5 % of a variance.
 //! 3. **Centre**: a sampler-specific step from the curvature ([`Tunable::centre_step`]): for
 //!    SGLD (any estimator, so SGLD-CV too) and SGHMC `1/λ_max` (half the Euler stability limit
 //!    `2/λ_max`; for SGHMC's `η = h²` the leapfrog limit is `4/λ_max`); for pSGLD
@@ -51,12 +56,13 @@
 //!    out of their noise with one sign, β is at least the smallest of their slopes `|e|/h` and,
 //!    where their slopes confirm a growth at least linear (then `β ≤ e/h` at every step), at most
 //!    the smallest of their upper bounds `(|e| + z·se)/h` (without the floor a bias that swamps the pilots from
-//!    the smallest steps on — pSGLD at N/n = 200 — was fitted away and the chosen step's
+//!    the smallest steps on — uncorrected pSGLD at N/n = 200 — was fitted away and the chosen step's
 //!    variances were 5.7× the posterior's). The prediction is `max_j β_j² h² + K h^{−γ}/N`, N the planned kept
 //!    draws × chains and `K = E[max of 2d squared normals] · max_j κ_j` (the worst of 2d reported
 //!    errors). When the gradient-noise correction's limit capped the candidates (where it is below
 //!    half the curvature step: the minibatch noise dominates), the same minimiser up to the limit
-//!    with `β² ≥` [`ULA_SD_BIAS_SLOPE`]`²`: below the limit the bias left is the exact-gradient
+//!    with `β² ≥` [`Tunable::exact_gradient_bias_slope`]`²` ([`ULA_SD_BIAS_SLOPE`] for SGLD and
+//!    SGHMC, `Ĝ_max/4` for pSGLD): below the limit the bias left is the exact-gradient
 //!    scheme's, at least whitened ULA's on a Gaussian (sd factor `≈ 1 + h/4`), which pilots at
 //!    such small steps rarely resolve. No chosen step exceeds the limit.
 //!    When no pilot showed bias otherwise (every larger step failed, as for SGNHT under strong
@@ -164,6 +170,24 @@ pub trait Tunable: Sampler {
     /// Default: `None`.
     fn step_limit(&self) -> Option<f64> {
         None
+    }
+
+    /// The least first-order slope in the step h of the posterior sds' relative bias that
+    /// [`tune`] assumes for a noise-corrected sampler whose candidates stop at its correction's
+    /// limit (where the pilots' steps are too small to resolve it): that of the sampler's
+    /// exact-gradient scheme on a whitened Gaussian. Default [`ULA_SD_BIAS_SLOPE`] (SGLD's ULA,
+    /// and SGHMC, whose tuned step is on the same scale).
+    fn exact_gradient_bias_slope(&self) -> f64 {
+        ULA_SD_BIAS_SLOPE
+    }
+
+    /// The relative sd bias that the sampler's gradient-noise correction itself leaves at step h
+    /// where it is approximate, which [`tune`] adds to the bias it assumes below the
+    /// correction's limit (see [`exact_gradient_bias_slope`](Self::exact_gradient_bias_slope)).
+    /// Default 0 (SGLD's and SGHMC's corrections are exact up to their limits).
+    fn correction_residual(&self, h: f64) -> f64 {
+        let _ = h;
+        0.0
     }
 }
 
@@ -368,10 +392,54 @@ impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
             PsgldSettings { step_size: StepSize::Constant(step), ..*self.settings() },
             self.estimator().clone(),
         )?
-        .with_whitening(self.whitening().cloned()))
+        .with_whitening(self.whitening().cloned())
+        .with_gradient_noise(self.gradient_noise().cloned())
+        .with_n_data(self.n_data()))
     }
 
     langevin_whitening!();
+
+    /// As SGLD's, under the RMSprop metric G (see [`Psgld`](crate::Psgld)).
+    fn noise_corrected<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        whitening: &Whitening,
+        points: usize,
+        seed: u64,
+        cost: &mut Cost,
+    ) -> Result<NoiseCorrected<Self>> {
+        let s = self.clone().with_n_data(model.n_data() as f64);
+        langevin_noise_corrected(&s, model, whitening, points, seed, cost)
+    }
+
+    /// `2x/λ_max(Ĝ^{1/2} V Ĝ^{1/2})`, `x = `[`PSGLD_CORRECTION_TARGET`], with
+    /// `Ĝ_i = N/√(V_ii + 1)`: G as RMSprop settles on whitened coordinates, where the squared
+    /// gradient estimate averages the noise's variance `V_ii` plus about 1 (the posterior's).
+    /// There the cubic series leaves at most 0.5 % of a variance uncorrected, with room for G's
+    /// fluctuations below the clamp at [`METRIC_CORRECTION_MAX`](crate::METRIC_CORRECTION_MAX).
+    fn step_limit(&self) -> Option<f64> {
+        Some(2.0 * PSGLD_CORRECTION_TARGET / psgld_noise_top(self.gradient_noise()?, self.n_data())?)
+    }
+
+    /// `r(x)/2`, `x = (h/2) λ_max(Ĝ^{1/2} V Ĝ^{1/2})`, with `r(x) = p(x)² − (1 − x)` the variance
+    /// the cubic series `p` leaves along the top direction (0.5 % at x = 0.5, 9.8 % at x = 1).
+    fn correction_residual(&self, h: f64) -> f64 {
+        let Some(top) = self.gradient_noise().and_then(|g| psgld_noise_top(g, self.n_data())) else {
+            return 0.0;
+        };
+        let x = 0.5 * h * top;
+        let p = 1.0 - x / 2.0 - x * x / 8.0 - x * x * x / 16.0;
+        0.5 * (p * p - (1.0 - x)).max(0.0)
+    }
+
+    /// `Ĝ_max/4` (see [`step_limit`](Self::step_limit)): ULA's `h/4` under the metric, whose
+    /// time step along coordinate i is `h G_i`; [`ULA_SD_BIAS_SLOPE`] without a gradient noise.
+    fn exact_gradient_bias_slope(&self) -> f64 {
+        match self.gradient_noise() {
+            Some(g) => ULA_SD_BIAS_SLOPE * psgld_metric(g, self.n_data()).into_iter().fold(0.0, f64::max),
+            None => ULA_SD_BIAS_SLOPE,
+        }
+    }
 
     /// `1/λ_max(G^{1/2} ∇²U G^{1/2})`, G the RMSprop preconditioner after 300 steps at the mode
     /// with a step `1e-12/λ_max` (so the chain stays put while V averages the squared gradient
@@ -424,6 +492,30 @@ impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
     fn mixing_exponent(&self) -> Option<f64> {
         Some(1.0)
     }
+}
+
+/// The largest `x = (h/2) λ_max(Ĝ^{1/2} V Ĝ^{1/2})` [`tune`] lets a noise-corrected pSGLD run
+/// at (see its [`Tunable::step_limit`]): 1, where the cubic series leaves 9.8 % of a variance
+/// along the top direction (0.5 % at x = 0.5), two thirds of the clamp
+/// [`METRIC_CORRECTION_MAX`](crate::METRIC_CORRECTION_MAX). Below it `tune` adds that residual
+/// to the bias it predicts ([`Tunable::correction_residual`]), so a long run takes a smaller x.
+pub const PSGLD_CORRECTION_TARGET: f64 = 1.0;
+
+/// `λ_max(Ĝ^{1/2} V Ĝ^{1/2})` with [`psgld_metric`]'s Ĝ (None if the eigen-solver fails).
+fn psgld_noise_top(noise: &GradientNoise, n_data: f64) -> Option<f64> {
+    let v = noise.covariance();
+    let d = noise.dim();
+    let s: Vec<f64> = psgld_metric(noise, n_data).into_iter().map(f64::sqrt).collect();
+    let a = Array2::from_shape_fn((d, d), |(i, j)| s[i] * v[[i, j]] * s[j]);
+    let ev = crate::numeric::linalg::symmetric_eigenvalues("pSGLD's metric gradient noise", &a).ok()?;
+    Some(ev.iter().fold(0.0_f64, |m, l| m.max(*l)))
+}
+
+/// `Ĝ_i = N/√(V_ii + 1)`: pSGLD's RMSprop metric G on whitened coordinates (`ḡ = ∇Ũ/N` with
+/// `E ḡ_i² ≈ (V_ii + 1)/N²`, the 1 from the whitened posterior's score), its damping neglected.
+fn psgld_metric(noise: &GradientNoise, n_data: f64) -> Vec<f64> {
+    let v = noise.covariance();
+    (0..noise.dim()).map(|i| n_data / (v[[i, i]] + 1.0).sqrt()).collect()
 }
 
 impl<E: GradientEstimator> Tunable for Hamcmc<E> {
@@ -524,7 +616,7 @@ pub struct TuneSettings {
     /// What [`tune`] chooses the step for. Default [`Objective::Accuracy`].
     /// ([`tune_rr`](crate::tune_rr) has its own rule and ignores it.)
     pub objective: Objective,
-    /// Whether [`tune`] corrects the injected noise of SGLD and SGHMC by their gradient
+    /// Whether [`tune`] corrects the injected noise of SGLD, SGHMC and pSGLD by their gradient
     /// estimator's measured noise covariance (see [`GradientNoise`]; needs a whitening and an
     /// estimator with [independent draws](GradientEstimator::independent_draws), e.g. a
     /// minibatch or control variates). Default `true`. The measurement costs
@@ -851,12 +943,13 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
                     let l = noise.eigenvalues();
                     preconditioning.push_str(&format!(
                         "; gradient noise corrected: whitened noise covariance eigenvalues [{:.3e}, {:.3e}] \
-                         ({}; {} datum gradients), {} multiply-adds per step",
+                         ({}; {} datum gradients), {} multiply-adds per step ({} under pSGLD's metric)",
                         l.first().copied().unwrap_or(0.0),
                         l.last().copied().unwrap_or(0.0),
                         noise.summary(),
                         spent.datum_gradients,
                         noise.flops_per_step(),
+                        noise.flops_per_step() * 2,
                     ));
                     cost += spent;
                     corrected
@@ -963,28 +1056,50 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         // whitened ULA's on a Gaussian (sd factor 1/√(1 − h/2) ≈ 1 + h/4), which pilots at these
         // small steps rarely resolve: the error model with β² at least that floor, up to the limit.
         Some(m) if grid_centre < centre => {
-            let floor = ULA_SD_BIAS_SLOPE * ULA_SD_BIAS_SLOPE;
+            let slope = sampler.exact_gradient_bias_slope();
+            let floor = slope * slope;
             let beta2 = if m.bias_seen { m.beta2.max(floor) } else { floor };
             let top = scored.iter().map(|&(h, _)| h).fold(0.0, f64::max);
-            let h = ErrorModel { beta2, ..*m }.accuracy_step(planned.draws()).min(top);
+            let floor_model = ErrorModel { beta2, ..*m };
+            let h = if sampler.correction_residual(top) > 0.0 {
+                // An approximate correction: its residual bias joins the floor's, minimised on a
+                // log grid of 2 001 steps over four decades below the limit (0.46 % apart).
+                (0..=2000)
+                    .map(|i| top * 10f64.powf(-4.0 * (1.0 - i as f64 / 2000.0)))
+                    .map(|h| {
+                        let b = beta2.sqrt() * h + sampler.correction_residual(h);
+                        (h, b * b + m.k_mc * h.powf(-m.gamma) / planned.draws())
+                    })
+                    .min_by(|a, b| a.1.total_cmp(&b.1))
+                    .map_or(top, |(h, _)| h)
+            } else {
+                floor_model.accuracy_step(planned.draws()).min(top)
+            };
             (
                 h,
                 format!(
                     "the minimiser of the planned run's predicted worst error in posterior sds, max_j β_j² h² + K \
                      h^(−γ)/N, up to the gradient-noise correction's limit {top:.3e} (N = {} x {} kept draws; β² = \
-                     {beta2:.3e}: {}, K = {:.3e}, γ = {:.2})",
+                     {beta2:.3e}: {}, K = {:.3e}, γ = {:.2}{})",
                     planned.iterations,
                     planned.chains,
                     if m.bias_seen && m.beta2 > floor {
                         "from the pilots' per-coordinate Stein moment errors".to_string()
                     } else {
                         format!(
-                            "the floor ({ULA_SD_BIAS_SLOPE})² of whitened ULA's sd bias on a Gaussian{}",
+                            "the floor ({slope:.4e})² of the exact-gradient scheme's sd bias on a whitened Gaussian{}",
                             if m.bias_seen { ", above the pilots' estimate" } else { "; no pilot showed a bias" }
                         )
                     },
                     m.k_mc,
                     m.gamma,
+                    match sampler.correction_residual(h) {
+                        r if r > 0.0 => format!(
+                            "; plus the approximate correction's own sd bias, {r:.2e} at this step, {:.2e} at the limit",
+                            sampler.correction_residual(top)
+                        ),
+                        _ => String::new(),
+                    },
                 ),
             )
         }
