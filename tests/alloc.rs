@@ -132,6 +132,11 @@ fn other_sampler_steps_do_not_allocate() {
         .with_whitening(Some(w.clone()))
         .with_gradient_noise(Some(noise.clone()));
     assert_eq!(steps_allocations(sghmc, &logistic), 0);
+    let sgnht = Sgnht::new(SgnhtSettings::constant(1e-3, 1.0), Minibatch::new(32))
+        .unwrap()
+        .with_whitening(Some(w.clone()))
+        .with_gradient_noise(Some(noise.clone()));
+    assert_eq!(steps_allocations(sgnht, &logistic), 0);
     // pSGLD's correction under its metric (a series with the current G).
     let psgld =
         Psgld::new(PsgldSettings { step_size: StepSize::Constant(1e-7), ..Default::default() }, Minibatch::new(32))

@@ -79,7 +79,8 @@ pub trait LangevinKernel: Clone + std::fmt::Debug + Send + Sync {
     /// covariance V, a step of time step `fraction × h_k` driven by `S z` with `S Sᵀ = I − c V`
     /// has the total noise of the same step with exact gradients (see [`GradientNoise`]).
     /// `None` (the default): the kernel does not take the correction, and the driver's
-    /// [`GradientNoise`], if any, is unused. SGLD: `c = f h/2`; SGHMC: `c = f η/(2(α − β̂))`.
+    /// [`GradientNoise`], if any, is unused. SGLD: `c = f h/2`; SGHMC: `c = f η/(2(α − β̂))`;
+    /// SGNHT: `c = f h/(2A)`; pSGLD: `c = f h/2` under its metric.
     fn gradient_noise_weight(&self, k: u64, fraction: f64) -> Option<f64> {
         let _ = (k, fraction);
         None
@@ -204,7 +205,7 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
     /// kernel's [`gradient_noise_weight`](LangevinKernel::gradient_noise_weight), so that the
     /// step's total noise is that of its exact-gradient scheme. See [`GradientNoise`] (which
     /// measures V) for the rule and references. `None` removes it; kernels without a weight
-    /// (SGNHT, preconditioned SGLD) ignore it; pSGLD applies it under its metric
+    /// (preconditioned SGLD, cyclical SGLD) ignore it; pSGLD applies it under its metric
     /// ([`gradient_noise_metric`](LangevinKernel::gradient_noise_metric)). Its dimension is checked at `init`.
     ///
     /// ```

@@ -11,14 +11,15 @@
 //!    of full gradients: the exact eigenvalues of the dense Hessian up to
 //!    [`DENSE_CURVATURE_MAX_DIM`], Lanczos with full reorthogonalisation above. Then the
 //!    whitening of [`TuneSettings::precondition`] and the curvature the whitened sampler sees.
-//!    With a whitening, SGLD, SGHMC and pSGLD (any estimator with
+//!    With a whitening, SGLD, SGHMC, SGNHT and pSGLD (any estimator with
 //!    [independent draws](GradientEstimator::independent_draws): minibatch, control variates,
 //!    Taylor) also get their injected noise corrected by their estimator's noise
 //!    ([`TuneSettings::correct_gradient_noise`], on by default; see [`GradientNoise`]): its
 //!    covariance V̂ is measured in the whitened coordinates at `clamp(200 d, 10 000, 20 000)`
 //!    Laplace draws, and each step injects `√(2h)·S z`, `S Sᵀ = I − (h/2) V̂` (SGHMC:
-//!    `I − η V̂/(2α)`), so that with the minibatch noise the step carries the noise of its
-//!    exact-gradient scheme. Up to the limit `h = 2/λ_max(V̂)` (SGHMC: `η = 2α/λ_max(V̂)`) this
+//!    `I − η V̂/(2α)`; SGNHT: `I − h V̂/(2A)`), so that with the minibatch noise the step carries
+//!    the noise of its exact-gradient scheme. Up to the limit `h = 2/λ_max(V̂)` (SGHMC:
+//!    `η = 2α/λ_max(V̂)`; SGNHT: `h = 2A/λ_max(V̂)`) this
 //!    removes plain SGLD's dominant error, the variance inflation `≈ h V/2` of the minibatch noise
 //!    (about `h N/(2n)` in whitened units), and leaves ULA's discretisation bias, at the limit
 //!    about `n/(2N)` of a variance; where the limit is below half the curvature step the candidates of step 4 stop at it.
@@ -368,10 +369,27 @@ impl<E: GradientEstimator> Tunable for Langevin<SgnhtKernel, E> {
             SgnhtSettings { step_size: StepSize::Constant(step), ..*self.settings() },
             self.estimator().clone(),
         )?
-        .with_whitening(self.whitening().cloned()))
+        .with_whitening(self.whitening().cloned())
+        .with_gradient_noise(self.gradient_noise().cloned()))
     }
 
     langevin_whitening!();
+
+    fn noise_corrected<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        whitening: &Whitening,
+        points: usize,
+        seed: u64,
+        cost: &mut Cost,
+    ) -> Result<NoiseCorrected<Self>> {
+        langevin_noise_corrected(self, model, whitening, points, seed, cost)
+    }
+
+    /// `2A/λ_max(V)`: the weight `h/(2A)` times the noise's largest eigenvalue reaches 1.
+    fn step_limit(&self) -> Option<f64> {
+        self.gradient_noise().map(|g| 2.0 * self.settings().diffusion * g.full_correction_limit())
+    }
 
     /// `h = 1/√λ_max`: the position moves by `h p` with `p` updated by `−h ∇Ũ`, so the
     /// gradient's effective step is `h²`, as SGHMC's `η` (leapfrog limit `h √λ_max < 2`).
@@ -616,7 +634,7 @@ pub struct TuneSettings {
     /// What [`tune`] chooses the step for. Default [`Objective::Accuracy`].
     /// ([`tune_rr`](crate::tune_rr) has its own rule and ignores it.)
     pub objective: Objective,
-    /// Whether [`tune`] corrects the injected noise of SGLD, SGHMC and pSGLD by their gradient
+    /// Whether [`tune`] corrects the injected noise of SGLD, SGHMC, SGNHT and pSGLD by their gradient
     /// estimator's measured noise covariance (see [`GradientNoise`]; needs a whitening and an
     /// estimator with [independent draws](GradientEstimator::independent_draws), e.g. a
     /// minibatch or control variates). Default `true`. The measurement costs
