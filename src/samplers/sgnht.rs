@@ -99,7 +99,7 @@ impl LangevinKernel for SgnhtKernel {
 /// `h = 2A/λ_max(V)`): the thermostat then has only the remaining noise to absorb. A scalar
 /// thermostat equalises the kinetic energy averaged over coordinates, so under anisotropic
 /// minibatch noise without the correction some coordinates run cold (the validation example's
-/// uncorrected runs had sds 13–26 % too small on three posteriors).
+/// uncorrected runs had sds 13–26 % too small on two posteriors).
 ///
 /// It is the [`Langevin`] driver with the [`SgnhtKernel`]: any gradient estimator plugs in.
 ///

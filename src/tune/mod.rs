@@ -66,7 +66,7 @@
 //!    SGHMC, `Ĝ_max/4` for pSGLD): below the limit the bias left is the exact-gradient
 //!    scheme's, at least whitened ULA's on a Gaussian (sd factor `≈ 1 + h/4`), which pilots at
 //!    such small steps rarely resolve. No chosen step exceeds the limit.
-//!    When no pilot showed bias otherwise (every larger step failed, as for SGNHT under strong
+//!    When no pilot showed bias otherwise (every larger step failed, as for SGNHT under strong uncorrected
 //!    minibatch noise), the KSD curve decides as before: the minimiser of `D²(h) ≈ r·a/h + b·h² +
 //!    c` fitted to every candidate's discrepancy (least squares weighted by each candidate's KSD
 //!    standard error, floored at 10 %), with the Monte Carlo term scaled by `r` = the pilots' kept
