@@ -452,6 +452,31 @@ fn psgld_with_the_gradient_noise_correction_has_the_posterior_variances() {
     );
 }
 
+/// Above `DENSE_WHITENING_MAX_DIM` (diagonal whitening, `2d` multiply-adds per step) `tune` does
+/// not add the gradient-noise correction, whose dense covariance would cost `2d²` per step (and
+/// `2 · points · d²` to measure), and says so in the preconditioning line.
+#[test]
+fn the_gradient_noise_correction_is_not_applied_above_the_dense_limit() {
+    let d = sgmcmc::tune::DENSE_WHITENING_MAX_DIM + 1;
+    let lg = LinearGaussian::synthetic(2_000, d, 1.0, 10.0, 3).unwrap();
+    let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50)).unwrap();
+    let settings = TuneSettings {
+        pilot_iterations: 400,
+        pilot_burn_in: 100,
+        max_extensions: 0,
+        ..TuneSettings::default()
+    };
+    let tuned = tune(&lg, &sgld, &vec![0.0; d], &settings).unwrap();
+    eprintln!("{}\n{}", tuned.reason, tuned.preconditioning);
+    assert!(tuned.preconditioning.starts_with("diagonal"), "{}", tuned.preconditioning);
+    assert!(tuned.sampler.gradient_noise().is_none());
+    assert!(
+        tuned.preconditioning.contains("gradient noise not corrected: d = 1001 > 1000"),
+        "{}",
+        tuned.preconditioning
+    );
+}
+
 /// SGNHT under heavy minibatch noise (N/n = 200), tuned for 50 000 × 4 with the default
 /// gradient-noise correction (`S Sᵀ = I − (h/(2A)) V̂` on the momentum's noise): the step stays
 /// within the correction's limit `2A/λ_max(V̂)`, and over 8 seeds the tuning did not use the runs'

@@ -639,7 +639,9 @@ pub struct TuneSettings {
     /// estimator with [independent draws](GradientEstimator::independent_draws), e.g. a
     /// minibatch or control variates). Default `true`. The measurement costs
     /// `2 · points · n` datum gradients and `2 · points · d²` multiply-adds,
-    /// `points = clamp(200 d, 10 000, 20 000)`.
+    /// `points = clamp(200 d, 10 000, 20 000)`, and each step `2d²` multiply-adds (`4d²` for
+    /// pSGLD): it is applied up to d = [`DENSE_WHITENING_MAX_DIM`], where the whitening is
+    /// dense (`d²` per step) too; above, [`Tuned::preconditioning`] says it was not.
     /// ([`tune_rr`](crate::tune_rr) and [`MlSgld::sgld_tuned`](crate::MlSgld::sgld_tuned) ignore it.)
     pub correct_gradient_noise: bool,
 }
@@ -953,6 +955,16 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     let Setup { mode, curv, centre, scale, laplace, base, whitening, mut preconditioning, mut cost } =
         setup(model, sampler, theta0, settings)?;
     let base = match (&whitening, settings.correct_gradient_noise) {
+        (Some(_), true) if mode.len() > DENSE_WHITENING_MAX_DIM => {
+            preconditioning.push_str(&format!(
+                "; gradient noise not corrected: d = {} > {DENSE_WHITENING_MAX_DIM} (its dense covariance would cost \
+                 {} multiply-adds per step, against the whitening's {})",
+                mode.len(),
+                2 * mode.len() * mode.len(),
+                2 * mode.len()
+            ));
+            base
+        }
         (Some(w), true) => {
             let points = (200 * mode.len()).clamp(GRADIENT_NOISE_POINTS_MIN, GRADIENT_NOISE_POINTS_MAX);
             let mut spent = Cost::default();
