@@ -460,12 +460,8 @@ fn the_gradient_noise_correction_is_not_applied_above_the_dense_limit() {
     let d = sgmcmc::tune::DENSE_WHITENING_MAX_DIM + 1;
     let lg = LinearGaussian::synthetic(2_000, d, 1.0, 10.0, 3).unwrap();
     let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50)).unwrap();
-    let settings = TuneSettings {
-        pilot_iterations: 400,
-        pilot_burn_in: 100,
-        max_extensions: 0,
-        ..TuneSettings::default()
-    };
+    let settings =
+        TuneSettings { pilot_iterations: 400, pilot_burn_in: 100, max_extensions: 0, ..TuneSettings::default() };
     let tuned = tune(&lg, &sgld, &vec![0.0; d], &settings).unwrap();
     eprintln!("{}\n{}", tuned.reason, tuned.preconditioning);
     assert!(tuned.preconditioning.starts_with("diagonal"), "{}", tuned.preconditioning);
