@@ -398,6 +398,35 @@ fn the_gradient_noise_correction_removes_the_minibatch_variance_inflation() {
     assert!(zp.iter().any(|z| *z > 4.5), "the uncorrected runs are not told apart: {zp:?}");
 }
 
+/// Per coordinate, the mean over `seeds` of the runs' variance over the posterior's (50 000 × 4
+/// kept draws after 5 000 of burn-in, from `starts`) and its standard error from their spread.
+fn pooled_variance_ratios<S: Sampler + Clone + Sync>(
+    lg: &LinearGaussian,
+    sampler: &S,
+    starts: &[Vec<f64>],
+    seeds: std::ops::Range<u64>,
+) -> Vec<(f64, f64)> {
+    let var = lg.posterior_covariance().diag().to_owned();
+    let d = var.len();
+    let per_seed: Vec<Vec<f64>> = seeds
+        .map(|seed| {
+            let rs = RunSettings { n_iter: 55_000, burn_in: 5_000, n_chains: 4, seed, ..Default::default() };
+            let out = run_chains(lg, sampler, starts, &rs).unwrap();
+            let v = out.estimate.variance().unwrap();
+            (0..d).map(|j| v[j] / var[j]).collect()
+        })
+        .collect();
+    let n = per_seed.len() as f64;
+    (0..d)
+        .map(|j| {
+            let x: Vec<f64> = per_seed.iter().map(|r| r[j]).collect();
+            let m = x.iter().sum::<f64>() / n;
+            let se = (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0) / n).sqrt();
+            (m, se)
+        })
+        .collect()
+}
+
 /// pSGLD under the same heavy minibatch noise (N/n = 200), tuned for 50 000 × 4 with the default
 /// gradient-noise correction (the cubic series under its RMSprop metric) and without it. The
 /// tuner trades the series' own residual (a variance excess `r(x) = p(x)² − (1 − x)` along the
@@ -419,25 +448,7 @@ fn psgld_with_the_gradient_noise_correction_has_the_posterior_variances() {
     assert!(tuned.sampler.gradient_noise().is_some(), "{}", tuned.preconditioning);
     let plain = tuned.sampler.clone().with_gradient_noise(None);
     let starts = dispersed_starts(&lg, &tuned.mode, 4, 2.0, 5).unwrap();
-    let var = lg.posterior_covariance().diag().to_owned();
-    let ratios = |s: &Psgld<Minibatch>| {
-        let per_seed: Vec<Vec<f64>> = (811..819)
-            .map(|seed| {
-                let rs = RunSettings { n_iter: 55_000, burn_in: 5_000, n_chains: 4, seed, ..Default::default() };
-                let out = run_chains(&lg, s, &starts, &rs).unwrap();
-                let v = out.estimate.variance().unwrap();
-                (0..3).map(|j| v[j] / var[j]).collect()
-            })
-            .collect();
-        (0..3)
-            .map(|j| {
-                let x: Vec<f64> = per_seed.iter().map(|r| r[j]).collect();
-                let m = x.iter().sum::<f64>() / 8.0;
-                let se = (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / 7.0 / 8.0).sqrt();
-                (m, se)
-            })
-            .collect::<Vec<_>>()
-    };
+    let ratios = |s: &Psgld<Minibatch>| pooled_variance_ratios(&lg, s, &starts, 811..819);
     let (rc, rp) = (ratios(&tuned.sampler), ratios(&plain));
     let h = tuned.step_size;
     let predicted = 1.0 + 2.0 * (tuned.sampler.correction_residual(h) + tuned.sampler.exact_gradient_bias_slope() * h);
@@ -493,25 +504,7 @@ fn sgnht_with_the_gradient_noise_correction_has_the_posterior_variances() {
     assert!(tuned.step_size <= limit * (1.0 + 1e-12), "{} above {limit}", tuned.step_size);
     let plain = tuned.sampler.clone().with_gradient_noise(None);
     let starts = dispersed_starts(&lg, &tuned.mode, 4, 2.0, 5).unwrap();
-    let var = lg.posterior_covariance().diag().to_owned();
-    let ratios = |s: &Sgnht<Minibatch>| {
-        let per_seed: Vec<Vec<f64>> = (821..829)
-            .map(|seed| {
-                let rs = RunSettings { n_iter: 55_000, burn_in: 5_000, n_chains: 4, seed, ..Default::default() };
-                let out = run_chains(&lg, s, &starts, &rs).unwrap();
-                let v = out.estimate.variance().unwrap();
-                (0..3).map(|j| v[j] / var[j]).collect()
-            })
-            .collect();
-        (0..3)
-            .map(|j| {
-                let x: Vec<f64> = per_seed.iter().map(|r| r[j]).collect();
-                let m = x.iter().sum::<f64>() / 8.0;
-                let se = (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / 7.0 / 8.0).sqrt();
-                (m, se)
-            })
-            .collect::<Vec<_>>()
-    };
+    let ratios = |s: &Sgnht<Minibatch>| pooled_variance_ratios(&lg, s, &starts, 821..829);
     let (rc, rp) = (ratios(&tuned.sampler), ratios(&plain));
     eprintln!("variance ratio (mean, se): corrected {rc:.3?}, uncorrected {rp:.3?}");
     assert!(rc.iter().all(|(m, se)| (m - 1.0).abs() <= 4.5 * se + 0.02), "{rc:?}");
