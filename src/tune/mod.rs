@@ -182,13 +182,15 @@ pub trait Tunable: Sampler {
         ULA_SD_BIAS_SLOPE
     }
 
-    /// The relative sd bias that the sampler's gradient-noise correction itself leaves at step h
-    /// where it is approximate, which [`tune`] adds to the bias it assumes below the
-    /// correction's limit (see [`exact_gradient_bias_slope`](Self::exact_gradient_bias_slope)).
-    /// Default 0 (SGLD's and SGHMC's corrections are exact up to their limits).
-    fn correction_residual(&self, h: f64) -> f64 {
-        let _ = h;
-        0.0
+    /// Writes into `out[i]` the relative sd bias that the sampler's gradient-noise correction
+    /// itself leaves at the step `steps[i]` where it is approximate, which [`tune`] adds to the
+    /// bias it assumes below the correction's limit (see
+    /// [`exact_gradient_bias_slope`](Self::exact_gradient_bias_slope)); a slice at once, so
+    /// that what the residual depends on is computed once. Default 0 (SGLD's, SGHMC's and
+    /// SGNHT's corrections are exact up to their limits).
+    fn correction_residuals(&self, steps: &[f64], out: &mut [f64]) {
+        let _ = steps;
+        out.fill(0.0);
     }
 }
 
@@ -441,13 +443,16 @@ impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
 
     /// `r(x)/2`, `x = (h/2) λ_max(Ĝ^{1/2} V Ĝ^{1/2})`, with `r(x) = p(x)² − (1 − x)` the variance
     /// the cubic series `p` leaves along the top direction (0.5 % at x = 0.5, 9.8 % at x = 1).
-    fn correction_residual(&self, h: f64) -> f64 {
+    fn correction_residuals(&self, steps: &[f64], out: &mut [f64]) {
         let Some(top) = self.gradient_noise().and_then(|g| psgld_noise_top(g, self.n_data())) else {
-            return 0.0;
+            out.fill(0.0);
+            return;
         };
-        let x = 0.5 * h * top;
-        let p = 1.0 - x / 2.0 - x * x / 8.0 - x * x * x / 16.0;
-        0.5 * (p * p - (1.0 - x)).max(0.0)
+        for (o, h) in out.iter_mut().zip(steps) {
+            let x = 0.5 * h * top;
+            let p = 1.0 - x / 2.0 - x * x / 8.0 - x * x * x / 16.0;
+            *o = 0.5 * (p * p - (1.0 - x)).max(0.0);
+        }
     }
 
     /// `Ĝ_max/4` (see [`step_limit`](Self::step_limit)): ULA's `h/4` under the metric, whose
@@ -516,7 +521,7 @@ impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
 /// at (see its [`Tunable::step_limit`]): 1, where the cubic series leaves 9.8 % of a variance
 /// along the top direction (0.5 % at x = 0.5), two thirds of the clamp
 /// [`METRIC_CORRECTION_MAX`](crate::METRIC_CORRECTION_MAX). Below it `tune` adds that residual
-/// to the bias it predicts ([`Tunable::correction_residual`]), so a long run takes a smaller x.
+/// to the bias it predicts ([`Tunable::correction_residuals`]), so a long run takes a smaller x.
 pub const PSGLD_CORRECTION_TARGET: f64 = 1.0;
 
 /// `λ_max(Ĝ^{1/2} V Ĝ^{1/2})` with [`psgld_metric`]'s Ĝ (None if the eigen-solver fails).
@@ -1091,19 +1096,25 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
             let beta2 = if m.bias_seen { m.beta2.max(floor) } else { floor };
             let top = scored.iter().map(|&(h, _)| h).fold(0.0, f64::max);
             let floor_model = ErrorModel { beta2, ..*m };
-            let h = if sampler.correction_residual(top) > 0.0 {
-                // An approximate correction: its residual bias joins the floor's, minimised on a
-                // log grid of 2 001 steps over four decades below the limit (0.46 % apart).
-                (0..=2000)
-                    .map(|i| top * 10f64.powf(-4.0 * (1.0 - i as f64 / 2000.0)))
-                    .map(|h| {
-                        let b = beta2.sqrt() * h + sampler.correction_residual(h);
-                        (h, b * b + m.k_mc * h.powf(-m.gamma) / planned.draws())
+            // An approximate correction: its residual bias joins the floor's, minimised on a log
+            // grid of 2 001 steps over four decades below the limit (0.46 % apart).
+            let grid: Vec<f64> = (0..=2000).map(|i| top * 10f64.powf(-4.0 * (1.0 - i as f64 / 2000.0))).collect();
+            let mut residual = vec![0.0; grid.len()];
+            sampler.correction_residuals(&grid, &mut residual);
+            let (h, at_h, at_top) = if residual[grid.len() - 1] > 0.0 {
+                let (i, _) = grid
+                    .iter()
+                    .zip(&residual)
+                    .map(|(h, r)| {
+                        let b = beta2.sqrt() * h + r;
+                        b * b + m.k_mc * h.powf(-m.gamma) / planned.draws()
                     })
+                    .enumerate()
                     .min_by(|a, b| a.1.total_cmp(&b.1))
-                    .map_or(top, |(h, _)| h)
+                    .unwrap_or((grid.len() - 1, 0.0));
+                (grid[i], residual[i], residual[grid.len() - 1])
             } else {
-                floor_model.accuracy_step(planned.draws()).min(top)
+                (floor_model.accuracy_step(planned.draws()).min(top), 0.0, 0.0)
             };
             (
                 h,
@@ -1123,12 +1134,13 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
                     },
                     m.k_mc,
                     m.gamma,
-                    match sampler.correction_residual(h) {
-                        r if r > 0.0 => format!(
-                            "; plus the approximate correction's own sd bias, {r:.2e} at this step, {:.2e} at the limit",
-                            sampler.correction_residual(top)
-                        ),
-                        _ => String::new(),
+                    if at_top > 0.0 {
+                        format!(
+                            "; plus the approximate correction's own sd bias, {at_h:.2e} at this step, {at_top:.2e} at \
+                             the limit"
+                        )
+                    } else {
+                        String::new()
                     },
                 ),
             )
