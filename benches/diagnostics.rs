@@ -4,7 +4,14 @@
 //!   on n = 10 000 draws `xᵢ ~ N(0, I₁₀)` with their exact scores `−xᵢ`. The computation is the
 //!   exact double sum over all n² pairs, O(n²d) ≈ 10⁹ flops plus one `powf` per pair, rows in
 //!   parallel on the rayon pool: several seconds per evaluation on two cores, so only 10 samples
-//!   are taken (criterion's minimum). Halving n divides the time by four.
+//!   are taken (criterion's minimum). Halving n divides the time by four. Below
+//!   `KSD_GRAM_MIN_DIM` = 16 dimensions the kernel's inner products are taken one pair at a time.
+//! - `ksd_imq/n=2000,d=15`, `…d=16`, `…d=1001`: the same on n = 2 000 draws either side of
+//!   `KSD_GRAM_MIN_DIM` (from 16 the inner products come from Gram tiles, matrix products) and at
+//!   d = 1 001 (a pilot of `tune` on a large model scores 800 such draws per step size).
+//!   2026-11-27, two cores: 31.0 ms at d = 15, 14.7 ms at d = 16 (2.1× less for slightly more
+//!   arithmetic), 255 ms at d = 1 001. With the pair path forced at every d (ad hoc, not a bench):
+//!   93 → 40 ms at d = 64, 1.21 s → 0.29 s at d = 1 001.
 //! - `ess_bulk/…` and `rhat/…`: [`diagnostics::ess_bulk`] and [`diagnostics::rhat`] on a
 //!   (4 chains × 10 000 draws) array, single thread. Both rank-normalise all 40 000 draws (a
 //!   sort); the ESS then sums autocovariances (computed directly, one O(n) pass per lag) until
@@ -15,7 +22,7 @@
 //!
 //! Inputs are generated from fixed seeds outside the timed loop.
 //!
-//! Run with `cargo bench --bench diagnostics` (about 70 s).
+//! Run with `cargo bench --bench diagnostics` (about 90 s).
 
 #[path = "../examples/support/mod.rs"]
 mod support;
@@ -76,6 +83,18 @@ fn ksd(c: &mut Criterion) {
                 .expect("valid input")
         })
     });
+    // 25 ms to 0.3 s per evaluation: 5 s each.
+    group.measurement_time(Duration::from_secs(5));
+    for d in [15, 16, 1_001] {
+        let x = normal_array(2_000, d, 3);
+        let scores = -&x;
+        group.bench_function(BenchmarkId::from_parameter(format!("n=2000,d={d}")), |b| {
+            b.iter(|| {
+                diagnostics::ksd_imq(black_box(x.view()), black_box(scores.view()), None, KsdSettings::default())
+                    .expect("valid input")
+            })
+        });
+    }
     group.finish();
 }
 

@@ -477,7 +477,7 @@ fn psgld_with_the_gradient_noise_correction_has_the_posterior_variances() {
 #[test]
 fn the_gradient_noise_correction_is_not_applied_above_the_dense_limit() {
     let d = sgmcmc::tune::DENSE_WHITENING_MAX_DIM + 1;
-    let lg = LinearGaussian::synthetic(2_000, d, 1.0, 10.0, 3).unwrap();
+    let lg = LinearGaussian::synthetic(200, d, 1.0, 10.0, 3).unwrap();
     let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50)).unwrap();
     let settings =
         TuneSettings { pilot_iterations: 400, pilot_burn_in: 100, max_extensions: 0, ..TuneSettings::default() };

@@ -2100,8 +2100,10 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
     let chains = settings.pilot_chains;
     let per = n / chains;
     let rows = |c: usize| ndarray::Slice::from(c * per..(c + 1) * per);
+    // The pooled draws' moment vectors serve the moment term and the error model.
+    let (mean, second) = laplace.moment_vectors(draws.view(), scores.view(), mode);
     let moments: Vec<f64> = if settings.moment_weight > 0.0 {
-        let stacked = std::iter::once(laplace.moment_discrepancy2(draws.view(), scores.view(), mode));
+        let stacked = std::iter::once(moments_norm2(&(mean.clone(), second.clone())));
         let each = (0..chains).map(|c| {
             laplace.moment_discrepancy2(
                 draws.slice_axis(ndarray::Axis(0), rows(c)),
@@ -2114,7 +2116,6 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
         vec![0.0; chains + 1]
     };
     let errors = {
-        let (mean, second) = laplace.moment_vectors(draws.view(), scores.view(), mode);
         let d = draws.ncols();
         let iterations = (kept * chains as u64) as f64;
         let tau = (0..d)
@@ -2202,10 +2203,20 @@ impl Laplace {
         let mut m = vec![0.0; d];
         let mut mm = vec![0.0; d];
         let mut v = vec![0.0; d];
-        for (x, s) in draws.outer_iter().zip(scores.outer_iter()) {
-            match &self.cov {
-                Some(c) => v.iter_mut().zip(c.outer_iter()).for_each(|(v, row)| *v = row.dot(&s)),
-                None => v.iter_mut().zip(&s).zip(&self.sd).for_each(|((v, s), sd)| *v = s * sd * sd),
+        // From KSD_GRAM_MIN_DIM, all the rows' Σ̂ s at once: a matrix product (Σ̂ is symmetric).
+        let product = match &self.cov {
+            Some(c) if d >= crate::diagnostics::KSD_GRAM_MIN_DIM => {
+                let mut out = Array2::zeros((n, d));
+                ndarray::linalg::general_mat_mul(1.0, &scores, c, 0.0, &mut out);
+                Some(out)
+            }
+            _ => None,
+        };
+        for (i, (x, s)) in draws.outer_iter().zip(scores.outer_iter()).enumerate() {
+            match (&product, &self.cov) {
+                (Some(p), _) => v.iter_mut().zip(p.row(i)).for_each(|(v, p)| *v = *p),
+                (None, Some(c)) => v.iter_mut().zip(c.outer_iter()).for_each(|(v, row)| *v = row.dot(&s)),
+                (None, None) => v.iter_mut().zip(&s).zip(&self.sd).for_each(|((v, s), sd)| *v = s * sd * sd),
             }
             for j in 0..d {
                 m[j] += v[j];
