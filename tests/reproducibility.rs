@@ -83,3 +83,22 @@ fn sghmc_and_mala_are_thread_count_independent() {
             .unwrap();
     check(&model, &mala);
 }
+
+/// The kernel Stein discrepancy on both of its paths (pairs below `KSD_GRAM_MIN_DIM`, Gram
+/// tiles from it, several row blocks) is bit-identical on 1, 2 and 3 threads.
+#[test]
+fn ksd_is_thread_count_independent() {
+    use sgmcmc::diagnostics::{KSD_GRAM_MIN_DIM, KsdSettings, ksd_imq};
+    for d in [3, KSD_GRAM_MIN_DIM, 40] {
+        let n = 700;
+        let x =
+            ndarray::Array2::from_shape_fn((n, d), |(i, j)| ((i * 7919 + j * 104_729) % 1_009) as f64 / 500.0 - 1.0);
+        let s = x.mapv(|v| -v + 0.1);
+        let bits = |threads: usize| {
+            pool(threads).install(|| ksd_imq(x.view(), s.view(), None, KsdSettings::default()).unwrap().to_bits())
+        };
+        let one = bits(1);
+        assert_eq!(bits(2), one, "d = {d}");
+        assert_eq!(bits(3), one, "d = {d}");
+    }
+}
