@@ -985,12 +985,17 @@ fn stein_kernel(
         r_dsy_minus_sx += r * (sy[i] - sx[i]);
         sxsy += sx[i] * sy[i];
     }
+    stein_imq(d, c2, beta, r2, r_dsy_minus_sx, sxsy)
+}
+
+/// The IMQ Stein kernel from its inner products: `r2 = ‖x − y‖²`, `rds = (x − y)·(s_y − s_x)`,
+/// `sxsy = s_x·s_y`, in dimension `d`.
+#[inline]
+fn stein_imq(d: f64, c2: f64, beta: f64, r2: f64, rds: f64, sxsy: f64) -> f64 {
     let q = c2 + r2;
     // q^(β−1); the default β = −1/2 avoids the (dominant) cost of powf.
     let qb1 = if beta == -0.5 { 1.0 / (q * q.sqrt()) } else { q.powf(beta - 1.0) };
-    -2.0 * beta * d * qb1 - 4.0 * beta * (beta - 1.0) * qb1 / q * r2
-        + 2.0 * beta * qb1 * r_dsy_minus_sx
-        + q * qb1 * sxsy
+    -2.0 * beta * d * qb1 - 4.0 * beta * (beta - 1.0) * qb1 / q * r2 + 2.0 * beta * qb1 * rds + q * qb1 * sxsy
 }
 
 /// The kernel Stein discrepancy of the weighted sample `{(θᵢ, wᵢ)}` against π, given the scores
@@ -1130,11 +1135,7 @@ fn ksd2_gram(
                         } else {
                             ((xx[i] + xx[j] - 2.0 * gxx[c]).max(0.0), gxs[c] + gsx[c] - xs[i] - xs[j])
                         };
-                        let q = c2 + r2;
-                        let qb1 = if beta == -0.5 { 1.0 / (q * q.sqrt()) } else { q.powf(beta - 1.0) };
-                        let k = -2.0 * beta * dd * qb1 - 4.0 * beta * (beta - 1.0) * qb1 / q * r2
-                            + 2.0 * beta * qb1 * rds
-                            + q * qb1 * gss[c];
+                        let k = stein_imq(dd, c2, beta, r2, rds, gss[c]);
                         acc += if j == i { w[j] * k } else { 2.0 * w[j] * k };
                     }
                     *sum += acc;
