@@ -452,6 +452,12 @@ fn psgld_with_the_gradient_noise_correction_has_the_posterior_variances() {
     let tuned = tune(&lg, &psgld, &[0.0; 3], &settings).unwrap();
     eprintln!("pSGLD: step {:.3e}: {}", tuned.step_size, tuned.reason);
     assert!(tuned.sampler.gradient_noise().is_some(), "{}", tuned.preconditioning);
+    // Its step limit needs the data size, which tune tells; the same noise given by hand to a new
+    // pSGLD has none (it took N = 1 before: a limit about N times too large).
+    let limit = tuned.sampler.step_limit().expect("the tuned pSGLD's step limit");
+    assert!(tuned.step_size <= limit * (1.0 + 1e-12), "{} above {limit}", tuned.step_size);
+    let by_hand = psgld.clone().with_gradient_noise(tuned.sampler.gradient_noise().cloned());
+    assert_eq!(by_hand.step_limit(), None);
     let plain = tuned.sampler.clone().with_gradient_noise(None);
     let starts = dispersed_starts(&lg, &tuned.mode, 4, 2.0, 5).unwrap();
     let ratios = |s: &Psgld<Minibatch>| pooled_variance_ratios(&lg, s, &starts, 811..819);

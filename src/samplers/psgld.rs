@@ -148,7 +148,7 @@ impl<E: GradientEstimator> Langevin<PsgldKernel, E> {
     /// ```
     pub fn new(settings: PsgldSettings, estimator: E) -> Result<Self> {
         settings.validate()?;
-        Ok(Langevin::with_kernel(PsgldKernel { settings, v: Vec::new(), n_data: 1.0 }, estimator))
+        Ok(Langevin::with_kernel(PsgldKernel { settings, v: Vec::new(), n_data: 0.0 }, estimator))
     }
 
     /// The settings.
@@ -163,7 +163,8 @@ impl<E: GradientEstimator> Langevin<PsgldKernel, E> {
         self
     }
 
-    /// The data size of the kernel's scaling `ḡ = ∇Ũ/N` (1 until bound or told).
+    /// The data size of the kernel's scaling `ḡ = ∇Ũ/N` (0, unknown, until bound by a run or
+    /// told by `tune`).
     pub(crate) fn n_data(&self) -> f64 {
         self.kernel().n_data
     }

@@ -437,6 +437,11 @@ impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
     /// gradient estimate averages the noise's variance `V_ii` plus about 1 (the posterior's).
     /// There the cubic series leaves at most 0.5 % of a variance uncorrected, with room for G's
     /// fluctuations below the clamp at [`METRIC_CORRECTION_MAX`](crate::METRIC_CORRECTION_MAX).
+    ///
+    /// `None` while N is unknown: `tune` tells it; a pSGLD given a noise by hand
+    /// ([`Langevin::with_gradient_noise`](crate::Langevin::with_gradient_noise)) has no step
+    /// limit (its correction is still clamped at `METRIC_CORRECTION_MAX` at every step). Until
+    /// 2026-11-27 it took N = 1 there, a limit about N times too large.
     fn step_limit(&self) -> Option<f64> {
         Some(2.0 * PSGLD_CORRECTION_TARGET / psgld_noise_top(self.gradient_noise()?, self.n_data())?)
     }
@@ -459,7 +464,8 @@ impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
     /// time step along coordinate i is `h G_i`; [`ULA_SD_BIAS_SLOPE`] without a gradient noise.
     fn exact_gradient_bias_slope(&self) -> f64 {
         match self.gradient_noise() {
-            Some(g) => ULA_SD_BIAS_SLOPE * psgld_metric(g, self.n_data()).into_iter().fold(0.0, f64::max),
+            Some(g) => psgld_metric(g, self.n_data())
+                .map_or(ULA_SD_BIAS_SLOPE, |m| ULA_SD_BIAS_SLOPE * m.into_iter().fold(0.0, f64::max)),
             None => ULA_SD_BIAS_SLOPE,
         }
     }
@@ -524,11 +530,12 @@ impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
 /// to the bias it predicts ([`Tunable::correction_residuals`]), so a long run takes a smaller x.
 pub const PSGLD_CORRECTION_TARGET: f64 = 1.0;
 
-/// `λ_max(Ĝ^{1/2} V Ĝ^{1/2})` with [`psgld_metric`]'s Ĝ (None if the eigen-solver fails).
+/// `λ_max(Ĝ^{1/2} V Ĝ^{1/2})` with [`psgld_metric`]'s Ĝ (None if N is unknown or the
+/// eigen-solver fails).
 fn psgld_noise_top(noise: &GradientNoise, n_data: f64) -> Option<f64> {
     let v = noise.covariance();
     let d = noise.dim();
-    let s: Vec<f64> = psgld_metric(noise, n_data).into_iter().map(f64::sqrt).collect();
+    let s: Vec<f64> = psgld_metric(noise, n_data)?.into_iter().map(f64::sqrt).collect();
     let a = Array2::from_shape_fn((d, d), |(i, j)| s[i] * v[[i, j]] * s[j]);
     let ev = crate::numeric::linalg::symmetric_eigenvalues("pSGLD's metric gradient noise", &a).ok()?;
     Some(ev.iter().fold(0.0_f64, |m, l| m.max(*l)))
@@ -536,9 +543,13 @@ fn psgld_noise_top(noise: &GradientNoise, n_data: f64) -> Option<f64> {
 
 /// `Ĝ_i = N/√(V_ii + 1)`: pSGLD's RMSprop metric G on whitened coordinates (`ḡ = ∇Ũ/N` with
 /// `E ḡ_i² ≈ (V_ii + 1)/N²`, the 1 from the whitened posterior's score), its damping neglected.
-fn psgld_metric(noise: &GradientNoise, n_data: f64) -> Vec<f64> {
+/// `None` while N is unknown (0: a pSGLD not yet run nor tuned).
+fn psgld_metric(noise: &GradientNoise, n_data: f64) -> Option<Vec<f64>> {
+    if n_data.is_nan() || n_data <= 0.0 {
+        return None;
+    }
     let v = noise.covariance();
-    (0..noise.dim()).map(|i| n_data / (v[[i, i]] + 1.0).sqrt()).collect()
+    Some((0..noise.dim()).map(|i| n_data / (v[[i, i]] + 1.0).sqrt()).collect())
 }
 
 impl<E: GradientEstimator> Tunable for Hamcmc<E> {
