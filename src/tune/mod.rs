@@ -2750,4 +2750,26 @@ mod tests {
         let floor = laplace.moment_discrepancy2(exact_x.view(), exact_s.view(), &mu);
         assert!(floor < 20.0 / n as f64, "{floor}");
     }
+
+    /// `Laplace::moment_vectors` with a dense covariance from `KSD_GRAM_MIN_DIM` dimensions (one
+    /// matrix product `S Σ̂`) equals the row-by-row `Σ̂ s` sums to rounding.
+    #[test]
+    fn moment_vectors_by_one_matrix_product_match_the_row_sums() {
+        let (n, d) = (300, crate::diagnostics::KSD_GRAM_MIN_DIM + 4);
+        let a = Array2::from_shape_fn((d, d), |(i, j)| ((i * 31 + j * 17) % 13) as f64 / 13.0 - 0.5);
+        let cov = a.t().dot(&a) + Array2::<f64>::eye(d);
+        let sd: Vec<f64> = (0..d).map(|j| cov[[j, j]].sqrt()).collect();
+        let laplace = Laplace { cov: Some(cov.clone()), sd: sd.clone() };
+        let mode: Vec<f64> = (0..d).map(|j| 0.1 * j as f64).collect();
+        let x = Array2::from_shape_fn((n, d), |(i, j)| ((i * 7 + j * 3) % 11) as f64 / 5.0 - 1.0 + mode[j]);
+        let s = Array2::from_shape_fn((n, d), |(i, j)| ((i * 5 + j * 13) % 7) as f64 / 3.0 - 1.0);
+        let (m, mm) = laplace.moment_vectors(x.view(), s.view(), &mode);
+        for j in 0..d {
+            let v: Vec<f64> = (0..n).map(|i| (0..d).map(|k| cov[[j, k]] * s[[i, k]]).sum()).collect();
+            let mean = v.iter().sum::<f64>() / (n as f64 * sd[j]);
+            let second = (0..n).map(|i| v[i] * (x[[i, j]] - mode[j])).sum::<f64>() / (n as f64 * sd[j] * sd[j]) + 1.0;
+            assert!((m[j] - mean).abs() <= 1e-12 * mean.abs().max(1.0), "mean {j}: {} vs {mean}", m[j]);
+            assert!((mm[j] - second).abs() <= 1e-12 * second.abs().max(1.0), "second {j}: {} vs {second}", mm[j]);
+        }
+    }
 }
