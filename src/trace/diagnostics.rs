@@ -1096,7 +1096,8 @@ fn ksd2_gram(
         a.slice_axis_move(Axis(0), Slice::from(r0..r1))
     }
     let (n, d) = draws.dim();
-    let mean = draws.mean_axis(Axis(0)).expect("n > 0 checked by ksd_imq");
+    // (n > 0: ksd_imq checked; the zero fallback is never taken.)
+    let mean = draws.mean_axis(Axis(0)).unwrap_or_else(|| Array1::zeros(d));
     let x = &draws - &mean;
     let xx: Vec<f64> = x.outer_iter().map(|r| r.dot(&r)).collect();
     let xs: Vec<f64> = x.outer_iter().zip(scores.outer_iter()).map(|(r, s)| r.dot(&s)).collect();
