@@ -235,6 +235,22 @@ macro_rules! langevin_whitening {
     };
 }
 
+/// [`Tunable::noise_corrected`] by [`langevin_noise_corrected`] as is (SGLD, SGNHT).
+macro_rules! measured_noise_correction {
+    () => {
+        fn noise_corrected<M: Model + ?Sized>(
+            &self,
+            model: &M,
+            whitening: &Whitening,
+            points: usize,
+            seed: u64,
+            cost: &mut Cost,
+        ) -> Result<NoiseCorrected<Self>> {
+            langevin_noise_corrected(self, model, whitening, points, seed, cost)
+        }
+    };
+}
+
 impl<E: GradientEstimator> Tunable for Langevin<SgldKernel, E> {
     fn with_step_size(&self, step: f64) -> Result<Self> {
         Ok(Self::new(SgldSettings { step_size: StepSize::Constant(step) }, self.estimator().clone())?
@@ -244,16 +260,7 @@ impl<E: GradientEstimator> Tunable for Langevin<SgldKernel, E> {
 
     langevin_whitening!();
 
-    fn noise_corrected<M: Model + ?Sized>(
-        &self,
-        model: &M,
-        whitening: &Whitening,
-        points: usize,
-        seed: u64,
-        cost: &mut Cost,
-    ) -> Result<NoiseCorrected<Self>> {
-        langevin_noise_corrected(self, model, whitening, points, seed, cost)
-    }
+    measured_noise_correction!();
 
     /// `2/λ_max(V)`: the weight `h/2` times the noise's largest eigenvalue reaches 1.
     fn step_limit(&self) -> Option<f64> {
@@ -377,16 +384,7 @@ impl<E: GradientEstimator> Tunable for Langevin<SgnhtKernel, E> {
 
     langevin_whitening!();
 
-    fn noise_corrected<M: Model + ?Sized>(
-        &self,
-        model: &M,
-        whitening: &Whitening,
-        points: usize,
-        seed: u64,
-        cost: &mut Cost,
-    ) -> Result<NoiseCorrected<Self>> {
-        langevin_noise_corrected(self, model, whitening, points, seed, cost)
-    }
+    measured_noise_correction!();
 
     /// `2A/λ_max(V)`: the weight `h/(2A)` times the noise's largest eigenvalue reaches 1.
     fn step_limit(&self) -> Option<f64> {
