@@ -115,6 +115,11 @@ struct Row {
     ess: Option<(f64, f64)>,
     /// `tune`'s predicted largest split-R̂ of the planned run.
     rhat_pred: Option<f64>,
+    /// `tune`'s predicted worst error of the planned run, in posterior sds (`Tuned::predicted_error`).
+    err_pred: Option<f64>,
+    /// The posterior's condition number at the mode and its N / minibatch size.
+    condition: f64,
+    data_per_batch: f64,
     /// The run's own accuracy claim, in posterior sds: its 95 % Monte Carlo `error_bound`
     /// (`Convergence::error_bound`; for SGRRLD that of the extrapolated estimate), plus, where
     /// the companion check ran, its largest estimated |bias| of a mean or sd (in the run's own sds).
@@ -270,6 +275,9 @@ impl Row {
             bias_check: None,
             ess: None,
             rhat_pred: None,
+            err_pred: None,
+            condition: f64::NAN,
+            data_per_batch: f64::NAN,
             bound: None,
             ref_bound: f64::NAN,
             failure: None,
@@ -328,6 +336,7 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
         row.converged = conv.converged;
         row.ess = tuned.predicted_ess.map(|p| (p, conv.min_ess_bulk));
         row.rhat_pred = tuned.predicted_rhat;
+        row.err_pred = tuned.predicted_error;
         row.bound = Some(conv.error_bound);
         row.run_cost = out.cost.datum_gradients;
         row.score = Some(score(&out.estimate, reference)?);
@@ -486,10 +495,11 @@ fn rows_for<M: Model>(model: &M, name: &'static str, lengths: &[u64], grid: bool
     let reference = reference(model, &mode, 20_000)?;
     let n = (model.n_data() / 20).clamp(10, 100);
     let c = sgmcmc::tune::curvature(model, &mode, &Default::default())?;
+    let condition = c.lambda_max / c.lambda_min.unwrap_or(f64::NAN);
     println!(
         "\n== {name}: N = {}, d = {d}, minibatch {n}, condition number at the mode {:.1e}; reference MCSE {:.3} sd ({:.1} s)",
         model.n_data(),
-        c.lambda_max / c.lambda_min.unwrap_or(f64::NAN),
+        condition,
         reference.mcse,
         t.elapsed().as_secs_f64()
     );
@@ -536,6 +546,8 @@ fn rows_for<M: Model>(model: &M, name: &'static str, lengths: &[u64], grid: bool
         let z = sgmcmc::diagnostics::normal_quantile(1.0 - 0.05 / (4.0 * d as f64));
         for r in &mut out[start..] {
             r.ref_bound = z * reference.mcse;
+            r.condition = condition;
+            r.data_per_batch = model.n_data() as f64 / n as f64;
         }
         for r in &out[start..] {
             print_row(r);
@@ -610,6 +622,10 @@ fn print_row(r: &Row) {
         (Some((p, m)), Some(pr)) => format!("{verdict}, ESS min {m:.0} (tune predicted {p:.0}, R̂ {pr:.3})"),
         (Some((p, m)), None) => format!("{verdict}, ESS min {m:.0} (tune predicted {p:.0})"),
         _ => verdict,
+    };
+    let verdict = match r.err_pred {
+        Some(e) => format!("{verdict}, tune predicted worst error {e:.3}"),
+        None => verdict,
     };
     let verdict = match (r.bound, r.bias_check) {
         (Some(b), Some((_, _, own))) => {
@@ -788,7 +804,80 @@ fn main() -> Res<()> {
             q[q.len() - 1]
         );
     }
-    println!("  SGLD-CV / MALA outside 0.1 sd or ±10 % sd ({}): {}", accurate_misses.len(), accurate_misses.join(", "));
+    // tune's predicted worst error (of a mean or sd, posterior sds) against the measured one, and
+    // whether it foretold the 0.1 sd / ±10 % verdict before the run was made.
+    let with_err: Vec<&Row> =
+        rows.iter().filter(|r| r.failure.is_none() && r.err_pred.is_some() && r.score.is_some()).collect();
+    let predicted_off = |r: &Row| r.err_pred.is_some_and(|e| e > 0.1);
+    let err_foretold = with_err.iter().filter(|r| predicted_off(r) == off(r)).count();
+    if !with_err.is_empty() {
+        let mut q: Vec<f64> =
+            with_err.iter().map(|r| r.score.expect("scored").error / r.err_pred.expect("some")).collect();
+        q.sort_by(f64::total_cmp);
+        println!(
+            "  tune's predicted worst error foretold the 0.1 sd / ±10 % verdict in {err_foretold} of {} runs; measured / predicted worst error: median {:.2}, range {:.2}–{:.2}",
+            with_err.len(),
+            q[q.len() / 2],
+            q[0],
+            q[q.len() - 1]
+        );
+    }
+    let forewarned = |tag: &String| {
+        rows.iter().find(|r| &format!("{}/{}/{}", r.posterior, r.sampler, r.kept) == tag).map_or(String::new(), |r| {
+            format!(
+                " (tune predicted worst error {}, own bound {})",
+                r.err_pred.map_or("n/a".to_string(), |e| format!("{e:.3}")),
+                r.bound.map_or("n/a".to_string(), |b| format!("{b:.3}"))
+            )
+        })
+    };
+    println!(
+        "  SGLD-CV / MALA outside 0.1 sd or ±10 % sd ({}): {}",
+        accurate_misses.len(),
+        accurate_misses.iter().map(|t| format!("{t}{}", forewarned(t))).collect::<Vec<_>>().join(", ")
+    );
+    // Mixing against conditioning: the preconditioned chain samplers' split-R̂ on the posteriors of
+    // condition ≥ 1e5, and their smallest ESS on every posterior (condition, N / minibatch).
+    let chain_sg = |r: &&Row| matches!(r.sampler, "SGLD" | "SGLD-CV" | "SGHMC" | "pSGLD" | "SGNHT" | "SGRRLD");
+    let mut kept_lengths: Vec<u64> = rows.iter().map(|r| r.kept).collect();
+    kept_lengths.sort_unstable();
+    kept_lengths.dedup();
+    let mut rhat_ill = Vec::new();
+    for &k in &kept_lengths {
+        let ill: Vec<&Row> =
+            rows.iter().filter(|r| r.kept == k && r.failure.is_none() && r.condition >= 1e5).filter(chain_sg).collect();
+        let mixed = ill.iter().filter(|r| r.rhat <= 1.01).count();
+        println!(
+            "  preconditioned SG runs on the posteriors of condition ≥ 1e5 with split-R̂ ≤ 1.01 at {k} x {CHAINS}: {mixed} of {}",
+            ill.len()
+        );
+        rhat_ill.push(format!("\"{k}\":[{mixed},{}]", ill.len()));
+        let mut posteriors: Vec<(&str, f64, f64)> =
+            rows.iter().filter(|r| r.kept == k).map(|r| (r.posterior, r.condition, r.data_per_batch)).collect();
+        posteriors.dedup_by(|a, b| a.0 == b.0);
+        println!(
+            "    smallest ESS at {k} x {CHAINS}, by posterior ({}):",
+            posteriors
+                .iter()
+                .map(|(p, c, b)| format!("{p}: condition {c:.1e}, N/n {b:.0}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        for name in ["SGLD", "SGLD-CV", "SGHMC", "pSGLD", "SGNHT"] {
+            let cells: Vec<String> = posteriors
+                .iter()
+                .filter_map(|(p, _, _)| {
+                    rows.iter()
+                        .find(|r| r.kept == k && r.sampler == name && r.posterior == *p)
+                        .and_then(|r| r.ess)
+                        .map(|(_, m)| format!("{p} {m:.0}"))
+                })
+                .collect();
+            if !cells.is_empty() {
+                println!("    {name:>8}: {}", cells.join(", "));
+            }
+        }
+    }
     println!(
         "  tuned step's mean error over {} seeds (ML-SGLD: {}) above 1.5x the grid-best step's ({}): {}",
         GRID_SEEDS.len(),
@@ -806,7 +895,7 @@ fn main() -> Res<()> {
     let q = |v: &[String]| format!("[{}]", v.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(","));
     let ref_mcse = mcse.iter().map(|(n, m)| format!("\"{n}\":{m:.4}")).collect::<Vec<_>>().join(",");
     println!(
-        "RESULT {{\"runs\":{},\"default_path_errors\":{failures},\"not_converged\":{},\"rhat_above_1_01\":{},\"converged_off_target\":{},\"silent_misses\":{},\"bound_exceeded\":{},\"ml_sgld_off\":{},\"accuracy_misses\":{},\"grid_misses\":{},\"grid_misses_raw\":{},\"reference_mcse\":{{{ref_mcse}}},\"seconds\":{secs:.1}}}",
+        "RESULT {{\"runs\":{},\"default_path_errors\":{failures},\"not_converged\":{},\"rhat_above_1_01\":{},\"converged_off_target\":{},\"silent_misses\":{},\"bound_exceeded\":{},\"ml_sgld_off\":{},\"accuracy_misses\":{},\"grid_misses\":{},\"grid_misses_raw\":{},\"error_forecast\":[{err_foretold},{}],\"rhat_ill_conditioned\":{{{}}},\"reference_mcse\":{{{ref_mcse}}},\"seconds\":{secs:.1}}}",
         rows.len(),
         q(&not_converged),
         q(&rhat_misses),
@@ -816,7 +905,9 @@ fn main() -> Res<()> {
         q(&ml_off),
         q(&accurate_misses),
         q(&grid_misses),
-        q(&grid_misses_raw)
+        q(&grid_misses_raw),
+        with_err.len(),
+        rhat_ill.join(",")
     );
     // The reduced run is a check (CI): no default-path error, SGLD-CV and MALA accurate, no
     // silent miss.

@@ -557,3 +557,48 @@ fn an_uncorrected_minibatch_noise_is_not_confidently_wrong() {
     check("pSGLD", &lg, &Psgld::new(PsgldSettings::default(), Minibatch::new(50)).unwrap(), &settings);
     check("SGLD", &lg, &Sgld::new(SgldSettings::default(), Minibatch::new(50)).unwrap(), &settings);
 }
+
+/// `Tuned::predicted_error`, the planned run's predicted worst error of a mean or sd, matches
+/// what the planned run then measures on an exact Gaussian posterior, on seeds the tuning did
+/// not use: with the gradient-noise correction (the floor model: no pilot shows a bias) and
+/// without it (the bias the pilots measured), the root mean square of 24 runs' worst errors.
+#[test]
+fn tune_predicts_the_planned_runs_worst_error() {
+    let lg = LinearGaussian::synthetic(1_000, 3, 1.0, 10.0, 21).unwrap();
+    let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50)).unwrap();
+    for correct in [true, false] {
+        let s = TuneSettings {
+            seed: 99,
+            planned_run: PlannedRun::new(5_000, 4),
+            correct_gradient_noise: correct,
+            ..TuneSettings::default()
+        };
+        let tuned = tune(&lg, &sgld, &[0.0; 3], &s).unwrap();
+        let predicted = tuned.predicted_error.expect("a prediction");
+        assert!(tuned.reason.contains(&format!("predicted worst error of the planned run {predicted:.3} sd")));
+        let starts = dispersed_starts(&lg, &tuned.mode, 4, 2.0, 5).unwrap();
+        let errors: Vec<f64> = (0..24)
+            .map(|k| {
+                let rs =
+                    RunSettings { n_iter: 6_000, burn_in: 1_000, n_chains: 4, seed: 800 + k, ..Default::default() };
+                worst_error(&run_chains(&lg, &tuned.sampler, &starts, &rs).unwrap().estimate, &lg)
+            })
+            .collect();
+        // The mean square's standard error from the runs themselves, relative, halved for the root.
+        let n = errors.len() as f64;
+        let ms = errors.iter().map(|e| e * e).sum::<f64>() / n;
+        let var = errors.iter().map(|e| (e * e - ms).powi(2)).sum::<f64>() / (n - 1.0);
+        let (rms, se) = (ms.sqrt(), 0.5 * (var / n).sqrt() / ms);
+        let ratio = rms / predicted;
+        eprintln!(
+            "correction {correct}: step {:.3e}, predicted {predicted:.4}, measured RMS {rms:.4} (ratio {ratio:.2}, \
+             standard error {se:.3})",
+            tuned.step_size
+        );
+        // Above: not beyond Monte Carlo error. Below: the prediction counts every coordinate at
+        // the slowest one's autocorrelation and an sd's error at a mean's variance (twice an sd's
+        // on a Gaussian), so it may exceed the truth by up to √2 on the Monte Carlo part.
+        assert!(ratio <= 1.0 + 3.0 * se, "correction {correct}: measured {rms} vs predicted {predicted}");
+        assert!(ratio >= std::f64::consts::FRAC_1_SQRT_2 - 3.0 * se, "correction {correct}: {rms} vs {predicted}");
+    }
+}
