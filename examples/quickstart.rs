@@ -80,13 +80,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sghmc_out = run_tuned(&model, &sghmc_cv, &RunSettings { seed: RUN_SEED + 1, ..settings })?;
 
     let mut accuracies = Vec::new();
-    for (name, tuned_step, out) in
-        [("SGLD-CV", sgld_cv.step_size, &sgld_out.estimate), ("SGHMC-CV", sghmc_cv.step_size, &sghmc_out.estimate)]
-    {
+    for (name, tuned_step, predicted, out) in [
+        ("SGLD-CV", sgld_cv.step_size, sgld_cv.predicted_error, &sgld_out.estimate),
+        ("SGHMC-CV", sghmc_cv.step_size, sghmc_cv.predicted_error, &sghmc_out.estimate),
+    ] {
         let acc = Accuracy::of(out, &map, &laplace_sd)?;
         let conv = diagnostics::convergence(out)?;
+        // What `tune` expected of this run before it was made (worst error of a mean or sd).
+        let predicted = predicted.map_or(String::new(), |e| format!(", predicted worst error {e:.3} sd"));
         println!();
-        println!("{name}: tuned step {tuned_step:.4e} (in whitened coordinates); {conv}");
+        println!("{name}: tuned step {tuned_step:.4e} (in whitened coordinates{predicted}); {conv}");
         let names: Vec<String> = (0..DIM).map(|j| format!("beta[{j}]")).collect();
         println!("{}", diagnostics::summary_table(out)?.with_names(&names)?);
         println!(
