@@ -944,11 +944,14 @@ pub struct Tuned<S> {
     /// correction's bias floor and its approximate residual where they apply. It is an
     /// expectation, not a bound, and conservative by construction (every coordinate counted at
     /// the slowest one's autocorrelation, an sd's error at a mean's variance): on the
-    /// `validation` example's 60 tuned runs (2026-11-27) the measured worst error was 0.33–1.43×
+    /// `validation` example's 60 tuned runs at 5 000 and 50 000 × 4 (2026-11-27) the measured
+    /// worst error was 0.33–1.43×
     /// it (median 0.73), and it was above 0.1 sd for all 9 runs whose error was (and for 10 that
-    /// stayed within). `None` when no pilot showed a bias (the KSD fit then chose the step and
-    /// nothing predicts its bias) or with fewer than three scored pilots. Compare it with the
-    /// accuracy you need before making the run: above it, run longer.
+    /// stayed within); at 500 000 × 4, where the predictions (median 0.016 sd) are of the size
+    /// of the references' own error, the measured errors were 0.58–2.38× them. `None` when no
+    /// pilot showed a bias (the KSD fit then chose the step and nothing predicts its bias) or
+    /// with fewer than three scored pilots. Compare it with the accuracy you need before making
+    /// the run: above it, run longer.
     pub predicted_error: Option<f64>,
 }
 
