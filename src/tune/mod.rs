@@ -945,9 +945,8 @@ pub struct Tuned<S> {
     /// expectation, not a bound, and conservative by construction (every coordinate counted at
     /// the slowest one's autocorrelation, an sd's error at a mean's variance): on the
     /// `validation` example's 60 tuned runs at 5 000 and 50 000 × 4 (2026-11-27) the measured
-    /// worst error was 0.33–1.43×
-    /// it (median 0.73), and it was above 0.1 sd for all 9 runs whose error was (and for 10 that
-    /// stayed within); at 500 000 × 4, where the predictions (median 0.016 sd) are of the size
+    /// worst error was 0.33–1.43× it (median 0.73), and it was above 0.1 sd for all 9 runs whose
+    /// error was (and for 10 that stayed within); at 500 000 × 4, where the predictions (median 0.016 sd) are of the size
     /// of the references' own error, the measured errors were 0.58–2.38× them. `None` when no
     /// pilot showed a bias (the KSD fit then chose the step and nothing predicts its bias) or
     /// with fewer than three scored pilots. Compare it with the accuracy you need before making
@@ -1133,10 +1132,7 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
                 let (i, _) = grid
                     .iter()
                     .zip(&residual)
-                    .map(|(h, r)| {
-                        let b = beta2.sqrt() * h + r;
-                        b * b + m.k_mc * h.powf(-m.gamma) / planned.draws()
-                    })
+                    .map(|(&h, &r)| floor_model.predicted_error2_with(h, planned.draws(), r))
                     .enumerate()
                     .min_by(|a, b| a.1.total_cmp(&b.1))
                     .unwrap_or((grid.len() - 1, 0.0));
@@ -1246,8 +1242,7 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         if with_residual {
             sampler.correction_residuals(&[step], &mut residual);
         }
-        let b = m.beta2.sqrt() * step + residual[0];
-        (b * b + m.k_mc * step.powf(-m.gamma) / planned.draws()).sqrt()
+        m.predicted_error2_with(step, planned.draws(), residual[0]).sqrt()
     });
     let how = match predicted_error {
         Some(e) => format!("{how}; predicted worst error of the planned run {e:.3} sd"),
@@ -1599,6 +1594,14 @@ impl ErrorModel {
     /// `√(max_j β_j² h^p + K h^{−γ}/N)` with p = 2 (0 bias when no pilot showed any).
     fn predicted_error(&self, h: f64, run_draws: f64) -> f64 {
         predicted_error2(self.beta2, self.k_mc, self.gamma, 2, h, run_draws).sqrt()
+    }
+
+    /// The squared predicted worst error at step h with a further sd bias `residual` (a
+    /// gradient-noise correction's approximate residual) added to the bias `√β² h`:
+    /// `(√β² h + residual)² + K h^{−γ}/N`.
+    fn predicted_error2_with(&self, h: f64, run_draws: f64, residual: f64) -> f64 {
+        let b = self.beta2.sqrt() * h + residual;
+        b * b + self.k_mc * h.powf(-self.gamma) / run_draws
     }
 }
 
