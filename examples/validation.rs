@@ -640,6 +640,12 @@ fn print_row(r: &Row) {
     );
 }
 
+/// The median (the upper one for an even count), smallest and largest of `v`; `None` if empty.
+fn median_range(mut v: Vec<f64>) -> Option<(f64, f64, f64)> {
+    v.sort_by(f64::total_cmp);
+    Some((*v.get(v.len() / 2)?, *v.first()?, *v.last()?))
+}
+
 fn main() -> Res<()> {
     let quick = flag("quick");
     let t0 = Instant::now();
@@ -793,15 +799,10 @@ fn main() -> Res<()> {
         ml_off.len(),
         ml_off.join(", ")
     );
-    if !pred_ratio.is_empty() {
-        let mut q = pred_ratio.clone();
-        q.sort_by(f64::total_cmp);
+    if let Some((med, lo, hi)) = median_range(pred_ratio) {
         println!(
-            "  tune's predicted ESS and split-R̂ foretold the verdict in {foretold} of {} runs (the ESS alone: {foretold_ess}); predicted / measured smallest ESS: median {:.2}, range {:.2}–{:.2}",
+            "  tune's predicted ESS and split-R̂ foretold the verdict in {foretold} of {} runs (the ESS alone: {foretold_ess}); predicted / measured smallest ESS: median {med:.2}, range {lo:.2}–{hi:.2}",
             with_pred.len(),
-            q[q.len() / 2],
-            q[0],
-            q[q.len() - 1]
         );
     }
     // tune's predicted worst error (of a mean or sd, posterior sds) against the measured one, and
@@ -810,16 +811,12 @@ fn main() -> Res<()> {
         rows.iter().filter(|r| r.failure.is_none() && r.err_pred.is_some() && r.score.is_some()).collect();
     let predicted_off = |r: &Row| r.err_pred.is_some_and(|e| e > 0.1);
     let err_foretold = with_err.iter().filter(|r| predicted_off(r) == off(r)).count();
-    if !with_err.is_empty() {
-        let mut q: Vec<f64> =
-            with_err.iter().map(|r| r.score.expect("scored").error / r.err_pred.expect("some")).collect();
-        q.sort_by(f64::total_cmp);
+    if let Some((med, lo, hi)) =
+        median_range(with_err.iter().map(|r| r.score.expect("scored").error / r.err_pred.expect("some")).collect())
+    {
         println!(
-            "  tune's predicted worst error foretold the 0.1 sd / ±10 % verdict in {err_foretold} of {} runs; measured / predicted worst error: median {:.2}, range {:.2}–{:.2}",
+            "  tune's predicted worst error foretold the 0.1 sd / ±10 % verdict in {err_foretold} of {} runs; measured / predicted worst error: median {med:.2}, range {lo:.2}–{hi:.2}",
             with_err.len(),
-            q[q.len() / 2],
-            q[0],
-            q[q.len() - 1]
         );
     }
     let forewarned = |tag: &String| {
