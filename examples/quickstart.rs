@@ -6,16 +6,17 @@
 //! `RESULT {json}`, a one-line machine-readable summary.
 //!
 //! No step size is set by hand. For each of SGLD-CV and SGHMC-CV (SGLD and SGHMC with the
-//! control-variate gradient centred at the mode, Baker et al. 2019), `tune` finds the mode,
-//! whitens the posterior with the Hessian there (the default `Precondition::Auto`: dense at this
-//! d) and chooses the step for the run that follows (`planned_run`: 4 chains x 20 000 kept
-//! iterations). The 4 chains start dispersed around the mode (draws from twice the Laplace
-//! spread), so that split-R-hat can see a failure to mix; the run reports whether they mixed
-//! and the summary table marks any parameter that did not.
+//! control-variate gradient centred at the mode, Baker et al. 2019), one `Sample` call finds the
+//! mode, whitens the posterior with the Hessian there (the default `Precondition::Auto`: dense at
+//! this d), chooses the step for exactly this run (4 chains x 20 000 kept iterations), starts the
+//! chains dispersed around the mode (twice the Laplace spread, so that split-R-hat can see a
+//! failure to mix), runs them, estimates the step's bias with a companion at half the step (a
+//! quarter of the run's cost) and states the verdict: whether the chains mixed, and the accuracy
+//! of every mean and sd with the step bias included. The summary table marks any parameter that
+//! did not mix and shows the estimated bias beside the Monte Carlo errors.
 
 mod support;
 use sgmcmc::prelude::*;
-use sgmcmc::tune::{PlannedRun, Tunable, Tuned};
 use sgmcmc::{Sghmc, SghmcSettings};
 use std::time::Instant;
 use support::spd_inverse;
@@ -57,10 +58,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("  reference: MAP (Newton) and Laplace sds from the inverse Hessian, {ref_seconds:.2} s");
 
-    // --- Tuning: mode, whitening and step for the planned run; nothing set by hand. ------------
-    let settings =
-        RunSettings { n_iter: N_ITER, burn_in: BURN_IN, n_chains: N_CHAINS, seed: RUN_SEED, ..Default::default() };
-    let tune_settings = TuneSettings { planned_run: PlannedRun::new(N_ITER - BURN_IN, N_CHAINS), ..Default::default() };
+    // --- The trustworthy path, one call per sampler: mode, whitening and step tuned for exactly
+    // this run (stated once), dispersed starts, the run, a step-bias companion at a quarter of the
+    // run's cost, the verdict with the bias in its bound, and the summary table. -----------------
     let theta0 = vec![0.0; DIM];
     let cv = ControlVariate::at_mode(
         &model,
@@ -68,46 +68,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &ModeSettings::default(),
         CvSettings { batch_size: BATCH_SIZE, ..Default::default() },
     )?;
-    let t_tune = Instant::now();
-    let sgld_cv = tune(&model, &Sgld::new(SgldSettings::default(), cv.clone())?, &theta0, &tune_settings)?;
-    let sghmc_cv = tune(&model, &Sghmc::new(SghmcSettings::default(), cv)?, &theta0, &tune_settings)?;
-    let tune_seconds = t_tune.elapsed().as_secs_f64();
-    println!("  tuning (both samplers) {tune_seconds:.2} s");
-    println!("  preconditioning: {}", sgld_cv.preconditioning);
+    let names: Vec<String> = (0..DIM).map(|j| format!("beta[{j}]")).collect();
+    let t_run = Instant::now();
+    let sgld_cv = Sample::new(&model, Sgld::new(SgldSettings::default(), cv.clone())?)
+        .draws(N_ITER - BURN_IN)
+        .chains(N_CHAINS)
+        .burn_in(BURN_IN)
+        .seed(RUN_SEED)
+        .names(&names)
+        .run()?;
+    let sghmc_cv = Sample::new(&model, Sghmc::new(SghmcSettings::default(), cv)?)
+        .draws(N_ITER - BURN_IN)
+        .chains(N_CHAINS)
+        .burn_in(BURN_IN)
+        .seed(RUN_SEED + 1)
+        .names(&names)
+        .run()?;
+    let run_seconds = t_run.elapsed().as_secs_f64();
+    let tune_seconds = (sgld_cv.tuned.wall_time + sghmc_cv.tuned.wall_time).as_secs_f64();
+    println!("  tuning (both samplers) {tune_seconds:.2} s; tuning, runs and checks {run_seconds:.2} s");
+    println!("  preconditioning: {}", sgld_cv.tuned.preconditioning);
 
-    // --- The runs: 4 chains each from dispersed starts. ----------------------------------------
-    let sgld_out = run_tuned(&model, &sgld_cv, &settings)?;
-    let sghmc_out = run_tuned(&model, &sghmc_cv, &RunSettings { seed: RUN_SEED + 1, ..settings })?;
-
-    let mut accuracies = Vec::new();
-    for (name, tuned_step, predicted, out) in [
-        ("SGLD-CV", sgld_cv.step_size, sgld_cv.predicted_error, &sgld_out.estimate),
-        ("SGHMC-CV", sghmc_cv.step_size, sghmc_cv.predicted_error, &sghmc_out.estimate),
-    ] {
-        let acc = Accuracy::of(out, &map, &laplace_sd)?;
-        let conv = diagnostics::convergence(out)?;
-        // What `tune` expected of this run before it was made (worst error of a mean or sd).
-        let predicted = predicted.map_or(String::new(), |e| format!(", predicted worst error {e:.3} sd"));
-        println!();
-        println!("{name}: tuned step {tuned_step:.4e} (in whitened coordinates{predicted}); {conv}");
-        let names: Vec<String> = (0..DIM).map(|j| format!("beta[{j}]")).collect();
-        println!("{}", diagnostics::summary_table(out)?.with_names(&names)?);
-        println!(
-            "  against the Laplace approximation: max |mean - MAP| = {:.3} sd, sd ratios {:.3}-{:.3}",
-            acc.max_err_in_sd, acc.min_sd_ratio, acc.max_sd_ratio
-        );
-        accuracies.push((acc, conv.converged, conv.max_rhat));
-    }
+    let accuracies =
+        [report("SGLD-CV", &sgld_cv, &map, &laplace_sd)?, report("SGHMC-CV", &sghmc_cv, &map, &laplace_sd)?];
 
     // --- Throughput. --------------------------------------------------------------------------
     println!();
     let threads = rayon::current_num_threads();
-    let sgld_speed = Speed::of(&sgld_out, N_DATA);
-    let sghmc_speed = Speed::of(&sghmc_out, N_DATA);
+    let sgld_speed = Speed::of(&sgld_cv.output, N_DATA);
+    let sghmc_speed = Speed::of(&sghmc_cv.output, N_DATA);
     let tuning = |cost: Cost, wall: std::time::Duration| (cost.epochs(N_DATA), wall.as_secs_f64());
     for (name, s, (tuning_epochs, tuning_s)) in [
-        ("SGLD-CV", &sgld_speed, tuning(sgld_cv.cost, sgld_cv.wall_time)),
-        ("SGHMC-CV", &sghmc_speed, tuning(sghmc_cv.cost, sghmc_cv.wall_time)),
+        ("SGLD-CV", &sgld_speed, tuning(sgld_cv.tuned.cost, sgld_cv.tuned.wall_time)),
+        ("SGHMC-CV", &sghmc_speed, tuning(sghmc_cv.tuned.cost, sghmc_cv.tuned.wall_time)),
     ] {
         println!(
             "{name:>8}: {:.2} s wall for {N_CHAINS} chains on {threads} threads: {:.3e} iterations/s, \
@@ -121,8 +114,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // --- Machine-readable summary: hand-formatted single-line JSON. ----------------------------
     let fields: Vec<(&str, String)> = vec![
-        ("sgld_cv_step_size", num(sgld_cv.step_size)),
-        ("sghmc_cv_step_size", num(sghmc_cv.step_size)),
+        ("sgld_cv_step_size", num(sgld_cv.tuned.step_size)),
+        ("sghmc_cv_step_size", num(sghmc_cv.tuned.step_size)),
+        ("sgld_cv_stated_bound", num(accuracies[0].3)),
+        ("sghmc_cv_stated_bound", num(accuracies[1].3)),
+        ("sgld_cv_bias_check_cost", num(sgld_cv.convergence.bias_cost.unwrap_or(f64::NAN))),
         ("sgld_cv_max_mean_error_in_sd", num(sgld_acc.max_err_in_sd)),
         ("sghmc_cv_max_mean_error_in_sd", num(sghmc_acc.max_err_in_sd)),
         ("sgld_cv_min_sd_ratio", num(sgld_acc.min_sd_ratio)),
@@ -137,7 +133,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("sghmc_cv_iters_per_sec", num(sghmc_speed.iters_per_sec)),
         ("sgld_cv_datum_gradients", sgld_speed.datum_gradients.to_string()),
         ("sghmc_cv_datum_gradients", sghmc_speed.datum_gradients.to_string()),
-        ("tuning_epochs", num(sgld_cv.cost.epochs(N_DATA) + sghmc_cv.cost.epochs(N_DATA))),
+        ("tuning_epochs", num(sgld_cv.tuned.cost.epochs(N_DATA) + sghmc_cv.tuned.cost.epochs(N_DATA))),
         ("n_data", N_DATA.to_string()),
         ("dim", DIM.to_string()),
         ("batch_size", BATCH_SIZE.to_string()),
@@ -154,15 +150,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Runs `N_CHAINS` chains of a tuned sampler from starts dispersed around its mode (twice the
-/// Laplace spread, as Gelman and Rubin recommend).
-fn run_tuned<S: Tunable>(
-    model: &LogisticRegression,
-    tuned: &Tuned<S>,
-    settings: &RunSettings,
-) -> Result<RunOutput<S>, Box<dyn std::error::Error>> {
-    let starts = dispersed_starts(model, &tuned.mode, settings.n_chains, 2.0, settings.seed)?;
-    Ok(run_chains(model, &tuned.sampler, &starts, settings)?)
+/// Prints one sampler's step (whitened coordinates) and what `tune` predicted of this run before
+/// it was made, the verdict with its Monte Carlo error and estimated step bias, the table, and
+/// the accuracy against the Laplace approximation; returns the accuracy, whether the chains
+/// mixed, the largest R-hat and the stated bound.
+fn report<S>(
+    name: &str,
+    fit: &Sampled<S>,
+    map: &[f64],
+    laplace_sd: &[f64],
+) -> Result<(Accuracy, bool, f64, f64), Box<dyn std::error::Error>> {
+    let acc = Accuracy::of(fit.estimate(), map, laplace_sd)?;
+    println!();
+    println!("{name}: {fit}");
+    println!(
+        "  against the Laplace approximation: max |mean - MAP| = {:.3} sd, sd ratios {:.3}-{:.3}",
+        acc.max_err_in_sd, acc.min_sd_ratio, acc.max_sd_ratio
+    );
+    let c = &fit.convergence;
+    Ok((acc, c.converged, c.max_rhat, c.stated_bound()))
 }
 
 /// Accuracy of one sampler's pooled estimate against the MAP, in units of the Laplace sds.

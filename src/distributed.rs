@@ -318,7 +318,13 @@ pub struct Sharded<M> {
     n_data: usize,
     dim: usize,
     thread: Mutex<Option<ThreadId>>,
+    /// The first rank whose shard gave a non-finite partial gradient sum, since the last run
+    /// ([`NO_RANK`] if none): [`run_sharded`] names it in the divergence the sum causes.
+    non_finite_rank: std::sync::atomic::AtomicUsize,
 }
+
+/// No rank (see `Sharded::non_finite_rank`).
+const NO_RANK: usize = usize::MAX;
 
 impl<M> std::fmt::Debug for Sharded<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -357,7 +363,15 @@ impl<M: Model> Sharded<M> {
             acc += n as usize;
         }
         offsets.push(acc);
-        Ok(Sharded { local, ranks: cluster.ranks(), offsets, n_data: acc, dim: d0, thread: Mutex::new(None) })
+        Ok(Sharded {
+            local,
+            ranks: cluster.ranks(),
+            offsets,
+            n_data: acc,
+            dim: d0,
+            thread: Mutex::new(None),
+            non_finite_rank: std::sync::atomic::AtomicUsize::new(NO_RANK),
+        })
     }
 
     /// This rank's shard model.
@@ -388,11 +402,14 @@ impl<M: Model> Sharded<M> {
     }
 
     /// Sums `len` numbers over ranks in rank order. `local` computes this rank's part into its
-    /// buffer. A rank whose part fails — its model's error, or (with `finite`) a non-finite
-    /// partial sum — is flagged to every rank in the same collective; the flagged ranks' messages
-    /// then travel in a second collective (only on failure), so that every rank returns an error
-    /// naming the first failing rank with its own message: [`Error::Rank`] there,
-    /// [`Error::RankFailure`] elsewhere.
+    /// buffer. A rank whose part fails — its model's error — is flagged to every rank in the same
+    /// collective; the flagged ranks' messages then travel in a second collective (only on
+    /// failure), so that every rank returns an error naming the first failing rank with its own
+    /// message: [`Error::Rank`] there, [`Error::RankFailure`] elsewhere. A non-finite partial sum
+    /// (with `finite`) is not a model failure but a divergence: it is flagged apart, summed in
+    /// (so that every rank's runner sees the same non-finite gradient and raises
+    /// [`Error::NonFiniteGradient`] with its iteration), and the first such rank is remembered
+    /// for [`run_sharded`] to name.
     fn reduce(
         &self,
         out: &mut [f64],
@@ -410,24 +427,25 @@ impl<M: Model> Sharded<M> {
             local_idx.extend(idx.iter().filter(|i| rows.contains(i)).map(|i| i - rows.start));
             part.clear();
             part.resize(len + 1, 0.0);
-            let mut mine = if local_idx.is_empty() { Ok(()) } else { local(local_idx, &mut part[..len]) };
-            if mine.is_ok() && finite && !crate::error::all_finite(&part[..len]) {
-                mine = Err(Error::model_failure(
-                    "grad_data_sum",
-                    format!(
-                        "this rank's shard (rows {}..{} of the whole data set) gave a non-finite partial sum",
-                        rows.start, rows.end
-                    ),
-                ));
-            }
+            let mine = if local_idx.is_empty() { Ok(()) } else { local(local_idx, &mut part[..len]) };
             if mine.is_err() {
                 part[len] = 1.0;
+            } else if finite && !crate::error::all_finite(&part[..len]) {
+                part[len] = 2.0;
             }
             all.clear();
             all.resize(self.ranks.size * (len + 1), 0.0);
             self.ranks.gather_f64(&part[..], &mut all[..])?;
             let flagged: Vec<usize> =
-                all.chunks_exact(len + 1).enumerate().filter(|(_, c)| c[len] != 0.0).map(|(r, _)| r).collect();
+                all.chunks_exact(len + 1).enumerate().filter(|(_, c)| c[len] == 1.0).map(|(r, _)| r).collect();
+            if let Some((r, _)) = all.chunks_exact(len + 1).enumerate().find(|(_, c)| c[len] == 2.0) {
+                let _ = self.non_finite_rank.compare_exchange(
+                    NO_RANK,
+                    r,
+                    std::sync::atomic::Ordering::Relaxed,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+            }
             if flagged.is_empty() {
                 out.fill(0.0);
                 for c in all.chunks_exact(len + 1) {
@@ -513,7 +531,15 @@ where
     I: AsRef<[f64]>,
 {
     let settings = RunSettings { parallel: false, ..*settings };
-    crate::run::run_chains_observed(model, sampler, inits, &settings, observers)
+    model.non_finite_rank.store(NO_RANK, std::sync::atomic::Ordering::Relaxed);
+    crate::run::run_chains_observed(model, sampler, inits, &settings, observers).map_err(|e| {
+        // A divergence whose non-finite gradient came from a shard names that shard's rank (the
+        // same on every rank: each saw the same flags).
+        match model.non_finite_rank.load(std::sync::atomic::Ordering::Relaxed) {
+            r if r != NO_RANK && e.is_divergence() => Error::Rank { rank: r, source: Box::new(e) },
+            _ => e,
+        }
+    })
 }
 
 /// One worker per rank: worker b of a block-scheduled matrix factorisation on rank b, its

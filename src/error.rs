@@ -80,11 +80,13 @@ pub enum Error {
     /// horizon differs from its mean at half the horizon by more than three standard errors, and
     /// the exponential extrapolation of `g(θ₀)`, `g(T/2)`, `g(T)` to the finest level's horizon
     /// leaves a bias above half the target RMSE (or shows no decay at all): the paths still
-    /// depend on their starting point. Raise `MlSgldSettings::horizon` (it must exceed
-    /// the posterior's relaxation time ≈ 1/λ_min) or build with
-    /// [`MlSgld::sgld_from_curvature`](crate::MlSgld::sgld_from_curvature).
+    /// depend on their starting point. [`MlSgld::run_adaptive`](crate::MlSgld::run_adaptive)
+    /// doubles the horizon itself up to
+    /// [`ADAPTIVE_HORIZON_DOUBLINGS`](crate::ADAPTIVE_HORIZON_DOUBLINGS) times before returning
+    /// this (`horizon_time` is then the last horizon tried); the posterior's relaxation time
+    /// (≈ 1/λ_min) is then far longer than the curvature at the mode says.
     #[error(
-        "multilevel SGLD did not relax: over its horizon (time {horizon_time:.3e}) the level-0 mean of g still changed by {change:.3e} (standard error {standard_error:.2e}) between half and full horizon, an estimated remaining bias of {remaining_bias:.3e}; raise the horizon (it must exceed the relaxation time ≈ 1/λ_min)"
+        "multilevel SGLD did not relax: over its horizon (time {horizon_time:.3e}) the level-0 mean of g still changed by {change:.3e} (standard error {standard_error:.2e}) between half and full horizon, an estimated remaining bias of {remaining_bias:.3e} (after the adaptive run's own doublings of the horizon); the horizon must exceed the relaxation time ≈ 1/λ_min"
     )]
     NotRelaxed {
         /// The level-0 horizon `m h₀`.
@@ -285,7 +287,11 @@ pub enum Error {
         source: Box<Error>,
     },
     /// An error raised on this MPI rank (feature `mpi`): every other rank of the run returns
-    /// [`RankFailure`](Error::RankFailure) naming this rank.
+    /// [`RankFailure`](Error::RankFailure) naming this rank. A divergence of a sharded run
+    /// (`distributed::run_sharded`) whose non-finite gradient came from
+    /// one rank's shard is this variant on every rank, naming that rank, around the divergence
+    /// ([`Error::NonFiniteGradient`] with its iteration: [`is_divergence`](Error::is_divergence)
+    /// sees it).
     #[error("rank {rank}: {source}")]
     Rank {
         /// This process's rank.

@@ -9,10 +9,15 @@ pub mod datasets;
 pub mod distributed;
 mod error;
 mod gradient;
+/// The long-form guide (`docs/GUIDE.md`): concepts, the tuning method, every sampler and
+/// estimator, models, constraints, tempering, diagnostics, checkpoints, MPI and Zarr.
+#[doc = include_str!("../docs/GUIDE.md")]
+pub mod guide {}
 pub mod mf;
 mod models;
 mod numeric;
 mod run;
+pub mod sample;
 mod samplers;
 mod trace;
 pub mod tune;
@@ -24,13 +29,14 @@ pub use trace::{diagnostics, export};
 
 pub use cost::Cost;
 pub use coupled::mlsgld::{
-    AdaptiveSettings, LevelSample, LevelStats, MlCoupling, MlSgld, MlSgldSettings, MlmcCheckpoint, MlmcResult,
-    MomentErrors, RmseTarget,
+    ADAPTIVE_HORIZON_DOUBLINGS, ADAPTIVE_RETRY_COST, AdaptiveSettings, LevelSample, LevelStats, MlCoupling, MlSgld,
+    MlSgldSettings, MlmcCheckpoint, MlmcResult, MomentErrors, RmseTarget,
 };
 pub use coupled::richardson::{
     BiasReport, NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, discretisation_bias, resume_rr, run_rr,
     run_rr_chains, run_rr_observed,
 };
+pub use coupled::step_bias::{STEP_BIAS_COST, STEP_BIAS_MIN_ITERATIONS, StepBias, convergence_with_bias, step_bias};
 pub use coupled::tune_rr::{RrTrial, TunedRr, tune_rr};
 pub use error::{Error, Result};
 pub use gradient::control_variate::{ControlVariate, CvSettings};
@@ -49,6 +55,7 @@ pub use run::{
     ChainReport, Divergence, OnDivergence, RunOutput, RunSettings, Storage, resume, run, run_chains,
     run_chains_observed, run_observed,
 };
+pub use sample::{Sample, Sampled};
 pub use samplers::{
     AUTO_DENSE_MAX_DIM, CyclicalKernel, CyclicalSettings, CyclicalSgld, Discretisation, GradientNoise, Hamcmc,
     HamcmcSettings, Langevin, LangevinKernel, Lmc, METRIC_CORRECTION_MAX, Mala, MalaSettings, Metric,
@@ -64,6 +71,7 @@ pub use trace::zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
 /// runners and the output types.
 pub mod prelude {
     pub use crate::observe::{Control, Observer, Progress};
+    pub use crate::sample::{Sample, Sampled};
     pub use crate::tune::{PlannedRun, Precondition, TuneSettings, dispersed_starts, tune};
     pub use crate::tune_rr;
     pub use crate::{

@@ -445,7 +445,7 @@ fn child_saves_until_killed() {
 
 /// A process killed (SIGKILL) while it writes a checkpoint leaves under the path a checkpoint
 /// that loads — the previous one or the complete new one — at every one of several kill times;
-/// the temporary it leaves is removed by the next save to that path.
+/// the temporary it leaves is removed by loading that path (and by the next save to it).
 #[test]
 fn a_save_killed_mid_write_leaves_the_previous_checkpoint() {
     use std::io::BufRead;
@@ -487,10 +487,12 @@ fn a_save_killed_mid_write_leaves_the_previous_checkpoint() {
         }
         child.kill().unwrap();
         child.wait().unwrap();
+        left_temporary += usize::from(!temporaries(&path).is_empty());
         let loaded = RunOutput::<Sgld>::load(&path).unwrap_or_else(|e| panic!("after a kill ({kill:?}): {e}"));
         let k = loaded.chains[0].iterations;
         assert!(k == 100 || k == 50_000, "{k}");
-        left_temporary += usize::from(!temporaries(&path).is_empty());
+        // Loading removes the temporary the killed save left (since 2026-11-28).
+        assert!(temporaries(&path).is_empty(), "a killed save's temporary survived loading");
     }
     eprintln!("kills that left a partial temporary file: {left_temporary} of {}", kills.len());
     // At least one kill must have hit the writing of the file, or the test proved nothing.
@@ -498,4 +500,46 @@ fn a_save_killed_mid_write_leaves_the_previous_checkpoint() {
     small.save(&path).unwrap();
     assert!(temporaries(&path).is_empty(), "a killed save's temporary survived the next save");
     std::fs::remove_file(&path).unwrap();
+}
+
+/// A pid no process has (searched downwards from the kernel's largest).
+fn dead_pid() -> u32 {
+    let max: u32 =
+        std::fs::read_to_string("/proc/sys/kernel/pid_max").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(32_768);
+    (2..max).rev().find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()).unwrap()
+}
+
+/// A temporary abandoned by a killed save is removed by loading that file, and
+/// `checkpoint::clean_temporaries` removes those of every file in a directory (not a live
+/// process's, nor files of other shapes).
+#[test]
+fn loading_and_clean_temporaries_remove_abandoned_temporaries() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let lg = LinearGaussian::synthetic(200, 2, 1.0, 10.0, 1).unwrap();
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap();
+    let out = run(&lg, &sgld, &[0.0; 2], &RunSettings { n_iter: 200, burn_in: 0, ..Default::default() }).unwrap();
+    let d = dir().join("temporaries");
+    std::fs::create_dir_all(&d).unwrap();
+    let path = d.join("a.ckpt");
+    out.save(&path).unwrap();
+    let pid = dead_pid();
+    let stale = |name: &str, n: u32| d.join(format!("{name}.{pid}.{n}.tmp"));
+    for (name, n) in [("a.ckpt", 0), ("b.ckpt", 1), ("c.ckpt", 2)] {
+        std::fs::write(stale(name, n), b"partial").unwrap();
+    }
+    let live = d.join(format!("b.ckpt.{}.7.tmp", std::process::id()));
+    let other = d.join("notes.tmp");
+    std::fs::write(&live, b"mine").unwrap();
+    std::fs::write(&other, b"not a checkpoint temporary").unwrap();
+    // Loading a.ckpt removes a.ckpt's temporary only.
+    RunOutput::<Sgld>::load(&path).unwrap();
+    assert!(!stale("a.ckpt", 0).exists());
+    assert!(stale("b.ckpt", 1).exists() && stale("c.ckpt", 2).exists());
+    // The cleanup call removes the rest of the dead process's, nothing else.
+    assert_eq!(checkpoint::clean_temporaries(&d).unwrap(), 2);
+    assert!(!stale("b.ckpt", 1).exists() && !stale("c.ckpt", 2).exists());
+    assert!(live.exists() && other.exists() && path.exists());
+    std::fs::remove_dir_all(&d).unwrap();
 }

@@ -242,3 +242,26 @@ fn mlsgld_couples_psgld() {
     .unwrap();
     assert!(matches!(MlSgld::new(settings, decaying, &start), Err(Error::InvalidParameter { name: "step_size", .. })));
 }
+
+/// `Sample` is the seven-call path in one: with the same seeds it makes the same draws as
+/// `tune` (planned run = its draws × chains) + `dispersed_starts` + `run_chains`, bit for bit,
+/// and its verdict with the bias check off is `convergence()`'s.
+#[test]
+fn sample_makes_the_draws_of_the_seven_call_path() {
+    use sgmcmc::tune::{PlannedRun, TuneSettings, dispersed_starts, tune};
+    let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 42).unwrap();
+    let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(100)).unwrap();
+    let fit = Sample::new(&model, sgld.clone()).draws(2_000).chains(3).burn_in(500).seed(9).run().unwrap();
+    let ts = TuneSettings { planned_run: PlannedRun::new(2_000, 3), ..Default::default() };
+    let tuned = tune(&model, &sgld, &[0.0, 0.0], &ts).unwrap();
+    let starts = dispersed_starts(&model, &tuned.mode, 3, 2.0, 9).unwrap();
+    let rs = RunSettings { n_iter: 2_500, burn_in: 500, n_chains: 3, seed: 9, ..Default::default() };
+    let out = run_chains(&model, &tuned.sampler, &starts, &rs).unwrap();
+    let bits = |e: &Estimate| e.stacked_draws().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(fit.tuned.step_size, tuned.step_size);
+    assert_eq!(bits(fit.estimate()), bits(&out.estimate));
+    assert!(fit.bias.is_some() && fit.convergence.bias_bound.is_some());
+    let off = Sample::new(&model, sgld).draws(2_000).chains(3).burn_in(500).seed(9).bias_check(None).run().unwrap();
+    assert_eq!(off.convergence, out.convergence().unwrap());
+    assert!(off.bias.is_none());
+}

@@ -465,3 +465,16 @@ fn gradient_noise_errors_name_the_culprit() {
     let bad = run(&m, &s, &vec![0.0; d], &quick()).unwrap_err();
     assert!(format!("{bad}").contains("gradient-noise dimension"), "{bad}");
 }
+
+/// Storage the machine cannot give is a typed error, not an abort: 10¹³ kept draws of two
+/// numbers with no memory limit (the allocator refuses 160 TB), and a draw count whose byte size
+/// overflows.
+#[test]
+fn storage_the_machine_cannot_give_is_out_of_memory() {
+    let settings = RunSettings { n_iter: 10_000_000_000_000, burn_in: 0, memory_limit: None, ..Default::default() };
+    let e = run(&lg(), &sgld(1e-4, 10), &[0.0, 0.0], &settings).unwrap_err();
+    assert!(matches!(e.root(), Error::OutOfMemory { what: "the run's stored draws", limit: None, .. }), "{e:?}");
+    let settings = RunSettings { n_iter: u64::MAX, burn_in: 0, memory_limit: None, ..Default::default() };
+    let e = run(&lg(), &sgld(1e-4, 10), &[0.0, 0.0], &settings).unwrap_err();
+    assert!(matches!(e.root(), Error::OutOfMemory { .. }), "{e:?}");
+}

@@ -23,7 +23,7 @@ fn check_three<M: Model>(name: &str, model: &M, theta: &[f64]) {
     let check =
         |f: f64| check_model(&Altered { inner: model, factor: f, potentials: true }, theta, &CheckSettings::default());
     let ok = check(1.0).unwrap_or_else(|e| panic!("{name}: a correct model was refused: {e}"));
-    eprintln!("{name}: prior error {:?}, data error {:?}", ok.prior_rel_error, ok.data_rel_error);
+    eprintln!("{name}: prior difference {:?}, data difference {:?}", ok.prior_rel_difference, ok.data_rel_difference);
     assert!(ok.used_potentials);
     let sign = check(-1.0).unwrap_err();
     assert!(matches!(sign, Error::GradientSign { .. }), "{name}: {sign:?}");
@@ -390,14 +390,22 @@ fn multilevel_sgld_on_the_default_path_lengthens_a_horizon_that_does_not_relax()
     };
     // The adaptive run's own relaxation test catches a level-0 time that is too short: at the
     // step of `sgld_from_curvature` (h₀ = 1/λ_max = 1 whitened) and its horizon m = 4 (time 4)
-    // the run fails it. (At sgld_tuned's h₀ = 1/2 the same time 4 gives an estimate within
-    // its error of the one at time 8; sgld_tuned's probe, at tolerance 0.02 on level 0 alone,
-    // is stricter than the run's test and doubles it.)
+    // the run fails it, and (since 2026-11-28) doubles the horizon itself rather than returning
+    // `NotRelaxed`, and says so. (At sgld_tuned's h₀ = 1/2 the same time 4 gives an estimate
+    // within its error of the one at time 8; sgld_tuned's probe, at tolerance 0.02 on level 0
+    // alone, is stricter than the run's test and doubles it.)
     let base = sgmcmc::tune::Tunable::with_step_size(ml.base(), 1.0).unwrap();
     let short = MlSgld::new(MlSgldSettings { horizon: 4, ..settings }, base, &setup.mode).unwrap();
     let target = AdaptiveSettings { target: RmseTarget::Absolute(0.1), ..Default::default() };
-    assert!(matches!(short.run_adaptive(&model, &g, &target), Err(Error::NotRelaxed { .. })));
-    ml.run_adaptive(&model, &g, &target).unwrap();
+    let lengthened = short.run_adaptive(&model, &g, &target).unwrap();
+    let reference = ml.run_adaptive(&model, &g, &target).unwrap();
+    eprintln!(
+        "horizon 4 -> {} ({} doubling(s)): {:.4}; sgld_tuned's: {:.4}",
+        lengthened.horizon, lengthened.horizon_doublings, lengthened.estimate, reference.estimate
+    );
+    assert!(lengthened.horizon_doublings >= 1 && lengthened.horizon == 4 << lengthened.horizon_doublings);
+    // Both at target RMSE 0.1: within 4 RMSEs of each other (√2 × 0.1 × 4 ≈ 0.57).
+    assert!((lengthened.estimate - reference.estimate).abs() < 0.57);
 }
 
 /// `MalaSettings::default()` used as is, with `RunSettings` at its defaults but four chains, on

@@ -21,7 +21,7 @@ fn correct_models_pass() {
             let c = check_model(&m, &theta, &CheckSettings::default()).unwrap();
             assert_eq!(c.used_potentials, potentials);
             if potentials {
-                assert!(c.data_rel_error.unwrap() < 1e-6 && c.prior_rel_error.unwrap() < 1e-6, "{c:?}");
+                assert!(c.data_excess.unwrap() < 1e-6 && c.prior_excess.unwrap() < 1e-6, "{c:?}");
             }
             assert!(c.curvatures.iter().all(|&k| k > 0.0), "{c:?}");
             assert!(c.cost.datum_gradients > 0);
@@ -93,4 +93,22 @@ fn runs_refuse_a_wrong_sign_model() {
     // A runaway factor of 1 or less is refused.
     let bad = RunSettings { runaway_factor: Some(1.0), ..settings };
     assert!(matches!(run(&ok, &sgld, &[0.0; 5], &bad), Err(Error::InvalidParameter { name: "runaway_factor", .. })));
+}
+
+/// `ModelCheck`'s figures are what their names say: for a correct model the excess over the
+/// finite difference's noise is 0 and the relative difference is the finite difference's own
+/// small error (not 0); for a gradient off by 0.1 % the relative difference shows it.
+#[test]
+fn the_check_reports_the_relative_difference_and_its_excess() {
+    let m = logistic();
+    let theta = vec![0.1; 5];
+    let ok = check_model(&m, &theta, &CheckSettings::default()).unwrap();
+    eprintln!("{ok:?}");
+    assert_eq!((ok.prior_excess, ok.data_excess), (Some(0.0), Some(0.0)));
+    let diff = ok.data_rel_difference.unwrap();
+    assert!(diff > 0.0 && diff < 1e-5, "{diff}");
+    let off = Altered { inner: &m, factor: 1.001, potentials: true };
+    let c = check_model(&off, &theta, &CheckSettings { rel_tol: 1e-2, ..Default::default() }).unwrap();
+    eprintln!("{c:?}");
+    assert!(c.data_rel_difference.unwrap() > 5e-4 && c.data_rel_difference.unwrap() < 2e-3, "{c:?}");
 }

@@ -38,6 +38,8 @@ mod mf;
 mod mlsgld;
 #[path = "model_checks.rs"]
 mod model_checks;
+#[path = "real_data.rs"]
+mod real_data;
 #[path = "reexports.rs"]
 mod reexports;
 #[path = "reproducibility.rs"]

@@ -336,7 +336,8 @@ fn the_convergence_objective_raises_the_step_only_within_its_error_bound() {
 
 /// With the gradient-noise correction (the default), `tune` on a regression with heavy minibatch
 /// noise (N/n = 200) measures the noise (about N/n per whitened direction), caps its grid at the
-/// correction's limit `2/λ_max(V̂)` and, seeing no bias below it, takes the limit. The tuned runs
+/// correction's limit `2/λ_max(V̂)` and, seeing no bias below it, takes the step at the margin
+/// below the limit (`CORRECTION_MARGIN`, the noise measured again where the pilots go). The tuned runs
 /// follow the exact stationary law of that scheme (with the measured V̂ and the true
 /// state-dependent minibatch noise) over 8 seeds the tuning did not use (pooled variance ratios,
 /// |z| ≤ 4.5 from the spread across seeds); that law is within 5 % of full-gradient ULA's at the
@@ -365,7 +366,10 @@ fn the_gradient_noise_correction_removes_the_minibatch_variance_inflation() {
     let l = noise.eigenvalues();
     assert!(l.iter().all(|&v| (150.0..250.0).contains(&v)), "whitened noise ≈ N/n = 200: {l:?}");
     let h = corrected.step_size;
-    assert!((h * l[l.len() - 1] / 2.0 - 1.0).abs() < 1e-9, "{}", corrected.reason);
+    // At most the margin below the limit (since 2026-11-28; the limit itself before), and not
+    // far below it: the misfit between the two visited-state measurements is small here.
+    let x = h * l[l.len() - 1] / 2.0;
+    assert!(x <= sgmcmc::tune::CORRECTION_MARGIN + 1e-9 && x > 0.3, "{x}: {}", corrected.reason);
     assert!(corrected.reason.contains("no pilot showed a bias"), "{}", corrected.reason);
     // The exact laws of whitened SGLD at step h: corrected by V̂, uncorrected, full-gradient ULA.
     let t = corrected.sampler.whitening().expect("whitened").transform();

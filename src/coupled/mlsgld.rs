@@ -189,6 +189,26 @@ pub struct MlmcResult {
     /// `keep_points` was set (no averaging): the run's own error bars. Only
     /// [`RmseTarget::Moments`] targets them; other targets control the RMSE of g alone.
     pub moments: Option<MomentErrors>,
+    /// The horizon (level-0 steps) of the run that produced this result.
+    pub horizon: usize,
+    /// How many times [`run_adaptive`](MlSgld::run_adaptive) doubled the horizon because level 0
+    /// had not relaxed (0 for fixed runs); the attempts' cost is in [`cost`](Self::cost).
+    pub horizon_doublings: usize,
+}
+
+/// Most doublings of the horizon [`MlSgld::run_adaptive`] makes itself when level 0 has not
+/// relaxed (×16 at most; every attempt's cost counts against `max_cost`).
+pub const ADAPTIVE_HORIZON_DOUBLINGS: usize = 4;
+
+/// The budget of [`MlSgld::run_adaptive`]'s own horizon doublings: all attempts together spend at
+/// most this many times the first attempt's cost (and never more than `max_cost`); past it the
+/// run returns [`Error::NotRelaxed`] of the last horizon tried.
+pub const ADAPTIVE_RETRY_COST: u64 = 64;
+
+/// One adaptive attempt's outcome.
+enum Attempt {
+    Done(Box<MlmcResult>),
+    NotRelaxed(Error, Cost),
 }
 
 /// The multilevel accuracy of each coordinate's mean and sd as read off the signed measure
@@ -1218,9 +1238,16 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```
     ///
+    /// Level 0's relaxation is tested at the end (see [`Error::NotRelaxed`]); where its paths
+    /// still depend on their start, the run starts again with the horizon doubled, at most
+    /// [`ADAPTIVE_HORIZON_DOUBLINGS`] times and within [`ADAPTIVE_RETRY_COST`] times the first
+    /// attempt's cost; [`MlmcResult::horizon`] and [`MlmcResult::horizon_doublings`] say what it
+    /// did, and [`MlmcResult::cost`] includes every attempt.
+    ///
     /// Errors: [`Error::BudgetExhausted`] (with what was achieved) when the next batch of samples
-    /// would exceed `max_cost`, or `max_level` is reached before the bias test passes; invalid
-    /// settings; model errors.
+    /// would exceed `max_cost`, or `max_level` is reached before the bias test passes;
+    /// [`Error::NotRelaxed`] when the doublings did not make level 0 relax; invalid settings;
+    /// model errors.
     pub fn run_adaptive<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
         &self,
         model: &M,
@@ -1230,6 +1257,11 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         self.run_adaptive_on(&Local, model, g, target)
     }
 
+    /// [`run_adaptive`](Self::run_adaptive) on an executor: the adaptive run, and where level 0
+    /// has not relaxed ([`Error::NotRelaxed`]) the same run again with the horizon doubled, at
+    /// most [`ADAPTIVE_HORIZON_DOUBLINGS`] times and within [`ADAPTIVE_RETRY_COST`] times the
+    /// first attempt's cost, every attempt's cost counted against `max_cost` and in the result
+    /// ([`MlmcResult::horizon_doublings`] says what it did).
     pub(crate) fn run_adaptive_on<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
         &self,
         exec: &dyn SampleExec,
@@ -1237,6 +1269,72 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         g: &G,
         target: &AdaptiveSettings,
     ) -> Result<MlmcResult> {
+        let mut spent = Cost::default();
+        let mut current: Option<Self> = None;
+        let mut doubling = 0;
+        // The retries' own budget: ADAPTIVE_RETRY_COST times the first attempt's cost (within the
+        // user's max_cost); past it the last NotRelaxed is returned.
+        let mut retry_budget: Option<u64> = None;
+        let mut last_not_relaxed: Option<Error> = None;
+        loop {
+            let ml = current.as_ref().unwrap_or(self);
+            let used = spent.datum_gradients + spent.datum_hvps;
+            let user_left = target.max_cost.map(|m| m.saturating_sub(used));
+            let retry_left = retry_budget.map(|b| b.saturating_sub(used));
+            let max_cost = match (user_left, retry_left) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let left = AdaptiveSettings { max_cost, ..*target };
+            match ml.run_adaptive_once(exec, model, g, &left) {
+                Ok(Attempt::Done(r)) => {
+                    let mut r = *r;
+                    r.cost += spent;
+                    r.epochs = r.cost.datum_gradients as f64 / model.n_data() as f64;
+                    r.horizon = ml.settings.horizon;
+                    r.horizon_doublings = doubling;
+                    return Ok(r);
+                }
+                Ok(Attempt::NotRelaxed(e, _)) if doubling == ADAPTIVE_HORIZON_DOUBLINGS => return Err(e),
+                Ok(Attempt::NotRelaxed(e, cost)) => {
+                    spent += cost;
+                    retry_budget
+                        .get_or_insert(ADAPTIVE_RETRY_COST.saturating_mul(cost.datum_gradients + cost.datum_hvps));
+                    last_not_relaxed = Some(e);
+                    let horizon = ml.settings.horizon.checked_mul(2).ok_or_else(|| {
+                        Error::invalid("horizon", ml.settings.horizon, "doubling it for relaxation overflows")
+                    })?;
+                    let settings = MlSgldSettings { horizon, ..ml.settings };
+                    current = Some(Self::new(settings, ml.base.clone(), &ml.theta0)?);
+                    doubling += 1;
+                }
+                // A retry that runs out of its budget or levels: the horizon is still too short
+                // (what the last NotRelaxed says).
+                Err(Error::BudgetExhausted { .. }) if last_not_relaxed.is_some() => {
+                    return Err(last_not_relaxed.unwrap_or(Error::NoSamples { reason: "no attempt" }));
+                }
+                Err(Error::BudgetExhausted { reason, estimate, estimated_rmse, datum_evaluations }) => {
+                    return Err(Error::BudgetExhausted {
+                        reason,
+                        estimate,
+                        estimated_rmse,
+                        datum_evaluations: datum_evaluations + used,
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One adaptive run at this horizon: done, or level 0 not relaxed (the error and the cost
+    /// spent).
+    fn run_adaptive_once<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
+        &self,
+        exec: &dyn SampleExec,
+        model: &M,
+        g: &G,
+        target: &AdaptiveSettings,
+    ) -> Result<Attempt> {
         self.check(model)?;
         let (RmseTarget::PosteriorSd(t) | RmseTarget::Absolute(t) | RmseTarget::Moments(t)) = target.target;
         check_positive("target (RMSE)", t)?;
@@ -1377,12 +1475,13 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             });
             if bias <= eps / std::f64::consts::SQRT_2 && moments_unbiased {
                 let finest = data[big_l].level;
+                let r = self.summarise(model, &data, Some(bias), &dropped);
                 if let Some(e) = self.relaxation_error(g, dropped.level0.as_ref().unwrap_or(&data[0]), finest, eps) {
-                    return Err(e);
+                    return Ok(Attempt::NotRelaxed(e, r.cost));
                 }
-                let mut r = self.summarise(model, &data, Some(bias), &dropped);
+                let mut r = r;
                 r.target_rmse = Some(eps);
-                return Ok(r);
+                return Ok(Attempt::Done(Box::new(r)));
             }
             if data[big_l].level >= target.max_level {
                 return Err(exhausted(self, &data, &dropped, "max_level reached before the bias test passed", bias));
@@ -1476,6 +1575,8 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             measure,
             target_rmse: None,
             moments,
+            horizon: self.settings.horizon,
+            horizon_doublings: 0,
         }
     }
 

@@ -5,6 +5,7 @@
 
 pub(crate) mod mlsgld;
 pub(crate) mod richardson;
+pub(crate) mod step_bias;
 pub(crate) mod tune_rr;
 
 use crate::numeric::rng::fill_standard_normal;

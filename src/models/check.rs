@@ -36,16 +36,43 @@ impl Default for CheckSettings {
 }
 
 /// What [`check_model`] found (when it found no error).
+///
+/// Per directional derivative `a = ∇U·v` and its central finite difference `f` of the potential,
+/// the check compares `|a − f|` with the finite difference's own noise `η` (its truncation error,
+/// from the differences at h and 2h, and its rounding error), relative to `big = max(|a|, |f|,
+/// ‖∇U‖/√d)`: the *relative difference* `|a − f|/big` (what a user would compute by hand; for a
+/// correct model it is of the order of the finite difference's error) and the *excess*
+/// `max(0, |a − f| − η)/big` that is tested against [`CheckSettings::rel_tol`] (0 for a correct
+/// model whenever the difference is within the noise, as it almost always is).
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelCheck {
     /// Whether the model provides potentials, so that gradients were compared with finite
     /// differences of them (otherwise only the curvature test ran).
     pub used_potentials: bool,
-    /// Largest relative error of the prior gradient's directional derivatives (`None` without
+    /// The prior gradient's largest relative difference from the finite differences, over the
+    /// directions tried (`None` without potentials).
+    pub prior_rel_difference: Option<f64>,
+    /// The data gradient's largest relative difference on the checked items (`None` without
     /// potentials).
+    pub data_rel_difference: Option<f64>,
+    /// The prior gradient's largest excess of the difference over the finite difference's noise,
+    /// relative (what `rel_tol` bounds; `None` without potentials).
+    pub prior_excess: Option<f64>,
+    /// The data gradient's largest excess over the noise, relative (`None` without potentials).
+    pub data_excess: Option<f64>,
+    /// The same as [`prior_excess`](Self::prior_excess): the excess over the finite
+    /// difference's noise, not the relative error its name says (0 for every correct model).
+    #[deprecated(
+        since = "0.1.0",
+        note = "it is the excess over the finite-difference noise: use `prior_excess`, or `prior_rel_difference` for the relative difference"
+    )]
     pub prior_rel_error: Option<f64>,
-    /// Largest relative error of the data gradient's directional derivatives on the checked
-    /// items (`None` without potentials).
+    /// The same as [`data_excess`](Self::data_excess).
+    #[deprecated(
+        since = "0.1.0",
+        note = "it is the excess over the finite-difference noise: use `data_excess`, or `data_rel_difference` for the relative difference"
+    )]
     pub data_rel_error: Option<f64>,
     /// The curvature `vᵀ ∇²U v` (by finite differences of gradients, full-data scale) along each
     /// direction tried: the gradient's own direction first.
@@ -83,7 +110,8 @@ pub struct ModelCheck {
 ///
 /// let model = LogisticRegression::synthetic(1_000, 3, 10.0, 1)?;
 /// let report = check_model(&model, &[0.1, -0.2, 0.3], &sgmcmc::CheckSettings::default())?;
-/// assert!(report.used_potentials && report.data_rel_error.unwrap() < 1e-6);
+/// assert!(report.used_potentials && report.data_excess.unwrap() < 1e-6);
+/// assert!(report.data_rel_difference.unwrap() < 1e-4); // the finite difference's own error
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
 pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &CheckSettings) -> Result<ModelCheck> {
@@ -142,6 +170,7 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
         _ => false,
     };
     let (mut prior_err, mut data_err) = (0.0f64, 0.0f64);
+    let (mut prior_diff, mut data_diff) = (0.0f64, 0.0f64);
     let sqrt_d = (d as f64).sqrt();
     let base_h = 1e-4 * norm(theta).max(1.0);
     let mut curvatures = Vec::with_capacity(dirs.len());
@@ -188,8 +217,12 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
         let (ap, ad) = (dot(&gp, v), dot(&gd, v));
         let noise_p = 10.0 * rp + 2.0 * (fp - fp2).abs();
         let noise_d = 10.0 * rd + 2.0 * (fdd - fdd2).abs();
-        prior_err = prior_err.max(compare("grad_prior", ap, fp, settings.rel_tol, norm(&gp) / sqrt_d, noise_p)?);
-        data_err = data_err.max(compare("grad_data_sum", ad, fdd, settings.rel_tol, norm(&gd) / sqrt_d, noise_d)?);
+        let (pe, pd) = compare("grad_prior", ap, fp, settings.rel_tol, norm(&gp) / sqrt_d, noise_p)?;
+        let (de, dd) = compare("grad_data_sum", ad, fdd, settings.rel_tol, norm(&gd) / sqrt_d, noise_d)?;
+        prior_err = prior_err.max(pe);
+        data_err = data_err.max(de);
+        prior_diff = prior_diff.max(pd);
+        data_diff = data_diff.max(dd);
     }
     if !has_potentials && curvatures.iter().all(|&c| c < 0.0) {
         return Err(Error::GradientSign {
@@ -201,8 +234,13 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
             ),
         });
     }
+    #[allow(deprecated)]
     Ok(ModelCheck {
         used_potentials: has_potentials,
+        prior_rel_difference: has_potentials.then_some(prior_diff),
+        data_rel_difference: has_potentials.then_some(data_diff),
+        prior_excess: has_potentials.then_some(prior_err),
+        data_excess: has_potentials.then_some(data_err),
         prior_rel_error: has_potentials.then_some(prior_err),
         data_rel_error: has_potentials.then_some(data_err),
         curvatures,
@@ -216,15 +254,15 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
 /// a direction nearly orthogonal to the gradient does not blow rounding up. `noise` is the
 /// finite difference's own estimated error (rounding and truncation), which is allowed on top
 /// of `tol`.
-fn compare(part: &'static str, a: f64, fd: f64, tol: f64, typical: f64, noise: f64) -> Result<f64> {
+fn compare(part: &'static str, a: f64, fd: f64, tol: f64, typical: f64, noise: f64) -> Result<(f64, f64)> {
     let big = a.abs().max(fd.abs()).max(typical);
     // Both zero to rounding (e.g. a flat prior): nothing to compare.
     if big <= 1e-12 {
-        return Ok(0.0);
+        return Ok((0.0, 0.0));
     }
     let rel = ((a - fd).abs() - noise).max(0.0) / big;
     if rel <= tol {
-        return Ok(rel);
+        return Ok((rel, (a - fd).abs() / big));
     }
     if (((a + fd).abs() - noise).max(0.0)) / big <= tol {
         return Err(Error::GradientSign {

@@ -30,7 +30,8 @@
 //! own (`<file>.<pid>.<n>.tmp`), flushes it to disk, renames it over the target and flushes the
 //! directory, so the target always holds a complete checkpoint (the previous one or the new
 //! one). Two saves to one path at once both succeed (the last rename wins). A temporary left by a
-//! process killed mid-write is removed by the next save to that path (Linux), and never read. The sampler type
+//! process killed mid-write is never read; it is removed by the next save to or load of that path
+//! (Linux), and [`clean_temporaries`] removes those of every file in a directory. The sampler type
 //! is compared by its Rust type name, which is stable for one build of a program (a file
 //! written by a program built with another compiler may be refused: say so when sharing files).
 //!
@@ -172,28 +173,57 @@ pub(crate) fn save<T: Serialize>(path: &Path, kind: &str, sampler: &str, body: &
 /// Removes `<name>.<pid>.<n>.tmp` files in `dir` left by processes that no longer run (Linux
 /// only: a process is alive while `/proc/<pid>` exists). Best effort: errors are ignored.
 fn remove_stale_temporaries(dir: &Path, name: &std::ffi::OsStr) {
-    if !cfg!(target_os = "linux") || !Path::new("/proc/self").exists() {
-        return;
+    if let Some(name) = name.to_str() {
+        let _ = stale_temporaries(dir, Some(name));
     }
-    let Some(name) = name.to_str() else { return };
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+}
+
+/// Removes the temporary files that saves killed mid-write left in `dir` — `<file>.<pid>.<n>.tmp`
+/// of processes that no longer run, for every checkpoint file — and returns how many it removed.
+/// Saving removes those of the file it saves and loading those of the file it loads; call this
+/// for the others (a directory of checkpoints from many runs). Linux only (elsewhere it removes
+/// nothing: a process's liveness is read from `/proc`).
+///
+/// Errors: [`Error::Io`] if `dir` cannot be read.
+pub fn clean_temporaries(dir: impl AsRef<Path>) -> Result<usize> {
+    stale_temporaries(dir.as_ref(), None)
+}
+
+/// [`clean_temporaries`], for the checkpoint `name` only when given.
+fn stale_temporaries(dir: &Path, name: Option<&str>) -> Result<usize> {
+    if !cfg!(target_os = "linux") || !Path::new("/proc/self").exists() {
+        return Ok(0);
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| io(dir, e))?;
+    let mut removed = 0;
     for entry in entries.flatten() {
         let file = entry.file_name();
         let Some(file) = file.to_str() else { continue };
-        let Some(rest) = file.strip_prefix(name).and_then(|r| r.strip_prefix('.')) else { continue };
-        let Some(rest) = rest.strip_suffix(".tmp") else { continue };
-        let mut parts = rest.split('.');
-        let (Some(pid), Some(n), None) = (parts.next(), parts.next(), parts.next()) else { continue };
+        let Some(rest) = file.strip_suffix(".tmp") else { continue };
+        // `<name>.<pid>.<n>`: the last two dot-separated fields are numbers.
+        let mut parts = rest.rsplitn(3, '.');
+        let (Some(n), Some(pid), Some(stem)) = (parts.next(), parts.next(), parts.next()) else { continue };
+        if name.is_some_and(|name| stem != name) {
+            continue;
+        }
         let (Ok(pid), Ok(_)) = (pid.parse::<u32>(), n.parse::<u64>()) else { continue };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_file(entry.path());
+        if pid != std::process::id()
+            && !Path::new(&format!("/proc/{pid}")).exists()
+            && std::fs::remove_file(entry.path()).is_ok()
+        {
+            removed += 1;
         }
     }
+    Ok(removed)
 }
 
 /// Reads a checkpoint file.
 pub(crate) fn load<T: DeserializeOwned>(path: &Path, kind: &str, sampler: &str) -> Result<T> {
     let bytes = std::fs::read(path).map_err(|e| io(path, e))?;
+    // Temporaries of this file that a killed save left behind.
+    if let (Some(name), dir) = (path.file_name(), path.parent().filter(|p| !p.as_os_str().is_empty())) {
+        remove_stale_temporaries(dir.unwrap_or(Path::new(".")), name);
+    }
     decode(&bytes, kind, sampler)
 }
 

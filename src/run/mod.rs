@@ -1052,10 +1052,13 @@ impl Recorder {
         if with_gradients && !has_gradients {
             return Err(Error::NotStored { what: "gradient estimates (this sampler keeps none)" });
         }
-        let capacity = settings.n_recorded() as usize * per_iteration;
+        let capacity = usize::try_from(settings.n_recorded())
+            .ok()
+            .and_then(|n| n.checked_mul(per_iteration))
+            .ok_or(Error::OutOfMemory { what: "the run's stored draws", needed: u64::MAX, limit: None })?;
         let (samples, moments) = match settings.storage {
             Storage::Moments => (None, Some(Moments::new(d))),
-            _ => (Some(Samples::with_capacity(capacity, d, with_gradients)), None),
+            _ => (Some(Samples::with_capacity(capacity, d, with_gradients)?), None),
         };
         Ok(Recorder { samples, moments, with_gradients, i: 0, capacity })
     }

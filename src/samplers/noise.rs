@@ -162,6 +162,56 @@ impl GradientNoise {
         points: usize,
         rng: &mut R,
     ) -> Result<(Self, Cost)> {
+        let d = model.dim();
+        check_len("whitening dimension", d, whitening.dim())?;
+        let mut xi = vec![0.0; d];
+        let (mut noise, cost) = Self::accumulate(model, estimator, whitening, points, rng, |_, rng, theta| {
+            fill_standard_normal(rng, &mut xi);
+            whitening.to_theta(&xi, theta);
+        })?;
+        noise.summary = format!("from {points} pairs of estimates at Laplace draws");
+        Ok((noise, cost))
+    }
+
+    /// As [`estimate`](Self::estimate), at given states instead of Laplace draws: `pairs` pairs
+    /// of independent estimates, taken at the rows of `states` (θ, one state per row) in turn,
+    /// so that V is averaged over where the chains go (for example a pilot run's draws) rather
+    /// than over a Gaussian that a skewed posterior does not resemble.
+    ///
+    /// Errors: as [`estimate`](Self::estimate); [`Error::DimensionMismatch`] if the rows are not
+    /// the model's dimension; [`Error::NoSamples`] if `states` has no row.
+    pub fn estimate_at<M: Model + ?Sized, E: GradientEstimator, R: Rng + ?Sized>(
+        model: &M,
+        estimator: &E,
+        whitening: &Whitening,
+        states: ndarray::ArrayView2<'_, f64>,
+        pairs: usize,
+        rng: &mut R,
+    ) -> Result<(Self, Cost)> {
+        let d = model.dim();
+        check_len("whitening dimension", d, whitening.dim())?;
+        check_len("gradient-noise state dimension", d, states.ncols())?;
+        if states.nrows() == 0 {
+            return Err(Error::NoSamples { reason: "no state to measure the gradient noise at" });
+        }
+        let n = states.nrows();
+        let (mut noise, cost) = Self::accumulate(model, estimator, whitening, pairs, rng, |k, _, theta| {
+            theta.iter_mut().zip(states.row(k % n)).for_each(|(t, s)| *t = *s);
+        })?;
+        noise.summary = format!("from {pairs} pairs of estimates at {} visited states", n.min(pairs));
+        Ok((noise, cost))
+    }
+
+    /// The mean of `x xᵀ`, `x = Tᵀ(g₁ − g₂)/√2`, over `points` pairs of independent estimates,
+    /// the k-th at the state `at(k, rng, θ)` writes: the measured V (its summary still to be set).
+    fn accumulate<M: Model + ?Sized, E: GradientEstimator, R: Rng + ?Sized>(
+        model: &M,
+        estimator: &E,
+        whitening: &Whitening,
+        points: usize,
+        rng: &mut R,
+        mut at: impl FnMut(usize, &mut R, &mut [f64]),
+    ) -> Result<(Self, Cost)> {
         if points < 2 {
             return Err(Error::invalid("gradient-noise points", points as f64, "must be at least 2"));
         }
@@ -174,16 +224,14 @@ impl GradientNoise {
             ));
         }
         let d = model.dim();
-        check_len("whitening dimension", d, whitening.dim())?;
         let mut est = estimator.clone();
         est.prepare(model)?;
         let before = est.cost();
-        let (mut xi, mut theta) = (vec![0.0; d], vec![0.0; d]);
+        let mut theta = vec![0.0; d];
         let (mut g1, mut g2, mut diff) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
         let mut s = Array2::<f64>::zeros((d, d));
         for k in 0..points {
-            fill_standard_normal(rng, &mut xi);
-            whitening.to_theta(&xi, &mut theta);
+            at(k, rng, &mut theta);
             est.estimate(model, &theta, rng, &mut g1)?;
             est.estimate(model, &theta, rng, &mut g2)?;
             if !all_finite(&g1) || !all_finite(&g2) {
@@ -207,9 +255,7 @@ impl GradientNoise {
             }
         }
         let cost = est.cost() - before;
-        let mut noise = Self::from_covariance(&s)?;
-        noise.summary = format!("from {points} pairs of estimates at Laplace draws");
-        Ok((noise, cost))
+        Ok((Self::from_covariance(&s)?, cost))
     }
 
     /// The dimension.

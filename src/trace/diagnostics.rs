@@ -366,6 +366,11 @@ pub struct Summary {
     /// Whether the draws carried unequal weights and every field above was computed with them
     /// (see [`summary_of_weighted_draws`]).
     pub weighted: bool,
+    /// The estimated bias of the mean at the run's step, where a step-bias check ran
+    /// ([`step_bias`](crate::step_bias)); printed as the table's `bias_mean` column.
+    pub bias_mean: Option<f64>,
+    /// The estimated bias of the sd at the run's step, where a step-bias check ran.
+    pub bias_sd: Option<f64>,
 }
 
 /// The probability mass of [`Summary::hdi`]: ArviZ's default 0.94.
@@ -423,6 +428,34 @@ pub struct Convergence {
     /// [`discretisation_bias`](crate::discretisation_bias). Meaningful only when the run
     /// [`converged`](Self::converged) (below [`ESS_MIN`] the MCSEs themselves are unreliable).
     pub error_bound: f64,
+    /// The accuracy the run states with its step's estimated bias included, where a step-bias
+    /// check ran ([`convergence_with_bias`](crate::convergence_with_bias)): with the probability
+    /// of [`error_bound`](Self::error_bound), every mean within `bias_bound` sds and every sd
+    /// within `bias_bound × 100 %` of the posterior's, to the first order in the step that the
+    /// check sees. `None` without a check.
+    pub bias_bound: Option<f64>,
+    /// The largest estimated |bias| of a mean or sd at the run's step that stands out of the
+    /// check's noise (Bonferroni z), in posterior sds, where a step-bias check ran; 0 if none
+    /// does. (A short check cannot resolve a small bias: its noise still widens
+    /// [`bias_bound`](Self::bias_bound).)
+    pub step_bias: Option<f64>,
+    /// The step-bias check's cost relative to the run's (datum gradients), where it ran.
+    pub bias_cost: Option<f64>,
+}
+
+impl Convergence {
+    /// The accuracy the run states: [`bias_bound`](Self::bias_bound) where a step-bias check
+    /// ran, else the Monte Carlo [`error_bound`](Self::error_bound) alone.
+    pub fn stated_bound(&self) -> f64 {
+        self.bias_bound.unwrap_or(self.error_bound)
+    }
+
+    /// Whether the estimated step bias is larger than the run's Monte Carlo bound: the run's
+    /// accuracy is then set by its step, not by its length (a smaller step, tuned for a longer
+    /// planned run, lowers it). False without a check.
+    pub fn bias_dominates(&self) -> bool {
+        self.step_bias.is_some_and(|b| b > self.error_bound)
+    }
 }
 
 /// The probability of [`Convergence::error_bound`]: 0.95.
@@ -430,7 +463,9 @@ pub const BOUND_PROB: f64 = 0.95;
 
 impl std::fmt::Display for Convergence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.converged {
+        if self.converged && self.bias_dominates() {
+            write!(f, "converged (chains mixed), BUT THE STEP IS BIASED beyond the Monte Carlo error: ")?;
+        } else if self.converged {
             write!(f, "converged: ")?;
         } else {
             write!(f, "NOT CONVERGED ({} of the coordinates fail): ", self.failed.len())?;
@@ -440,13 +475,26 @@ impl std::fmt::Display for Convergence {
             "max split-R̂ {:.3} (≤ {RHAT_MAX}), min ESS bulk {:.0} / tail {:.0} (≥ {ESS_MIN:.0}) over {} chain(s)",
             self.max_rhat, self.min_ess_bulk, self.min_ess_tail, self.chains
         )?;
-        write!(
-            f,
-            "; Monte Carlo error: means within ±{:.3} sd, sds within ±{:.1} % ({:.0} %, all coordinates; step bias not included)",
-            self.error_bound,
-            100.0 * self.error_bound,
-            100.0 * BOUND_PROB
-        )?;
+        match (self.bias_bound, self.step_bias) {
+            (Some(bound), Some(bias)) => write!(
+                f,
+                "; Monte Carlo error ±{:.3} sd; step bias {} (a companion at half the step, {:.0} % of the run's \
+                 cost); together: means within ±{bound:.3} sd, sds within ±{:.1} % ({:.0} %, all coordinates)",
+                self.error_bound,
+                if bias > 0.0 { format!("up to {bias:.3} sd") } else { "not detected".to_string() },
+                100.0 * self.bias_cost.unwrap_or(f64::NAN),
+                100.0 * bound,
+                100.0 * BOUND_PROB
+            )?,
+            _ => write!(
+                f,
+                "; Monte Carlo error: means within ±{:.3} sd, sds within ±{:.1} % ({:.0} %, all coordinates; step bias \
+                 not included)",
+                self.error_bound,
+                100.0 * self.error_bound,
+                100.0 * BOUND_PROB
+            )?,
+        }
         if self.chains < 2 {
             write!(f, "; one chain: run several from dispersed starts for R̂ to mean much")?;
         }
@@ -507,6 +555,9 @@ pub(crate) fn convergence_of(rows: &[Summary], chains: usize) -> Convergence {
         max_mcse_sd,
         // Relative MCSEs: the bound in units of the sd at its lower bound, `1 − z s`.
         error_bound: relative_bound(z * max_mcse_mean, z * max_mcse_sd, 1.0),
+        bias_bound: None,
+        step_bias: None,
+        bias_cost: None,
     }
 }
 
@@ -624,6 +675,8 @@ pub fn summary_of_draws_with(draws: ArrayView2<'_, f64>, convention: Convention)
         },
         convention,
         weighted: false,
+        bias_mean: None,
+        bias_sd: None,
     })
 }
 
@@ -714,6 +767,8 @@ pub fn summary_of_weighted_draws_with(
         },
         convention,
         weighted: true,
+        bias_mean: None,
+        bias_sd: None,
     })
 }
 
@@ -896,13 +951,23 @@ impl std::fmt::Display for SummaryTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let p = f.precision().unwrap_or(3);
         let (lo, hi) = self.rows.first().map_or(Convention::default(), |r| r.convention).interval_columns();
-        let header =
-            ["mean", "sd", lo, hi, "q5%", "q50%", "q95%", "mcse_mean", "mcse_sd", "ess_bulk", "ess_tail", "r_hat"];
+        // The step-bias columns (after the Monte Carlo errors), where a step-bias check ran.
+        let biased = self.rows.iter().any(|r| r.bias_mean.is_some());
+        let mut header =
+            vec!["mean", "sd", lo, hi, "q5%", "q50%", "q95%", "mcse_mean", "mcse_sd", "ess_bulk", "ess_tail", "r_hat"];
+        if biased {
+            header.splice(9..9, ["bias_mean", "bias_sd"]);
+        }
         let cells: Vec<Vec<String>> = self
             .rows
             .iter()
             .map(|r| {
-                let v = [r.mean, r.sd, r.interval.0, r.interval.1, r.q05, r.median, r.q95, r.mcse_mean, r.mcse_sd];
+                let mut v =
+                    vec![r.mean, r.sd, r.interval.0, r.interval.1, r.q05, r.median, r.q95, r.mcse_mean, r.mcse_sd];
+                if biased {
+                    v.push(r.bias_mean.unwrap_or(f64::NAN));
+                    v.push(r.bias_sd.unwrap_or(f64::NAN));
+                }
                 let mut c: Vec<String> = v.iter().map(|x| format!("{x:.p$}")).collect();
                 c.push(format!("{:.0}", r.ess_bulk));
                 c.push(format!("{:.0}", r.ess_tail));
@@ -942,6 +1007,13 @@ impl std::fmt::Display for SummaryTable {
         }
         if self.rows.iter().any(|r| r.weighted) {
             write!(f, "\n(weighted draws: every column uses the draws' weights)")?;
+        }
+        if biased {
+            write!(
+                f,
+                "\n(bias_mean, bias_sd: the estimated bias of the run's step, from a companion at half the step; compare \
+                 them with mcse_mean and mcse_sd)"
+            )?;
         }
         Ok(())
     }

@@ -38,14 +38,30 @@ impl Samples {
     }
 
     /// Preallocated storage for `n` samples in dimension `d` (filled by the runner).
-    pub(crate) fn with_capacity(n: usize, d: usize, gradients: bool) -> Self {
-        Samples {
-            draws: Array2::zeros((n, d)),
-            weights: Array1::zeros(n),
-            gradients: gradients.then(|| Array2::zeros((n, d))),
-            costs: Some(Array1::zeros(n)),
-            step_sizes: Some(Array1::from_elem(n, f64::NAN)),
+    ///
+    /// Errors: [`Error::OutOfMemory`] if `n × d` overflows or the allocator refuses a buffer
+    /// (nothing is kept allocated then).
+    pub(crate) fn with_capacity(n: usize, d: usize, gradients: bool) -> Result<Self> {
+        let bytes = |len: usize| (len as u64).saturating_mul(8);
+        let total = n.saturating_mul(d).saturating_mul(1 + gradients as usize).saturating_add(3 * n);
+        let oom = || Error::OutOfMemory { what: "the run's stored draws", needed: bytes(total), limit: None };
+        fn buffer<T: Clone>(len: Option<usize>, fill: T, oom: &dyn Fn() -> Error) -> Result<Vec<T>> {
+            let len = len.ok_or_else(oom)?;
+            let mut v = Vec::new();
+            v.try_reserve_exact(len).map_err(|_| oom())?;
+            v.resize(len, fill);
+            Ok(v)
         }
+        let matrix = || -> Result<Array2<f64>> {
+            Array2::from_shape_vec((n, d), buffer(n.checked_mul(d), 0.0, &oom)?).map_err(|_| oom())
+        };
+        Ok(Samples {
+            draws: matrix()?,
+            weights: Array1::from(buffer(Some(n), 0.0, &oom)?),
+            gradients: if gradients { Some(matrix()?) } else { None },
+            costs: Some(Array1::from(buffer(Some(n), 0u64, &oom)?)),
+            step_sizes: Some(Array1::from(buffer(Some(n), f64::NAN, &oom)?)),
+        })
     }
 
     pub(crate) fn set(&mut self, i: usize, theta: &[f64], w: f64, grad: Option<&[f64]>, cost: u64, step: Option<f64>) {

@@ -166,6 +166,24 @@ pub trait Tunable: Sampler {
         Ok(None)
     }
 
+    /// The same sampler with its injected noise corrected by its estimator's gradient noise
+    /// measured at `states` (θ, one per row: where the chains go, e.g. a pilot's draws) from
+    /// `pairs` pairs of estimates (see [`GradientNoise::estimate_at`]), seeded by `seed`, adding
+    /// its cost to `cost`; `None` where [`noise_corrected`](Self::noise_corrected) is (the
+    /// default).
+    fn noise_corrected_at<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        whitening: &Whitening,
+        states: ndarray::ArrayView2<'_, f64>,
+        pairs: usize,
+        seed: u64,
+        cost: &mut Cost,
+    ) -> Result<NoiseCorrected<Self>> {
+        let _ = (model, whitening, states, pairs, seed, cost);
+        Ok(None)
+    }
+
     /// The largest step at which the sampler's gradient-noise correction is complete in every
     /// direction (see [`GradientNoise`]), if it has one; [`tune`] searches no step above it.
     /// Default: `None`.
@@ -198,12 +216,20 @@ pub trait Tunable: Sampler {
 /// `None` if the sampler takes no correction.
 pub type NoiseCorrected<S> = Option<(S, Arc<GradientNoise>)>;
 
+/// Where [`langevin_noise_corrected`] measures the gradient noise: at this many Laplace draws,
+/// or at the rows of the states (θ) from this many pairs of estimates.
+#[derive(Clone, Copy)]
+enum NoiseAt<'a> {
+    Laplace(usize),
+    States(ndarray::ArrayView2<'a, f64>, usize),
+}
+
 /// The [`Tunable::noise_corrected`] of a [`Langevin`] sampler whose kernel takes the correction.
 fn langevin_noise_corrected<M, K, E>(
     s: &Langevin<K, E>,
     model: &M,
     whitening: &Whitening,
-    points: usize,
+    at: NoiseAt<'_>,
     seed: u64,
     cost: &mut Cost,
 ) -> Result<NoiseCorrected<Langevin<K, E>>>
@@ -215,8 +241,19 @@ where
     if !s.estimator().independent_draws() {
         return Ok(None);
     }
-    let mut rng = stream(seed, &[0x6e6f_6973]);
-    let (noise, c) = GradientNoise::estimate(model, s.estimator(), whitening, points, &mut rng)?;
+    let (noise, c) = match at {
+        NoiseAt::Laplace(points) => {
+            GradientNoise::estimate(model, s.estimator(), whitening, points, &mut stream(seed, &[0x6e6f_6973]))?
+        }
+        NoiseAt::States(states, pairs) => GradientNoise::estimate_at(
+            model,
+            s.estimator(),
+            whitening,
+            states,
+            pairs,
+            &mut stream(seed, &[0x6e6f_6973, 1]),
+        )?,
+    };
     *cost += c;
     let noise = Arc::new(noise);
     Ok(Some((s.clone().with_gradient_noise(Some(noise.clone())), noise)))
@@ -246,7 +283,19 @@ macro_rules! measured_noise_correction {
             seed: u64,
             cost: &mut Cost,
         ) -> Result<NoiseCorrected<Self>> {
-            langevin_noise_corrected(self, model, whitening, points, seed, cost)
+            langevin_noise_corrected(self, model, whitening, NoiseAt::Laplace(points), seed, cost)
+        }
+
+        fn noise_corrected_at<M: Model + ?Sized>(
+            &self,
+            model: &M,
+            whitening: &Whitening,
+            states: ndarray::ArrayView2<'_, f64>,
+            pairs: usize,
+            seed: u64,
+            cost: &mut Cost,
+        ) -> Result<NoiseCorrected<Self>> {
+            langevin_noise_corrected(self, model, whitening, NoiseAt::States(states, pairs), seed, cost)
         }
     };
 }
@@ -302,7 +351,23 @@ impl<E: GradientEstimator> Tunable for Langevin<SghmcKernel, E> {
         if self.settings().noise_estimate != 0.0 {
             return Ok(None);
         }
-        langevin_noise_corrected(self, model, whitening, points, seed, cost)
+        langevin_noise_corrected(self, model, whitening, NoiseAt::Laplace(points), seed, cost)
+    }
+
+    /// As [`noise_corrected`](Self::noise_corrected), at the given states.
+    fn noise_corrected_at<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        whitening: &Whitening,
+        states: ndarray::ArrayView2<'_, f64>,
+        pairs: usize,
+        seed: u64,
+        cost: &mut Cost,
+    ) -> Result<NoiseCorrected<Self>> {
+        if self.settings().noise_estimate != 0.0 {
+            return Ok(None);
+        }
+        langevin_noise_corrected(self, model, whitening, NoiseAt::States(states, pairs), seed, cost)
     }
 
     /// `2(α − β̂)/λ_max(V)`: the weight `η/(2(α − β̂))` times the noise's largest eigenvalue
@@ -427,7 +492,21 @@ impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
         cost: &mut Cost,
     ) -> Result<NoiseCorrected<Self>> {
         let s = self.clone().with_n_data(model.n_data() as f64);
-        langevin_noise_corrected(&s, model, whitening, points, seed, cost)
+        langevin_noise_corrected(&s, model, whitening, NoiseAt::Laplace(points), seed, cost)
+    }
+
+    /// As [`noise_corrected`](Self::noise_corrected), at the given states.
+    fn noise_corrected_at<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        whitening: &Whitening,
+        states: ndarray::ArrayView2<'_, f64>,
+        pairs: usize,
+        seed: u64,
+        cost: &mut Cost,
+    ) -> Result<NoiseCorrected<Self>> {
+        let s = self.clone().with_n_data(model.n_data() as f64);
+        langevin_noise_corrected(&s, model, whitening, NoiseAt::States(states, pairs), seed, cost)
     }
 
     /// `2x/λ_max(Ĝ^{1/2} V Ĝ^{1/2})`, `x = `[`PSGLD_CORRECTION_TARGET`], with
@@ -480,7 +559,16 @@ impl<E: GradientEstimator> Tunable for Langevin<PsgldKernel, E> {
     ) -> Result<f64> {
         let mut s = self.with_step_size(1e-12 / curv.lambda_max)?;
         settle(&mut s, model, mode, 0x0070_7367_6c64, cost)?;
-        let g: Vec<f64> = s.preconditioner().map(f64::sqrt).collect();
+        // At the mode the exact gradient vanishes, so V there holds the minibatch noise alone;
+        // in the whitened coordinates the chain's squared gradients also carry the posterior's
+        // score, about 1 per coordinate (`E ḡ² ≈ (V + 1)/N²`, see `psgld_metric`): G is capped
+        // at `1/(λ + 1/N)`. (With exact gradients V is 0 at the mode and G was `1/λ`: a centre
+        // step 550 times too small on a 62-datum regression, and a tuned run that did not mix.)
+        let cap = match self.whitening() {
+            Some(_) => 1.0 / (self.settings().damping + 1.0 / model.n_data().max(1) as f64),
+            None => f64::INFINITY,
+        };
+        let g: Vec<f64> = s.preconditioner().map(|g| g.min(cap).sqrt()).collect();
         let scale = |x: &[f64], out: &mut [f64]| out.iter_mut().zip(x).zip(&g).for_each(|((o, x), g)| *o = g * x);
         // Whitened: the operator G^{1/2} Tᵀ ∇²U T G^{1/2} (pSGLD's G lives on φ).
         let w = self.whitening().cloned();
@@ -1073,6 +1161,34 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     for t in &trials {
         cost += t.cost;
     }
+    // The gradient noise where the chains go (its Laplace-draw measurement can be far from it on
+    // a skewed posterior), and the margin below its limit.
+    let visited = match (&whitening, limit) {
+        (Some(w), Some(l)) => visited_noise(model, sampler, w, &mode, &trials, l, settings, &mut cost)?,
+        _ => None,
+    };
+    let visited_sampler;
+    let (sampler, limit, misfit) = match visited {
+        Some(v) => {
+            preconditioning.push_str(&v.note);
+            visited_sampler = v.sampler;
+            let limit = visited_sampler.step_limit().filter(|l| l.is_finite() && *l > 0.0);
+            (&visited_sampler, limit, v.misfit)
+        }
+        None => (sampler, limit, 0.0),
+    };
+    // No step at the limit itself: a margin leaves injected noise in every direction, so that a
+    // state where the minibatch noise is smaller than its average still gets noise.
+    let cap = limit.map(|l| l * CORRECTION_MARGIN);
+    // The sd bias the correction leaves: its own approximation (pSGLD's series), and its misfit
+    // to the noise where the chains go, `c(h) ΔV/2` with the weight `c(h) = h/(limit λ_max)` and
+    // ΔV = misfit × λ_max.
+    let residuals = |steps: &[f64], out: &mut [f64]| {
+        sampler.correction_residuals(steps, out);
+        if let Some(l) = limit.filter(|_| misfit > 0.0) {
+            out.iter_mut().zip(steps).for_each(|(o, h)| *o += misfit * h / (2.0 * l));
+        }
+    };
     let argmin = best_of(&trials).ok_or(Error::NotConverged {
         what: "tune",
         iterations: trials.len() as u64,
@@ -1121,13 +1237,14 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
             let floor = slope * slope;
             let beta2 = if m.bias_seen { m.beta2.max(floor) } else { floor };
             let top = scored.iter().map(|&(h, _)| h).fold(0.0, f64::max);
+            let top = cap.map_or(top, |c| top.min(c));
             let floor_model = ErrorModel { beta2, ..*m };
             predictor = Some((floor_model, true));
             // An approximate correction: its residual bias joins the floor's, minimised on a log
             // grid of 2 001 steps over four decades below the limit (0.46 % apart).
             let grid: Vec<f64> = (0..=2000).map(|i| top * 10f64.powf(-4.0 * (1.0 - i as f64 / 2000.0))).collect();
             let mut residual = vec![0.0; grid.len()];
-            sampler.correction_residuals(&grid, &mut residual);
+            residuals(&grid, &mut residual);
             let (h, at_h, at_top) = if residual[grid.len() - 1] > 0.0 {
                 let (i, _) = grid
                     .iter()
@@ -1173,13 +1290,17 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         _ => ksd_fit_step(&scored, &ses, h_ksd, ratio, &planned),
     };
     if let Some(m) = model.as_ref().filter(|m| m.bias_seen && predictor.is_none()) {
-        predictor = Some((*m, false));
+        predictor = Some((*m, true));
     }
-    // Never above the limit of a gradient-noise correction (reached only when it did not cap the grid).
-    let (step, how) = match limit {
-        Some(l) if step > l => {
-            (l, format!("{how}; lowered from {step:.4e} to the gradient-noise correction's limit {l:.4e}"))
-        }
+    // Never above the margin below the limit of a gradient-noise correction.
+    let (step, how) = match cap {
+        Some(c) if step > c => (
+            c,
+            format!(
+                "{how}; lowered from {step:.4e} to {CORRECTION_MARGIN} x the gradient-noise correction's limit \
+                 ({c:.4e})"
+            ),
+        ),
         _ => (step, how),
     };
     let d = mode.len();
@@ -1240,7 +1361,7 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     let predicted_error = predictor.map(|(m, with_residual)| {
         let mut residual = [0.0];
         if with_residual {
-            sampler.correction_residuals(&[step], &mut residual);
+            residuals(&[step], &mut residual);
         }
         m.predicted_error2_with(step, planned.draws(), residual[0]).sqrt()
     });
@@ -1302,6 +1423,115 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         predicted_rhat,
         predicted_error,
     })
+}
+
+/// A noise-corrected sampler whose gradient noise was measured again where its chains go (see
+/// [`visited_noise`]).
+struct Visited<S> {
+    /// The sampler corrected by the noise measured at the last round's states.
+    sampler: S,
+    /// The largest |eigenvalue| of the difference between the last two rounds' measured
+    /// covariances, over the last one's largest eigenvalue: how far the correction may still
+    /// be from the noise where the run goes.
+    misfit: f64,
+    /// What was measured, for the preconditioning line.
+    note: String,
+}
+
+/// The largest fraction of a gradient-noise correction's limit ([`Tunable::step_limit`]) that
+/// [`tune`] chooses: at the limit no noise is injected along the measured noise's top direction,
+/// and wherever the chains meet less minibatch noise than its average the step then carries too
+/// little (on the Wisconsin breast-cancer regression at N/n = 11, SGLD's sds came out 11 % small
+/// at the limit with the noise measured at Laplace draws). At half the limit every direction
+/// keeps at least half its injected noise.
+pub const CORRECTION_MARGIN: f64 = 0.5;
+
+/// Rounds of [`visited_noise`]: the first measures where chains corrected by the Laplace-draw
+/// measurement go, the second where chains corrected by the first go.
+const VISITED_NOISE_ROUNDS: u64 = 2;
+
+/// The gradient noise measured at the states that pilot chains visit: `sampler` (corrected by a
+/// Laplace-draw measurement) is run as a pilot at the largest scored step of `trials` up to
+/// `limit`, the noise measured at its draws ([`Tunable::noise_corrected_at`]), and again with
+/// that correction ([`VISITED_NOISE_ROUNDS`]); the difference of the last two measurements is the
+/// correction's misfit. `None` (the Laplace measurement kept) without a scored step or when a
+/// round's pilot diverges.
+#[allow(clippy::too_many_arguments)]
+fn visited_noise<M: Model + ?Sized, S: Tunable>(
+    model: &M,
+    sampler: &S,
+    whitening: &Whitening,
+    mode: &[f64],
+    trials: &[Trial],
+    limit: f64,
+    settings: &TuneSettings,
+    cost: &mut Cost,
+) -> Result<Option<Visited<S>>> {
+    let Some(step) =
+        trials.iter().filter(|t| t.ksd.is_some() && t.step_size <= limit).map(|t| t.step_size).reduce(f64::max)
+    else {
+        return Ok(None);
+    };
+    let d = mode.len();
+    let pairs = (200 * d).clamp(GRADIENT_NOISE_POINTS_MIN, GRADIENT_NOISE_POINTS_MAX);
+    let mut current = sampler.clone();
+    let mut noises: Vec<Arc<GradientNoise>> = Vec::new();
+    let mut all_states: Vec<Array2<f64>> = Vec::new();
+    let mut spent = Cost::default();
+    for round in 0..VISITED_NOISE_ROUNDS {
+        let h = current.step_limit().map_or(step, |l| step.min(l));
+        let rs = settings.pilot_run(settings.pilot_chains, settings.pilot_thin(), 0x7669_7369 + round, 0);
+        let out = match run(model, &current.with_step_size(h)?, mode, &rs) {
+            Ok(out) => out,
+            Err(e) if e.is_divergence() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        spent += out.cost - out.setup_cost;
+        let states = out.estimate.stacked_draws()?;
+        let seed = settings.seed.wrapping_add(round + 1);
+        let Some((c, noise)) = sampler.noise_corrected_at(model, whitening, states.view(), pairs, seed, &mut spent)?
+        else {
+            return Ok(None);
+        };
+        current = c;
+        noises.push(noise);
+        all_states.push(states);
+    }
+    let (Some(last), Some(before)) = (noises.last(), noises.len().checked_sub(2).map(|i| &noises[i])) else {
+        return Ok(None);
+    };
+    let diff = last.covariance() - before.covariance();
+    let gap = crate::numeric::linalg::symmetric_eigenvalues("gradient-noise misfit", &diff)?
+        .into_iter()
+        .fold(0.0_f64, |m, l| m.max(l.abs()));
+    // The correction: the noise measured at every round's states at once (each state once per
+    // round, in turn), whose error the two rounds' difference bounds: two independent
+    // measurements of one V differ by about √2 times either's error, and the pooled one's is
+    // about half that difference.
+    let views: Vec<_> = all_states.iter().map(|a| a.view()).collect();
+    let pooled = ndarray::concatenate(ndarray::Axis(0), &views)
+        .map_err(|_| Error::NoSamples { reason: "the pilots' draws could not be pooled" })?;
+    let seed = settings.seed.wrapping_add(VISITED_NOISE_ROUNDS + 1);
+    let Some((current, pooled_noise)) =
+        sampler.noise_corrected_at(model, whitening, pooled.view(), 2 * pairs, seed, &mut spent)?
+    else {
+        return Ok(None);
+    };
+    let top = pooled_noise.eigenvalues().last().copied().unwrap_or(0.0);
+    let misfit = if top > 0.0 { 0.5 * gap / top } else { 0.0 };
+    *cost += spent;
+    let l = pooled_noise.eigenvalues();
+    let note = format!(
+        "; measured again where pilot chains at {step:.3e} go ({VISITED_NOISE_ROUNDS} rounds, {} datum gradients): \
+         eigenvalues [{:.3e}, {:.3e}] ({}); its misfit, half the largest |eigenvalue| of the two rounds' \
+         difference, {:.1} % of the largest eigenvalue",
+        spent.datum_gradients,
+        l.first().copied().unwrap_or(0.0),
+        l.last().copied().unwrap_or(0.0),
+        pooled_noise.summary(),
+        100.0 * misfit
+    );
+    Ok(Some(Visited { sampler: current, misfit, note }))
 }
 
 /// The step of the KSD fit ([`discrepancy_fit_minimiser_scaled`]), or without a convex fit the
