@@ -5,7 +5,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use sgmcmc::ndarray::Array1;
-use sgmcmc::{Family, Glm, GlmSettings, LogisticRegression, Model};
+use sgmcmc::{Family, Glm, GlmSettings, LogisticRegression, Model, Prior};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -18,7 +18,12 @@ fn glm(c: &mut Criterion) {
     let theta: Vec<f64> = (0..10).map(|j| 0.1 * j as f64 - 0.4).collect();
     let mut g = [0.0; 12];
     group.bench_function("LogisticRegression", |b| b.iter(|| lr.grad_data_sum(black_box(&theta), &idx, &mut g[..10])));
-    let plain = GlmSettings { intercept: false, prior_sd: 10f64.sqrt(), ..Default::default() };
+    let plain = GlmSettings {
+        intercept: false,
+        prior: Prior::normal(0.0, 10f64.sqrt()),
+        autoscale: false,
+        ..Default::default()
+    };
     let same = Glm::new(Family::Logistic, &x, &Array1::from(lr.labels().to_vec()), &plain).expect("glm");
     group.bench_function("Glm logistic, no intercept", |b| {
         b.iter(|| same.grad_data_sum(black_box(&theta), &idx, &mut g[..10]))

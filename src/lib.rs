@@ -47,8 +47,8 @@ pub use gradient::{FullGradient, GradientEstimator, Minibatch, Subsample, Subsam
 pub use models::check::{CheckSettings, ModelCheck, check_model};
 pub use models::model::Model;
 pub use models::{
-    Block, Constrained, Constraint, Family, Glm, GlmSettings, Layout, LinearGaussian, LogisticRegression, Pmf, Ratings,
-    Temperature, Tempered,
+    Block, Constrained, Constraint, Family, Glm, GlmSettings, Layout, LinearGaussian, LogisticRegression, Pmf, Prior,
+    Ratings, Temperature, Tempered,
 };
 pub use numeric::schedule::StepSize;
 pub use run::{

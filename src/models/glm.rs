@@ -5,6 +5,7 @@ use super::{Rows, axpy4, dot, dot4, standard_normal};
 use crate::error::{Error, Result, check_len};
 use crate::models::Layout;
 use crate::models::model::Model;
+use crate::models::prior::Prior;
 use crate::numeric::rng::stream;
 use ndarray::{Array1, Array2};
 use rand::RngExt;
@@ -42,6 +43,21 @@ impl Family {
 
 /// Settings of a [`Glm`]; build with `GlmSettings { intercept: false, ..Default::default() }`
 /// (fields may be added: always end a literal with `..Default::default()`).
+///
+/// **Priors.** The defaults are rstanarm's weakly informative priors, scaled to the data
+/// ([`autoscale`](Self::autoscale)) so that they cannot dominate a regression on covariates as
+/// measured: each coefficient `βⱼ ~ N(0, (2.5 · s_y / s_xⱼ)²)`, the intercept at the covariates'
+/// means `b₀ + x̄ᵀβ ~ N(ȳ, (2.5 · s_y)²)` (location 0 and `s_y` = 1 outside the Gaussian
+/// family), σ ~ Exponential(1 / s_y), r ~ Exponential(1); `s_y`, `s_xⱼ` are the sample sds of
+/// y and of column j. They are a model choice, not a neutral one: print the model
+/// (`println!("{glm}")`) to see the priors actually used, and state your own with
+/// [`Prior`] (flat, normal, Student-t, Cauchy; half-normal, half-Cauchy, exponential on σ or r)
+/// and `autoscale: false` to reproduce a published model.
+///
+/// Migration from 0.1's `prior_sd: s, aux_rate: a` (one `N(0, s²)` on every coefficient and on
+/// b₀ itself, σ or r ~ Exponential(a)): `prior: Prior::normal(0.0, s), prior_intercept:
+/// Prior::normal(0.0, s), centred_intercept: false, prior_aux: Prior::exponential(a),
+/// autoscale: false`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GlmSettings {
     /// Add an intercept `b₀` (the first coordinate of θ). Default true.
@@ -50,17 +66,47 @@ pub struct GlmSettings {
     pub offset: Option<Array1<f64>>,
     /// Per-datum weights `wᵢ > 0` multiplying each datum's potential. Default none (all 1).
     pub weights: Option<Array1<f64>>,
-    /// Prior standard deviation of every coefficient (intercept included): `N(0, s²)`.
-    /// Default 10.
-    pub prior_sd: f64,
-    /// Rate of the Exponential prior on σ or r. Default 1 for σ; for r use a small rate (e.g.
-    /// 0.1) to allow little overdispersion.
-    pub aux_rate: f64,
+    /// The prior of every coefficient βⱼ (not the intercept) unless
+    /// [`coefficient_priors`](Self::coefficient_priors) gives one per column. Default
+    /// `Prior::normal(0.0, 2.5)` (autoscaled). Not [`Prior::Exponential`].
+    pub prior: Prior,
+    /// One prior per column of the features (p of them), replacing [`prior`](Self::prior);
+    /// autoscaled like it. Default none.
+    pub coefficient_priors: Option<Vec<Prior>>,
+    /// The prior of the intercept: of `b₀ + x̄ᵀβ` (the intercept at the covariates' means, as
+    /// rstanarm) if [`centred_intercept`](Self::centred_intercept), else of b₀. Default
+    /// `Prior::normal(0.0, 2.5)` (autoscaled). Not [`Prior::Exponential`].
+    pub prior_intercept: Prior,
+    /// Whether [`prior_intercept`](Self::prior_intercept) is on the intercept at the
+    /// covariates' means (true, the default: the prior then says nothing about b₀ itself, which
+    /// for uncentred covariates can be far from 0) or on b₀.
+    pub centred_intercept: bool,
+    /// The prior of σ (Gaussian) or r (negative binomial), positive parameters. Default
+    /// `Prior::exponential(1.0)` (autoscaled: rate `1/s_y` for σ, 1 for r).
+    pub prior_aux: Prior,
+    /// Scale the priors to the data (default true): each prior is read as a prior on the model
+    /// with standardised covariates and, for the Gaussian family, a standardised response.
+    /// A coefficient's location and scale are multiplied by `s_y / s_xⱼ` (a constant column's
+    /// `s_xⱼ` is taken as 1); the intercept's location becomes `ȳ + s_y · location` and its
+    /// scale `s_y · scale` (`ȳ` = 0, `s_y` = 1 outside the Gaussian family); σ's scale is
+    /// multiplied and its rate divided by `s_y`; r is not scaled. With false, the priors are
+    /// used as written.
+    pub autoscale: bool,
 }
 
 impl Default for GlmSettings {
     fn default() -> Self {
-        GlmSettings { intercept: true, offset: None, weights: None, prior_sd: 10.0, aux_rate: 1.0 }
+        GlmSettings {
+            intercept: true,
+            offset: None,
+            weights: None,
+            prior: Prior::normal(0.0, 2.5),
+            coefficient_priors: None,
+            prior_intercept: Prior::normal(0.0, 2.5),
+            centred_intercept: true,
+            prior_aux: Prior::exponential(1.0),
+            autoscale: true,
+        }
     }
 }
 
@@ -70,8 +116,10 @@ impl Default for GlmSettings {
 ///
 /// θ = `(b₀, β₁ … β_p, aux)`: the intercept if [`GlmSettings::intercept`], the p coefficients,
 /// and σ or r for the Gaussian and negative binomial families. Potentials:
-/// `U₀ = ‖(b₀, β)‖²/(2s²) + rate · aux`, `Uᵢ = wᵢ · (−log p(yᵢ | ηᵢ, aux))` (full log densities,
-/// constants included). Gradients and Hessian-vector products are analytic; a minibatch
+/// `U₀ = Σⱼ Uⱼ(βⱼ) + U_b(b₀ + x̄ᵀβ) + U_aux(aux)` from the [`Prior`]s of [`GlmSettings`]
+/// (up to their constants; `U_b(b₀)` without centring; read the defaults there: they are
+/// weakly informative and scaled to the data, and `println!("{glm}")` prints the ones in use),
+/// `Uᵢ = wᵢ · (−log p(yᵢ | ηᵢ, aux))` (full log densities, constants included). Gradients and Hessian-vector products are analytic; a minibatch
 /// gradient processes rows in blocks of 16 with the same kernels as
 /// [`LogisticRegression`](crate::LogisticRegression).
 ///
@@ -99,8 +147,18 @@ pub struct Glm {
     offset: Option<Vec<f64>>,
     weights: Option<Vec<f64>>,
     intercept: bool,
-    inv_prior: f64,
-    aux_rate: f64,
+    /// The prior of each βⱼ, autoscaled.
+    coef_priors: Vec<Prior>,
+    /// The prior of the intercept (of `b₀ + x̄ᵀβ` with `xbar`), autoscaled.
+    intercept_prior: Prior,
+    /// The covariates' means, if the intercept's prior is centred.
+    xbar: Option<Vec<f64>>,
+    /// The prior of σ or r, autoscaled.
+    aux_prior: Prior,
+    /// `(ȳ, s_y)` if the priors were autoscaled (for printing).
+    autoscaled: Option<(f64, f64)>,
+    /// Column names (from a CSV header), for printing.
+    column_names: Option<Vec<String>>,
     /// `lnΓ(yᵢ + 1)` (count families), for the potentials.
     log_fact: Vec<f64>,
     true_theta: Option<Vec<f64>>,
@@ -116,7 +174,9 @@ impl Glm {
     /// Errors: [`Error::EmptyData`]; [`Error::DimensionMismatch`] for y, offsets or weights of
     /// another length; [`Error::InvalidParameter`] for non-finite features, offsets or
     /// responses, responses outside the family's support (`"y"`), weights that are not finite
-    /// and > 0, or a prior sd or rate that is not finite and > 0.
+    /// and > 0, or a prior whose numbers are not valid or that is exponential on a coefficient
+    /// (named `prior`, `prior_intercept`, `coefficient_priors[j]`, `prior_aux`);
+    /// [`Error::DimensionMismatch`] for `coefficient_priors` of another length than p.
     pub fn new(family: Family, features: &Array2<f64>, y: &Array1<f64>, settings: &GlmSettings) -> Result<Self> {
         let rows = Rows::from_array(features, "features")?;
         check_len("responses y", rows.n, y.len())?;
@@ -150,8 +210,51 @@ impl Glm {
             }
             None => None,
         };
-        crate::error::check_positive("prior_sd", settings.prior_sd)?;
-        crate::error::check_positive("aux_rate", settings.aux_rate)?;
+        let p = rows.d;
+        let stated: Vec<Prior> = match &settings.coefficient_priors {
+            Some(v) => {
+                check_len("coefficient_priors", p, v.len())?;
+                for (j, pr) in v.iter().enumerate() {
+                    pr.validate("coefficient_priors", Some(j), false)?;
+                }
+                v.clone()
+            }
+            None => {
+                settings.prior.validate("prior", None, false)?;
+                vec![settings.prior; p]
+            }
+        };
+        settings.prior_intercept.validate("prior_intercept", None, false)?;
+        settings.prior_aux.validate("prior_aux", None, true)?;
+        let n = rows.n as f64;
+        let col_mean = |j: usize| (0..rows.n).map(|i| rows.row(i)[j]).sum::<f64>() / n;
+        let sd = |xs: &mut dyn Iterator<Item = f64>, mean: f64| {
+            let ss: f64 = xs.map(|v| (v - mean) * (v - mean)).sum();
+            if rows.n > 1 { (ss / (n - 1.0)).sqrt() } else { 0.0 }
+        };
+        let xbar: Vec<f64> = (0..p).map(col_mean).collect();
+        let gaussian = family == Family::Gaussian;
+        let (ybar, sy) = if gaussian {
+            let m = y.sum() / n;
+            let s = sd(&mut y.iter().copied(), m);
+            (m, if s > 0.0 && s.is_finite() { s } else { 1.0 })
+        } else {
+            (0.0, 1.0)
+        };
+        let (coef_priors, intercept_prior, aux_prior, autoscaled) = if settings.autoscale {
+            let coef = stated
+                .iter()
+                .enumerate()
+                .map(|(j, pr)| {
+                    let sx = sd(&mut (0..rows.n).map(|i| rows.row(i)[j]), xbar[j]);
+                    pr.rescaled(0.0, sy / if sx > 0.0 && sx.is_finite() { sx } else { 1.0 })
+                })
+                .collect();
+            let aux = if gaussian { settings.prior_aux.rescaled(0.0, sy) } else { settings.prior_aux };
+            (coef, settings.prior_intercept.rescaled(ybar, sy), aux, Some((ybar, sy)))
+        } else {
+            (stated, settings.prior_intercept, settings.prior_aux, None)
+        };
         let log_fact = match family {
             Family::Poisson | Family::NegativeBinomial => y.iter().map(|&v| libm::lgamma(v + 1.0)).collect(),
             _ => Vec::new(),
@@ -163,8 +266,12 @@ impl Glm {
             offset,
             weights,
             intercept: settings.intercept,
-            inv_prior: 1.0 / (settings.prior_sd * settings.prior_sd),
-            aux_rate: settings.aux_rate,
+            coef_priors,
+            intercept_prior,
+            xbar: (settings.intercept && settings.centred_intercept).then_some(xbar),
+            aux_prior,
+            autoscaled,
+            column_names: None,
             log_fact,
             true_theta: None,
         })
@@ -207,7 +314,10 @@ impl Glm {
         }
         let p = header.len() - 1;
         let x = Array2::from_shape_vec((n, p), xs).map_err(|_| Error::EmptyData { what: "no data rows in the CSV" })?;
-        Self::new(family, &x, &Array1::from_vec(ys), settings)
+        let mut glm = Self::new(family, &x, &Array1::from_vec(ys), settings)?;
+        glm.column_names =
+            Some(header.iter().enumerate().filter(|&(j, _)| j != col).map(|(_, h)| h.to_string()).collect());
+        Ok(glm)
     }
 
     /// A synthetic data set from a seeded generator: features `N(0, 1)`, intercept 0.5,
@@ -273,6 +383,29 @@ impl Glm {
     pub fn constrained(self) -> Result<crate::Constrained<Glm>> {
         let layout = self.layout();
         crate::Constrained::new(self, layout)
+    }
+
+    /// The priors in use, one per coordinate of θ in order, after
+    /// [`autoscale`](GlmSettings::autoscale), each with its coordinate's name (`b0` — read
+    /// `b0 + x̄ᵀβ` when the intercept's prior is centred —, `beta[j]`, `sigma` or `r`).
+    pub fn priors(&self) -> Vec<(String, Prior)> {
+        let mut out = Vec::with_capacity(self.dim());
+        if self.intercept {
+            out.push(("b0".to_string(), self.intercept_prior));
+        }
+        out.extend(self.coef_priors.iter().enumerate().map(|(j, pr)| (format!("beta[{j}]"), *pr)));
+        if self.family.has_aux() {
+            out.push((self.family.aux_name().to_string(), self.aux_prior));
+        }
+        out
+    }
+
+    /// The intercept the intercept's prior is on: `b₀ + x̄ᵀβ` if centred, else b₀.
+    fn intercept_at_means(&self, theta: &[f64]) -> f64 {
+        match &self.xbar {
+            Some(xbar) => theta[0] + dot(xbar, &theta[1..1 + self.rows.d]),
+            None => theta[0],
+        }
     }
 
     fn n_coef(&self) -> usize {
@@ -434,6 +567,43 @@ impl Glm {
     }
 }
 
+/// The model and the priors in use, as [`Glm::priors`], one per line: what a run of this
+/// model assumes.
+impl std::fmt::Display for Glm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (n, p) = (self.rows.n, self.rows.d);
+        writeln!(
+            f,
+            "{:?} GLM: N = {n}, {p} covariates{}",
+            self.family,
+            if self.intercept { " and an intercept" } else { "" }
+        )?;
+        match self.autoscaled {
+            Some((ybar, sy)) if self.family == Family::Gaussian => writeln!(
+                f,
+                "priors (weakly informative, scaled to the data: mean(y) = {ybar:.4}, sd(y) = {sy:.4}, sd of each covariate):"
+            )?,
+            Some(_) => writeln!(f, "priors (weakly informative, scaled to the sd of each covariate):")?,
+            None => writeln!(f, "priors (as stated):")?,
+        }
+        for (name, pr) in self.priors() {
+            let what = match name.as_str() {
+                "b0" if self.xbar.is_some() => "b0 + mean(x)'beta (the intercept at the covariates' means)".to_string(),
+                _ => match (name.strip_prefix("beta[").and_then(|r| r.strip_suffix(']')), &self.column_names) {
+                    (Some(j), Some(cols)) => {
+                        format!("{name} ({})", j.parse::<usize>().ok().and_then(|j| cols.get(j)).map_or("", |c| c))
+                    }
+                    _ => name.clone(),
+                },
+            };
+            let half = matches!(name.as_str(), "sigma" | "r")
+                && matches!(pr, Prior::Normal { location, .. } | Prior::StudentT { location, .. } if location == 0.0);
+            writeln!(f, "  {what} ~ {}{pr}", if half { "half-" } else { "" })?;
+        }
+        Ok(())
+    }
+}
+
 impl Model for Glm {
     fn dim(&self) -> usize {
         self.n_coef() + usize::from(self.family.has_aux())
@@ -444,12 +614,20 @@ impl Model for Glm {
     }
 
     fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
-        let nc = self.n_coef();
-        for (o, t) in out[..nc].iter_mut().zip(theta) {
-            *o = t * self.inv_prior;
+        let b = usize::from(self.intercept);
+        let p = self.rows.d;
+        for ((o, t), pr) in out[b..b + p].iter_mut().zip(&theta[b..b + p]).zip(&self.coef_priors) {
+            *o = pr.gradient(*t);
+        }
+        if self.intercept {
+            let g = self.intercept_prior.gradient(self.intercept_at_means(theta));
+            out[0] = g;
+            if let Some(xbar) = &self.xbar {
+                super::axpy(g, xbar, &mut out[1..1 + p]);
+            }
         }
         if self.family.has_aux() {
-            out[nc] = self.aux_rate;
+            out[b + p] = self.aux_prior.gradient(theta[b + p]);
         }
         Ok(())
     }
@@ -465,9 +643,16 @@ impl Model for Glm {
     }
 
     fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
-        let nc = self.n_coef();
-        let aux = if self.family.has_aux() { self.aux_rate * theta[nc] } else { 0.0 };
-        Ok(0.5 * self.inv_prior * dot(&theta[..nc], &theta[..nc]) + aux)
+        let b = usize::from(self.intercept);
+        let p = self.rows.d;
+        let mut u: f64 = theta[b..b + p].iter().zip(&self.coef_priors).map(|(t, pr)| pr.potential(*t)).sum();
+        if self.intercept {
+            u += self.intercept_prior.potential(self.intercept_at_means(theta));
+        }
+        if self.family.has_aux() {
+            u += self.aux_prior.potential(theta[b + p]);
+        }
+        Ok(u)
     }
 
     fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
@@ -481,13 +666,26 @@ impl Model for Glm {
             .sum())
     }
 
-    fn hvp_prior(&self, _theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
-        let nc = self.n_coef();
-        for (o, x) in out[..nc].iter_mut().zip(v) {
-            *o = x * self.inv_prior;
+    fn hvp_prior(&self, theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
+        let b = usize::from(self.intercept);
+        let p = self.rows.d;
+        for (((o, t), x), pr) in out[b..b + p].iter_mut().zip(&theta[b..b + p]).zip(&v[b..b + p]).zip(&self.coef_priors)
+        {
+            *o = pr.curvature(*t) * x;
+        }
+        if self.intercept {
+            let c = self.intercept_prior.curvature(self.intercept_at_means(theta));
+            match &self.xbar {
+                Some(xbar) => {
+                    let h = c * (v[0] + dot(xbar, &v[1..1 + p]));
+                    out[0] = h;
+                    super::axpy(h, xbar, &mut out[1..1 + p]);
+                }
+                None => out[0] = c * v[0],
+            }
         }
         if self.family.has_aux() {
-            out[nc] = 0.0;
+            out[b + p] = self.aux_prior.curvature(theta[b + p]) * v[b + p];
         }
         Ok(())
     }

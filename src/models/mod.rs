@@ -23,6 +23,7 @@ mod linear_gaussian;
 mod logistic;
 pub(crate) mod model;
 mod pmf;
+mod prior;
 mod tempered;
 
 pub use constrained::{Block, Constrained, Constraint, Layout};
@@ -31,6 +32,7 @@ pub use linear_gaussian::LinearGaussian;
 pub use logistic::LogisticRegression;
 pub(crate) use pmf::PmfTerms;
 pub use pmf::{Pmf, Ratings};
+pub use prior::Prior;
 pub use tempered::{Temperature, Tempered};
 
 use crate::error::{Error, Result};

@@ -77,6 +77,16 @@ impl Temperature {
 /// gradients at a fixed point), so resuming at another likelihood or prior temperature is a
 /// `CheckpointMismatch`.
 ///
+/// **With constraints, the order matters** when the prior is tempered (`T₀ ≠ 1`).
+/// `Constrained::new(Tempered::new(model, t)?, layout)` adds the log-Jacobian after tempering:
+/// its target on θ's own scale is `p(θ)^{1/T₀} Πᵢ p(xᵢ | θ)^{1/T_L}`, whatever the
+/// parametrisation — the tempered posterior as usually meant; use this order.
+/// `Tempered::new(Constrained::new(model, layout)?, t)` tempers the log-Jacobian with the
+/// prior (it is part of the constrained model's prior potential): its target on θ is
+/// `p(θ)^{1/T₀} |det J_T|^{1/T₀ − 1} Πᵢ p(xᵢ | θ)^{1/T_L}`, which depends on the transform
+/// (log for a positive σ, logit for an interval, …). Tempering the likelihood only
+/// ([`Temperature::likelihood`]) gives the same target in either order.
+///
 /// **Why.** Bayesian neural networks with standard priors often predict better at `T < 1`
 /// (the "cold posterior effect", F. Wenzel et al., *How good is the Bayes posterior in deep
 /// neural networks really?*, ICML 2020); whether that reflects a misspecified prior or

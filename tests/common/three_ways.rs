@@ -7,7 +7,7 @@
 use sgmcmc::ad::DualDensity;
 use sgmcmc::ad::num_dual::DualNum;
 use sgmcmc::ndarray::{Array1, Array2};
-use sgmcmc::{Constrained, Family, Glm, GlmSettings, Layout, Model};
+use sgmcmc::{Constrained, Family, Glm, GlmSettings, Layout, Model, Prior};
 
 pub const P: usize = 2;
 pub const PRIOR_SD: f64 = 3.0;
@@ -84,6 +84,13 @@ impl DualDensity for Dual {
 /// 3. The GLM family (Gaussian, intercept, the same prior), constrained by its own layout.
 pub fn glm(d: &Data) -> sgmcmc::Result<Constrained<Glm>> {
     let x = Array2::from_shape_fn((d.y.len(), P), |(i, j)| d.x[i][j]);
-    let settings = GlmSettings { prior_sd: PRIOR_SD, aux_rate: RATE, ..Default::default() };
+    let settings = GlmSettings {
+        prior: Prior::normal(0.0, PRIOR_SD),
+        prior_intercept: Prior::normal(0.0, PRIOR_SD),
+        centred_intercept: false,
+        prior_aux: Prior::exponential(RATE),
+        autoscale: false,
+        ..Default::default()
+    };
     Glm::new(Family::Gaussian, &x, &Array1::from(d.y.clone()), &settings)?.constrained()
 }
