@@ -511,6 +511,10 @@ impl<M: Model> Model for Sharded<M> {
     fn hvp_data_sum(&self, theta: &[f64], v: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         self.reduce(out, |li, buf| self.local.hvp_data_sum(theta, v, li, buf), idx, true)
     }
+
+    fn output_layout(&self) -> Option<&crate::models::Layout> {
+        self.local.output_layout()
+    }
 }
 
 /// Runs `sampler` on a [`Sharded`] model: the same run on every rank (same sampler, starting

@@ -18,23 +18,33 @@
 //! 2. [`dispersed_starts`]: one start per chain around the mode, twice the Laplace spread, so
 //!    that split-R̂ can see chains that have not forgotten where they began;
 //! 3. [`run_chains`], with the model checked at the starts;
-//! 4. [`step_bias`]: a coupled companion at half the step from the chains'
+//! 4. [`step_bias`](crate::step_bias): a coupled companion at half the step from the chains'
 //!    last states, at [`STEP_BIAS_COST`] of the run's cost by default
 //!    ([`bias_check`](Sample::bias_check) sets it; `None` turns it off);
 //! 5. the verdict ([`Convergence`], with the step bias folded into the accuracy it states) and
 //!    the summary table (with the bias beside the Monte Carlo errors).
+//!
+//! **On the user's scale.** For a model with an [`output_layout`](Model::output_layout) (a
+//! [`Constrained`](crate::Constrained) model, also under [`Tempered`](crate::Tempered)), every
+//! draw of the run and of the bias check is mapped to the constrained scale first: R̂, ESS,
+//! Monte Carlo errors, the step bias, the bound and the table are those of σ, τ, a simplex's
+//! components, … as the user reads them, named after the blocks (a mean's error on log τ says
+//! little about τ's, whose tail is heavier). [`Sampled::derived`] gives any function of the
+//! parameters (θⱼ = μ + τ θ̃ⱼ, a prediction, a contrast) the same verdict and table.
 //!
 //! Every choice it made is in the [`Sampled`] it returns: the tuner's record ([`Tuned`], whose
 //! `reason` and `preconditioning` say why), the run's settings and output, the bias check. The
 //! pieces stay public for experts: the same draws come from calling them in this order with
 //! the settings recorded in [`Sampled`].
 
-use crate::coupled::step_bias::{STEP_BIAS_COST, StepBias, rows_with_bias, step_bias, with_bias};
-use crate::error::Result;
+use crate::coupled::step_bias::{Companion, STEP_BIAS_COST, StepBias, companion, rows_with_bias, with_bias};
+use crate::error::{Error, Result};
+use crate::models::Layout;
 use crate::models::model::Model;
 use crate::run::{RunOutput, RunSettings, run_chains};
 use crate::samplers::Discretisation;
 use crate::trace::diagnostics::{Convergence, SummaryTable, convergence_of, summary};
+use crate::trace::estimate::Estimate;
 use crate::tune::{PlannedRun, Tunable, TuneSettings, Tuned, dispersed_starts, tune};
 
 /// The spread of [`Sample`]'s dispersed starts, in Laplace sds around the mode.
@@ -113,7 +123,7 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
         self
     }
 
-    /// The step-bias check's cost relative to the run ([`step_bias`]); `None`
+    /// The step-bias check's cost relative to the run ([`step_bias`](crate::step_bias)); `None`
     /// turns it off (the verdict then states the Monte Carlo error alone). Default
     /// `Some(`[`STEP_BIAS_COST`]`)`.
     pub fn bias_check(mut self, cost: Option<f64>) -> Self {
@@ -121,7 +131,9 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
         self
     }
 
-    /// The parameters' names for the summary table. Default `theta[0]`, `theta[1]`, …
+    /// The parameters' names for the verdict and the summary table, one per reported number
+    /// (the layout's [`dim`](Layout::dim) for a constrained model). Default: the layout's block
+    /// names (`sigma`, `beta[0]`, …), else `theta[0]`, `theta[1]`, …
     pub fn names<T: AsRef<str>>(mut self, names: &[T]) -> Self {
         self.names = Some(names.iter().map(|n| n.as_ref().to_string()).collect());
         self
@@ -144,39 +156,76 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
     ///
     /// Errors: invalid settings (no draws, no chain, a bias-check cost outside (0, 10]); those
     /// of [`tune`], [`dispersed_starts`], [`run_chains`] and
-    /// [`step_bias`]; [`Error::DimensionMismatch`](crate::Error::DimensionMismatch)
+    /// [`step_bias`](crate::step_bias); [`Error::DimensionMismatch`](crate::Error::DimensionMismatch)
     /// for a start or names not of the model's dimension.
     pub fn run(self) -> Result<Sampled<S>> {
         let d = self.model.dim();
         let settings = self.run_settings();
         settings.validate()?;
         let theta0 = self.start.clone().unwrap_or_else(|| vec![0.0; d]);
-        let names = match &self.names {
-            Some(n) => {
-                crate::error::check_len("names", d, n.len())?;
+        let layout = self.model.output_layout().cloned();
+        let width = layout.as_ref().map_or(d, Layout::dim);
+        let names = match (&self.names, &layout) {
+            (Some(n), _) => {
+                crate::error::check_len("names", width, n.len())?;
                 n.clone()
             }
-            None => (0..d).map(|j| format!("theta[{j}]")).collect(),
+            (None, Some(l)) => l.names(),
+            (None, None) => (0..d).map(|j| format!("theta[{j}]")).collect(),
         };
         let ts = TuneSettings { planned_run: PlannedRun::new(self.draws, self.chains), ..self.tune.clone() };
         let tuned = tune(self.model, &self.sampler, &theta0, &ts)?;
         let starts = dispersed_starts(self.model, &tuned.mode, self.chains, START_SPREAD, self.seed)?;
         let output = run_chains(self.model, &tuned.sampler, &starts, &settings)?;
-        let (bias, rows) = match self.bias_cost {
-            Some(cost) => {
-                let b = step_bias(self.model, &tuned.sampler, &output, cost)?;
-                let rows = rows_with_bias(&output.estimate, &b)?;
-                (Some(b), rows)
-            }
-            None => (None, summary(&output.estimate)?),
+        let companion = match self.bias_cost {
+            Some(cost) => Some(companion(self.model, &tuned.sampler, &output, cost)?),
+            None => None,
         };
-        let mut convergence = convergence_of(&rows, output.estimate.n_parts());
-        if let Some(b) = &bias {
-            convergence = with_bias(convergence, &rows, b);
-        }
-        let table = SummaryTable::new(names, rows)?;
-        Ok(Sampled { tuned, output, bias, convergence, table, settings })
+        let (convergence, table, bias) = match &layout {
+            Some(l) => {
+                let f = |phi: &[f64], theta: &mut [f64]| l.forward(phi, theta, None);
+                verdict(&output.estimate, companion.as_ref(), Some((width, &f)), names)?
+            }
+            None => verdict(&output.estimate, companion.as_ref(), None, names)?,
+        };
+        Ok(Sampled { tuned, output, bias, convergence, table, settings, layout, companion })
     }
+}
+
+/// The map of a draw to the reported quantities and their number.
+type Map<'a> = (usize, &'a dyn Fn(&[f64], &mut [f64]));
+
+/// The verdict, table and step bias of the quantities `map` (identity if `None`) of the draws of
+/// `est`, the bias from the companion's draws mapped alike.
+fn verdict(
+    est: &Estimate,
+    companion: Option<&Companion>,
+    map: Option<Map<'_>>,
+    names: Vec<String>,
+) -> Result<(Convergence, SummaryTable, Option<StepBias>)> {
+    let mapped;
+    let est = match map {
+        Some((width, f)) => {
+            mapped = est.map_draws(width, f)?;
+            &mapped
+        }
+        None => est,
+    };
+    let bias = match (companion, map) {
+        (Some(c), Some((width, f))) => Some(c.mapped(width, f)?),
+        (Some(c), None) => Some(c.bias.clone()),
+        (None, _) => None,
+    };
+    let rows = match &bias {
+        Some(b) => rows_with_bias(est, b)?,
+        None => summary(est)?,
+    };
+    let mut convergence = convergence_of(&rows, est.n_parts());
+    if let Some(b) = &bias {
+        convergence = with_bias(convergence, &rows, b);
+    }
+    let convergence = convergence.named(&names);
+    Ok((convergence, SummaryTable::new(names, rows)?, bias))
 }
 
 /// What [`Sample::run`] made, and every choice on the way.
@@ -187,20 +236,110 @@ pub struct Sampled<S> {
     pub tuned: Tuned<S>,
     /// The run: draws, per-chain reports, cost, wall time.
     pub output: RunOutput<S>,
-    /// The step-bias check, if it ran.
+    /// The step-bias check, if it ran, per reported quantity (on the constrained scale for a
+    /// model with an [`output_layout`](Model::output_layout), as the table).
     pub bias: Option<StepBias>,
-    /// The verdict, with the step bias in the accuracy it states where the check ran.
+    /// The verdict on the reported quantities, with the step bias in the accuracy it states
+    /// where the check ran.
     pub convergence: Convergence,
-    /// The summary table (with the bias columns where the check ran).
+    /// The summary table (with the bias columns where the check ran), on the constrained scale
+    /// with the blocks' names for a constrained model.
     pub table: SummaryTable,
     /// The run's settings.
     pub settings: RunSettings,
+    /// The model's output layout, if any.
+    layout: Option<Layout>,
+    /// The bias check's draws, for [`derived`](Self::derived).
+    companion: Option<Companion>,
 }
 
 impl<S> Sampled<S> {
-    /// The pooled draws.
-    pub fn estimate(&self) -> &crate::trace::estimate::Estimate {
+    /// The pooled draws, on the sampler's coordinates (φ for a constrained model: map them with
+    /// [`Layout::constrain_estimate`]).
+    pub fn estimate(&self) -> &Estimate {
         &self.output.estimate
+    }
+
+    /// The verdict and summary table of derived quantities: `f(θ, out)` writes `names.len()`
+    /// numbers for a parameter θ on the scale the table reports (constrained, for a model with
+    /// an [`output_layout`](Model::output_layout)); every draw of the run and of the step-bias
+    /// check is mapped, so R̂, ESS, the Monte Carlo error, the step bias and the stated bound
+    /// are those of the derived quantities themselves.
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    ///
+    /// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 3)?;
+    /// let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(25))?;
+    /// let fit = Sample::new(&model, sgld).draws(2_000).run()?;
+    /// // The sum and the ratio of the two coefficients.
+    /// let derived = fit.derived(&["sum", "ratio"], |t, out| {
+    ///     out[0] = t[0] + t[1];
+    ///     out[1] = t[0] / t[1];
+    /// })?;
+    /// println!("{derived}");
+    /// assert_eq!(derived.table.names, ["sum", "ratio"]);
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
+    ///
+    /// Errors: [`Error::InvalidParameter`] (`"derived"`) naming the quantity and the value
+    /// where one is not finite at some draw, or for no names; [`Error::NotStored`] for a
+    /// streaming run.
+    pub fn derived<T: AsRef<str>>(&self, names: &[T], f: impl Fn(&[f64], &mut [f64])) -> Result<Derived> {
+        let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
+        let width = names.len();
+        if width == 0 {
+            return Err(Error::invalid("derived", "no names", "name at least one derived quantity"));
+        }
+        // The first quantity found not finite (its index and value), reported by name.
+        let bad: std::cell::Cell<Option<(usize, f64)>> = std::cell::Cell::new(None);
+        let checked = |theta: &[f64], out: &mut [f64]| {
+            f(theta, out);
+            if bad.get().is_none()
+                && let Some((j, v)) = out.iter().enumerate().find(|(_, v)| !v.is_finite())
+            {
+                bad.set(Some((j, *v)));
+            }
+        };
+        let result = match &self.layout {
+            Some(l) => {
+                let g = |phi: &[f64], out: &mut [f64]| {
+                    let mut theta = vec![0.0; l.dim()];
+                    l.forward(phi, &mut theta, None);
+                    checked(&theta, out)
+                };
+                verdict(&self.output.estimate, self.companion.as_ref(), Some((width, &g)), names.clone())
+            }
+            None => verdict(&self.output.estimate, self.companion.as_ref(), Some((width, &checked)), names.clone()),
+        };
+        if let Some((j, v)) = bad.get() {
+            return Err(Error::invalid(
+                "derived",
+                format!("{} = {v} at a draw", names[j]),
+                "a derived quantity must be finite at every draw",
+            ));
+        }
+        let (convergence, table, bias) = result?;
+        Ok(Derived { convergence, table, bias })
+    }
+}
+
+/// The verdict and table of derived quantities ([`Sampled::derived`]).
+#[non_exhaustive]
+#[derive(Debug, Clone)]
+pub struct Derived {
+    /// The verdict, with the step bias of the derived quantities where the check ran.
+    pub convergence: Convergence,
+    /// Their summary table.
+    pub table: SummaryTable,
+    /// Their step bias, where the check ran.
+    pub bias: Option<StepBias>,
+}
+
+impl std::fmt::Display for Derived {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{}", self.convergence)?;
+        write!(f, "{}", self.table)
     }
 }
 

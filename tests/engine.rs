@@ -245,7 +245,8 @@ fn mlsgld_couples_psgld() {
 
 /// `Sample` is the seven-call path in one: with the same seeds it makes the same draws as
 /// `tune` (planned run = its draws × chains) + `dispersed_starts` + `run_chains`, bit for bit,
-/// and its verdict with the bias check off is `convergence()`'s.
+/// and its verdict with the bias check off is `convergence()`'s (with the failed coordinates'
+/// names).
 #[test]
 fn sample_makes_the_draws_of_the_seven_call_path() {
     use sgmcmc::tune::{PlannedRun, TuneSettings, dispersed_starts, tune};
@@ -262,6 +263,11 @@ fn sample_makes_the_draws_of_the_seven_call_path() {
     assert_eq!(bits(fit.estimate()), bits(&out.estimate));
     assert!(fit.bias.is_some() && fit.convergence.bias_bound.is_some());
     let off = Sample::new(&model, sgld).draws(2_000).chains(3).burn_in(500).seed(9).bias_check(None).run().unwrap();
-    assert_eq!(off.convergence, out.convergence().unwrap());
+    // The same verdict, which `Sample` also names.
+    let mut verdict = off.convergence.clone();
+    let names: Vec<String> = verdict.failed.iter().map(|j| format!("theta[{j}]")).collect();
+    assert_eq!(verdict.failed_names, names);
+    verdict.failed_names.clear();
+    assert_eq!(verdict, out.convergence().unwrap());
     assert!(off.bias.is_none());
 }

@@ -18,7 +18,7 @@
 //! [`STEP_BIAS_COST`] = 0.25 of the run's iterations the companion runs 1/12 of them.
 
 use crate::cost::Cost;
-use crate::coupled::richardson::{RichardsonRomberg, RrOutput, run_rr_chains};
+use crate::coupled::richardson::{RichardsonRomberg, run_rr_chains};
 use crate::error::{Error, Result};
 use crate::models::model::Model;
 use crate::run::{RunOutput, RunSettings, Storage};
@@ -98,6 +98,39 @@ pub fn step_bias<M: Model + ?Sized, S: Discretisation>(
     out: &RunOutput<S>,
     cost: f64,
 ) -> Result<StepBias> {
+    companion(model, sampler, out, cost).map(|c| c.bias)
+}
+
+/// A step-bias companion's estimate and its draws (on the sampler's coordinates), so that the
+/// bias of any function of the draws can be estimated from the same pairs ([`Companion::mapped`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Companion {
+    /// The bias of the coordinates.
+    pub bias: StepBias,
+    /// The pairs' coarse chains (step h).
+    coarse: Estimate,
+    /// Their fine chains (step h/2).
+    fine: Estimate,
+}
+
+impl Companion {
+    /// The bias of `width` quantities `f(θ)` (a map of each draw), from the same pairs.
+    pub(crate) fn mapped(&self, width: usize, f: &dyn Fn(&[f64], &mut [f64])) -> Result<StepBias> {
+        let mut b = pair_biases(&self.coarse.map_draws(width, f)?, &self.fine.map_draws(width, f)?)?;
+        b.iterations = self.bias.iterations;
+        b.cost = self.bias.cost;
+        b.cost_ratio = self.bias.cost_ratio;
+        Ok(b)
+    }
+}
+
+/// [`step_bias`], keeping the companion's draws.
+pub(crate) fn companion<M: Model + ?Sized, S: Discretisation>(
+    model: &M,
+    sampler: &S,
+    out: &RunOutput<S>,
+    cost: f64,
+) -> Result<Companion> {
     if !(cost > 0.0 && cost <= 10.0) {
         return Err(Error::invalid("step-bias cost", cost, "must be in (0, 10] (a fraction of the run's iterations)"));
     }
@@ -120,12 +153,12 @@ pub fn step_bias<M: Model + ?Sized, S: Discretisation>(
         ..out.settings
     };
     let rr = run_rr_chains(model, &RichardsonRomberg::new(sampler.clone()), &starts, &settings)?;
-    let mut b = pair_biases(&rr)?;
+    let mut b = pair_biases(&rr.coarse, &rr.fine)?;
     b.cost = rr.cost - rr.setup_cost;
     let run_gradients = out.cost.datum_gradients.saturating_sub(out.setup_cost.datum_gradients).max(1);
     b.cost_ratio = b.cost.datum_gradients as f64 / run_gradients as f64;
     b.iterations = n_iter;
-    Ok(b)
+    Ok(Companion { bias: b, coarse: rr.coarse, fine: rr.fine })
 }
 
 /// The bias estimates `2 (a − b)` of the means and sds of a Richardson–Romberg run's coarse (a)
@@ -137,22 +170,22 @@ pub fn step_bias<M: Model + ?Sized, S: Discretisation>(
 /// and the sd's by the delta method, `se(e)/(sd_a + sd_b)`. (The spread of a handful of pairs'
 /// own estimates, used until 2026-11-28, called noise significant in 8 of 31 coordinates of a run
 /// whose error was a third of the claimed bias.)
-pub(crate) fn pair_biases<S>(out: &RrOutput<S>) -> Result<StepBias> {
-    let d = out.coarse.dim();
-    let k = out.coarse.n_parts();
+pub(crate) fn pair_biases(coarse: &Estimate, fine: &Estimate) -> Result<StepBias> {
+    let d = coarse.dim();
+    let k = coarse.n_parts();
     let mut r = StepBias {
         bias_mean: Vec::with_capacity(d),
         bias_mean_se: Vec::with_capacity(d),
         bias_sd: Vec::with_capacity(d),
         bias_sd_se: Vec::with_capacity(d),
         pairs: k,
-        iterations: out.settings.n_iter,
-        cost: out.cost,
+        iterations: 0,
+        cost: Cost::default(),
         cost_ratio: f64::NAN,
     };
     for j in 0..d {
-        let a = chains_of(&out.coarse, |x| x[j])?;
-        let b = chains_of(&out.fine, |x| x[j])?;
+        let a = chains_of(coarse, |x| x[j])?;
+        let b = chains_of(fine, |x| x[j])?;
         let (na, nb) = (a.ncols(), b.ncols());
         if na == 0 || nb % na != 0 {
             return Err(Error::NoSamples { reason: "the step-bias companion's chains kept unmatched draws" });

@@ -939,4 +939,9 @@ impl<M: Model> Model for Constrained<M> {
             |t, w, h| self.model.hvp_data_sum(t, w, idx, h),
         )
     }
+
+    /// This model's layout: draws are reported on the constrained scale.
+    fn output_layout(&self) -> Option<&Layout> {
+        Some(&self.layout)
+    }
 }

@@ -110,6 +110,16 @@ pub trait Model: Sync {
         let _ = (theta, v, idx, out);
         Err(Error::Unsupported { method: "hvp_data_sum", needed_by: "a Hessian-vector product" })
     }
+
+    /// The scale the user reads the parameters on, if it is not the sampler's: for a
+    /// [`Constrained`](crate::Constrained) model its [`Layout`](crate::Layout), under which
+    /// [`Sample`](crate::Sample) maps every draw to the constrained scale (θ = T(φ)) and states
+    /// its verdict, bounds and table there, with the blocks' names. Default `None`: the draws
+    /// are reported as they are. Wrappers ([`Tempered`](crate::Tempered), references, sharded
+    /// models) pass their inner model's through.
+    fn output_layout(&self) -> Option<&crate::models::Layout> {
+        None
+    }
 }
 
 /// A shared reference to a model is that model, so that wrappers such as
@@ -142,6 +152,10 @@ impl<M: Model + ?Sized> Model for &M {
     }
     fn hvp_data_sum(&self, theta: &[f64], v: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         (**self).hvp_data_sum(theta, v, idx, out)
+    }
+
+    fn output_layout(&self) -> Option<&crate::models::Layout> {
+        (**self).output_layout()
     }
 }
 

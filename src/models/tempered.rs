@@ -199,4 +199,8 @@ impl<M: Model> Model for Tempered<M> {
         scale(out, self.inv_likelihood);
         Ok(())
     }
+
+    fn output_layout(&self) -> Option<&crate::models::Layout> {
+        self.model.output_layout()
+    }
 }

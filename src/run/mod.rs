@@ -276,7 +276,10 @@ impl<S> RunOutput<S> {
 
     /// Whether the chains mixed: [`diagnostics::convergence`](crate::trace::diagnostics::convergence)
     /// of the pooled estimate (split-R̂ ≤ 1.01 and bulk and tail ESS ≥ 400 for every
-    /// coordinate). Print it: a run does not fail for not converging, it says so.
+    /// coordinate). Print it: a run does not fail for not converging, it says so. The draws
+    /// are judged as stored, on the sampler's coordinates: for a constrained model judge them
+    /// on the scale you read with [`Constrained::convergence`](crate::Constrained::convergence)
+    /// ([`Sample`](crate::Sample) does, with the step bias).
     ///
     /// Errors: as [`diagnostics::summary`](crate::trace::diagnostics::summary) (e.g. streaming
     /// storage keeps no draws).

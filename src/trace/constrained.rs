@@ -1,7 +1,7 @@
 //! A constrained model's draws on its natural scale, named by block: the output side of
 //! [`Layout`] and [`Constrained`] (which live with the models, below this layer).
 
-use crate::error::{Error, Result, check_len};
+use crate::error::{Result, check_len};
 use crate::models::constrained::{Constrained, Layout};
 use crate::models::model::Model;
 use crate::trace::estimate::Estimate;
@@ -15,12 +15,7 @@ impl Layout {
     /// (moments-only) part, whose draws are gone.
     pub fn constrain_estimate(&self, est: &Estimate) -> Result<Estimate> {
         check_len("dimension of the estimate", self.unconstrained_dim(), est.dim())?;
-        let mut parts = Vec::with_capacity(est.n_parts());
-        for c in 0..est.n_parts() {
-            let s = est.samples(c).ok_or(Error::NotStored { what: "draws (a streaming run keeps only moments)" })?;
-            parts.push(Estimate::from_samples(s.mapped(self.dim(), |phi, theta| self.forward(phi, theta, None))));
-        }
-        Estimate::combine(parts)
+        est.map_draws(self.dim(), |phi, theta| self.forward(phi, theta, None))
     }
 }
 
@@ -33,6 +28,20 @@ impl<M: Model> Constrained<M> {
     pub fn summary_table(&self, est: &Estimate) -> Result<crate::trace::diagnostics::SummaryTable> {
         let theta = self.layout().constrain_estimate(est)?;
         crate::trace::diagnostics::summary_table(&theta)?.with_names(&self.layout().names())
+    }
+
+    /// Whether a run's chains mixed, judged on the constrained scale: R̂, ESS and the Monte
+    /// Carlo bound of the draws mapped to θ = T(φ) (the scale [`summary_table`](Self::summary_table)
+    /// reports; a mean's error on log τ says little about τ's), the failed coordinates named
+    /// after the blocks. ([`RunOutput::convergence`](crate::RunOutput::convergence) judges the
+    /// draws on φ, as the sampler sees them; [`Sample`](crate::Sample) uses this scale and adds
+    /// the step bias.)
+    ///
+    /// Errors: as [`Layout::constrain_estimate`] and
+    /// [`diagnostics::convergence`](crate::trace::diagnostics::convergence).
+    pub fn convergence(&self, est: &Estimate) -> Result<crate::trace::diagnostics::Convergence> {
+        let theta = self.layout().constrain_estimate(est)?;
+        Ok(crate::trace::diagnostics::convergence(&theta)?.named(&self.layout().names()))
     }
 
     /// Writes a run's draws (on φ) as CSV on the constrained scale, the columns named after

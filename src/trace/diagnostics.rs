@@ -408,6 +408,9 @@ pub struct Convergence {
     pub min_ess_tail: f64,
     /// The coordinates that failed, in order.
     pub failed: Vec<usize>,
+    /// Their names, where the verdict knows them (a [`Sample`](crate::Sample) run, a
+    /// constrained model's [`convergence`](crate::Constrained::convergence)); else empty.
+    pub failed_names: Vec<String>,
     /// The number of chains (split-R̂ compares halves of chains too, but only chains started
     /// apart can show that they did not find the same distribution).
     pub chains: usize,
@@ -468,7 +471,12 @@ impl std::fmt::Display for Convergence {
         } else if self.converged {
             write!(f, "converged: ")?;
         } else {
-            write!(f, "NOT CONVERGED ({} of the coordinates fail): ", self.failed.len())?;
+            write!(f, "NOT CONVERGED ({} of the coordinates fail", self.failed.len())?;
+            if !self.failed_names.is_empty() {
+                let shown: Vec<&str> = self.failed_names.iter().take(8).map(String::as_str).collect();
+                write!(f, ": {}{}", shown.join(", "), if self.failed_names.len() > 8 { ", …" } else { "" })?;
+            }
+            write!(f, "): ")?;
         }
         write!(
             f,
@@ -513,6 +521,14 @@ pub fn convergence(est: &Estimate) -> Result<Convergence> {
     Ok(convergence_of(&rows, est.n_parts()))
 }
 
+impl Convergence {
+    /// `self` with the names of its failed coordinates from `names` (one per coordinate).
+    pub(crate) fn named(mut self, names: &[String]) -> Self {
+        self.failed_names = self.failed.iter().filter_map(|&j| names.get(j).cloned()).collect();
+        self
+    }
+}
+
 /// The larger of two numbers, NaN if either is.
 pub(crate) fn nan_max(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
@@ -550,6 +566,7 @@ pub(crate) fn convergence_of(rows: &[Summary], chains: usize) -> Convergence {
         min_ess_bulk: rows.iter().map(|r| r.ess_bulk).fold(f64::INFINITY, nan_min),
         min_ess_tail: rows.iter().map(|r| r.ess_tail).fold(f64::INFINITY, nan_min),
         failed,
+        failed_names: Vec::new(),
         chains,
         max_mcse_mean,
         max_mcse_sd,

@@ -428,6 +428,19 @@ impl Estimate {
         if self.parts.len() == 1 { self.parts.pop() } else { None }
     }
 
+    /// Every stored draw mapped by `f` to `width` numbers, part by part (weights, costs and
+    /// step sizes kept, gradients dropped).
+    ///
+    /// Errors: [`Error::NotStored`] for a streaming (moments-only) part.
+    pub(crate) fn map_draws(&self, width: usize, f: impl Fn(&[f64], &mut [f64])) -> Result<Estimate> {
+        let mut parts = Vec::with_capacity(self.n_parts());
+        for c in 0..self.n_parts() {
+            let s = self.samples(c).ok_or(Error::NotStored { what: "draws (a streaming run keeps only moments)" })?;
+            parts.push(Estimate::from_samples(s.mapped(width, &f)));
+        }
+        Estimate::combine(parts)
+    }
+
     /// The number of parts (chains).
     pub fn n_parts(&self) -> usize {
         self.parts.len()
