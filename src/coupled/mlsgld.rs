@@ -722,11 +722,17 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     ///   h₀ of a grid on five of six (the grid's best: 0.25–0.5/λ_max), h₀ = 1/(2λ_max) above
     ///   1.5× on one (1.92×); at tighter targets the grid's error curves are flat within noise;
     /// - the same level-0 time `T₀ = m h₀ ≥ 3.5/λ_min` as that rule, so twice its horizon:
-    ///   `m = 2⌈3.5 λ_max/λ_min⌉`.
+    ///   `m = 2⌈3.5 λ_max/λ_min⌉`;
+    /// - for an estimator with independent draws (a minibatch), h₀ at most the gradient noise's
+    ///   limit `2/λ_max(V)` (V measured at 10 000 Laplace draws in the whitened coordinates, its
+    ///   cost in the record): beyond it the minibatch injects more noise per step than the
+    ///   Langevin noise, and level 0 can diverge (it did on the RAND HIE Poisson regression, N/n
+    ///   = 202). Where the cap binds, the horizon rises by the same factor (rounded up) to keep
+    ///   T₀. The finer levels correct the bias the noise leaves; the cap is for stability.
     ///
     /// Whitening is what makes the multilevel method usable on ill-conditioned posteriors:
     /// unwhitened, the horizon grows with the condition number (`m = 3.5 × 10¹⁰` on a
-    /// calendar-year regression); whitened densely, m = 8. The record (mode, curvature before and
+    /// calendar-year regression); whitened densely, m = 8 (before the noise cap above). The record (mode, curvature before and
     /// after, cost) is returned with the sampler; its cost is not in the multilevel results' costs.
     ///
     /// For the posterior's means and sds rather than one expectation, set
@@ -745,7 +751,8 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
     /// let (ml, setup) =
     ///     MlSgld::sgld_tuned(&model, MlSgldSettings::default(), Minibatch::new(50), &[0.0; 2], &TuneSettings::default())?;
-    /// assert_eq!(ml.settings().horizon, 8); // condition number 1 once whitened
+    /// // Condition number 1 once whitened: m = 8, times 6 for the minibatch's noise at N/n = 20.
+    /// assert_eq!(ml.settings().horizon, 48);
     /// let g = |t: &[f64]| t[0];
     /// let r = ml.run_adaptive(&model, &g, &AdaptiveSettings { target: RmseTarget::Absolute(0.01), ..Default::default() })?;
     /// assert!((r.estimate - model.posterior_mean()[0]).abs() < 0.05);
@@ -767,6 +774,41 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
             .horizon
             .checked_mul(2)
             .ok_or_else(|| Error::invalid("horizon", settings.horizon, "doubling it for h₀/2 overflows"))?;
+        // The gradient noise: a plain minibatch at N/n ≫ 1 can inject far more noise per step
+        // than the Langevin noise (h² λ_max(V) against 2h), and level 0 then diverges (the RAND
+        // HIE Poisson regression, N/n = 202: a non-finite gradient within 4 iterations). Measured
+        // at Laplace draws in the sampler's coordinates, h₀ is capped at the noise's limit
+        // 2/λ_max(V) — the minibatch noise at most the injected; the finer levels correct the
+        // bias it leaves, so the cap is for stability, not accuracy — and the horizon raised by
+        // the same factor, so that level 0 still spans the same time.
+        let mut h0 = h0;
+        if p.sampler.estimator().independent_draws() {
+            let identity;
+            let w = match &p.whitening {
+                Some(w) => w.as_ref(),
+                None => {
+                    identity = crate::samplers::Whitening::diagonal(&p.mode, &vec![1.0; p.mode.len()])?;
+                    &identity
+                }
+            };
+            let seed = tune.seed;
+            let (noise, c) = crate::samplers::GradientNoise::estimate(
+                model,
+                p.sampler.estimator(),
+                w,
+                crate::tune::GRADIENT_NOISE_POINTS_MIN,
+                &mut stream(seed, &[0x6d6c_6e6f]),
+            )?;
+            p.cost += c;
+            let cap = 2.0 * noise.full_correction_limit();
+            if h0 > cap {
+                let factor = (h0 / cap).ceil();
+                h0 = cap;
+                settings.horizon = settings.horizon.checked_mul(factor as usize).ok_or_else(|| {
+                    Error::invalid("horizon", settings.horizon, "raising it for the noise cap overflows")
+                })?;
+            }
+        }
         let base = crate::tune::Tunable::with_step_size(&p.sampler, h0)?;
         // The horizon comes from the curvature at the mode; a posterior far from Gaussian (flat
         // directions wider than the Laplace approximation says) relaxes more slowly. Probe level
