@@ -156,7 +156,7 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
     ///
     /// Errors: invalid settings (no draws, no chain, a bias-check cost outside (0, 10]); those
     /// of [`tune`], [`dispersed_starts`], [`run_chains`] and
-    /// [`step_bias`](crate::step_bias); [`Error::DimensionMismatch`](crate::Error::DimensionMismatch)
+    /// [`step_bias`](crate::step_bias); [`Error::DimensionMismatch`]
     /// for a start or names not of the model's dimension.
     pub fn run(self) -> Result<Sampled<S>> {
         let d = self.model.dim();

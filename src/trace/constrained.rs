@@ -10,8 +10,8 @@ impl Layout {
     /// The draws of `est` on the constrained scale (θ = T(φ) for every draw), with the same
     /// weights, costs and step sizes; gradients (which are on φ) are dropped.
     ///
-    /// Errors: [`Error::DimensionMismatch`] if `est` is not in dimension
-    /// [`unconstrained_dim`](Self::unconstrained_dim); [`Error::NotStored`] for a streaming
+    /// Errors: [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `est` is not in dimension
+    /// [`unconstrained_dim`](Self::unconstrained_dim); [`Error::NotStored`](crate::Error::NotStored) for a streaming
     /// (moments-only) part, whose draws are gone.
     pub fn constrain_estimate(&self, est: &Estimate) -> Result<Estimate> {
         check_len("dimension of the estimate", self.unconstrained_dim(), est.dim())?;
