@@ -459,6 +459,15 @@ impl Convergence {
     pub fn bias_dominates(&self) -> bool {
         self.step_bias.is_some_and(|b| b > self.error_bound)
     }
+
+    /// Whether the run states a finite accuracy: false when its
+    /// [`stated_bound`](Self::stated_bound) is infinite or NaN (the Monte Carlo error of an sd
+    /// too large to bound, `z s ≥ 1`, or a step-bias check too noisy to bound the bias). A
+    /// converged run without one says so in its verdict ("BUT ITS ACCURACY IS UNKNOWN"): its
+    /// chains mixed, but nothing bounds how far its estimates are from the posterior's.
+    pub fn accuracy_known(&self) -> bool {
+        self.stated_bound().is_finite()
+    }
 }
 
 /// The probability of [`Convergence::error_bound`]: 0.95.
@@ -466,7 +475,13 @@ pub const BOUND_PROB: f64 = 0.95;
 
 impl std::fmt::Display for Convergence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.converged && self.bias_dominates() {
+        if self.converged && !self.accuracy_known() {
+            write!(
+                f,
+                "converged (chains mixed), BUT ITS ACCURACY IS UNKNOWN (nothing bounds the estimates' error: run \
+                 longer, or give the step-bias check more of the run): "
+            )?;
+        } else if self.converged && self.bias_dominates() {
             write!(f, "converged (chains mixed), BUT THE STEP IS BIASED beyond the Monte Carlo error: ")?;
         } else if self.converged {
             write!(f, "converged: ")?;
@@ -1399,6 +1414,41 @@ mod tests {
     use super::*;
 
     use super::direct::ess_raw_direct;
+
+    /// A converged run without a finite stated bound does not say "converged" unqualified; with
+    /// one it does, and a bias above the Monte Carlo bound is flagged.
+    #[test]
+    fn a_converged_run_without_a_finite_bound_says_its_accuracy_is_unknown() {
+        let c = Convergence {
+            converged: true,
+            max_rhat: 1.001,
+            min_ess_bulk: 5_000.0,
+            min_ess_tail: 5_000.0,
+            failed: Vec::new(),
+            failed_names: Vec::new(),
+            chains: 4,
+            max_mcse_mean: 0.01,
+            max_mcse_sd: 0.01,
+            error_bound: 0.03,
+            bias_bound: None,
+            step_bias: None,
+            bias_cost: None,
+        };
+        assert!(c.converged && c.accuracy_known());
+        assert!(c.to_string().starts_with("converged: "), "{c}");
+        let biased = Convergence { bias_bound: Some(0.2), step_bias: Some(0.15), bias_cost: Some(0.25), ..c.clone() };
+        assert!(biased.accuracy_known() && biased.to_string().contains("BUT THE STEP IS BIASED"), "{biased}");
+        for bound in [f64::INFINITY, f64::NAN] {
+            let unknown =
+                Convergence { bias_bound: Some(bound), step_bias: Some(0.0), bias_cost: Some(0.25), ..c.clone() };
+            assert!(!unknown.accuracy_known());
+            assert!(unknown.to_string().contains("BUT ITS ACCURACY IS UNKNOWN"), "{unknown}");
+        }
+        let mc = Convergence { error_bound: f64::INFINITY, ..c.clone() };
+        assert!(!mc.accuracy_known() && mc.to_string().contains("ACCURACY IS UNKNOWN"), "{mc}");
+        let failed = Convergence { converged: false, bias_bound: Some(f64::INFINITY), ..c };
+        assert!(failed.to_string().starts_with("NOT CONVERGED"), "{failed}");
+    }
 
     /// The FFT autocovariances give the same ESS as the direct sums to 1e-12 relative, on the
     /// ArviZ fixture (raw, split, rank-normalised and tail-indicator arrays of each quantity) and
