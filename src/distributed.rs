@@ -515,6 +515,10 @@ impl<M: Model> Model for Sharded<M> {
     fn output_layout(&self) -> Option<&crate::models::Layout> {
         self.local.output_layout()
     }
+
+    fn parameter_names(&self) -> Option<Vec<String>> {
+        self.local.parameter_names()
+    }
 }
 
 /// Runs `sampler` on a [`Sharded`] model: the same run on every rank (same sampler, starting

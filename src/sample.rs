@@ -133,7 +133,9 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
 
     /// The parameters' names for the verdict and the summary table, one per reported number
     /// (the layout's [`dim`](Layout::dim) for a constrained model). Default: the layout's block
-    /// names (`sigma`, `beta[0]`, …), else `theta[0]`, `theta[1]`, …
+    /// names (`sigma`, `beta[0]`, …), else the model's
+    /// [`parameter_names`](Model::parameter_names) (a GLM's CSV columns), else `theta[0]`,
+    /// `theta[1]`, …
     pub fn names<T: AsRef<str>>(mut self, names: &[T]) -> Self {
         self.names = Some(names.iter().map(|n| n.as_ref().to_string()).collect());
         self
@@ -171,7 +173,10 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
                 n.clone()
             }
             (None, Some(l)) => l.names(),
-            (None, None) => (0..d).map(|j| format!("theta[{j}]")).collect(),
+            (None, None) => match self.model.parameter_names() {
+                Some(n) if n.len() == d => n,
+                _ => (0..d).map(|j| format!("theta[{j}]")).collect(),
+            },
         };
         let ts = TuneSettings { planned_run: PlannedRun::new(self.draws, self.chains), ..self.tune.clone() };
         let tuned = tune(self.model, &self.sampler, &theta0, &ts)?;

@@ -120,6 +120,15 @@ pub trait Model: Sync {
     fn output_layout(&self) -> Option<&crate::models::Layout> {
         None
     }
+
+    /// The names of θ's coordinates, one per [`dim`](Self::dim), if the model knows them (a
+    /// [`Glm`](crate::Glm) read from a CSV file names its coefficients after the columns):
+    /// [`Sample`](crate::Sample) names its verdict's failed coordinates and its table's rows
+    /// with them when the model has no [`output_layout`](Self::output_layout). Default `None`
+    /// (`theta[0]`, `theta[1]`, …). Wrappers pass their inner model's through.
+    fn parameter_names(&self) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// A shared reference to a model is that model, so that wrappers such as
@@ -156,6 +165,9 @@ impl<M: Model + ?Sized> Model for &M {
 
     fn output_layout(&self) -> Option<&crate::models::Layout> {
         (**self).output_layout()
+    }
+    fn parameter_names(&self) -> Option<Vec<String>> {
+        (**self).parameter_names()
     }
 }
 

@@ -203,4 +203,8 @@ impl<M: Model> Model for Tempered<M> {
     fn output_layout(&self) -> Option<&crate::models::Layout> {
         self.model.output_layout()
     }
+
+    fn parameter_names(&self) -> Option<Vec<String>> {
+        self.model.parameter_names()
+    }
 }

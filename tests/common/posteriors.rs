@@ -496,7 +496,7 @@ fn csv_rows(text: &str, header: usize) -> Vec<Vec<f64>> {
 /// prior `β ~ N(0, 100² I)`. The classes are nearly separable, so the posterior is far from
 /// Gaussian in its flat directions.
 pub fn wdbc_logistic() -> LogisticRegression {
-    let rows = csv_rows(include_str!("../../data/breast_cancer.csv"), 1);
+    let rows = csv_rows(include_str!("../../data/wdbc.csv"), 1);
     let n = rows.len();
     let feats = Array2::from_shape_fn((n, 31), |(i, j)| if j == 0 { 1.0 } else { rows[i][j - 1] });
     let labels = Array1::from_shape_fn(n, |i| rows[i][30]);
