@@ -308,8 +308,10 @@ impl<S> Sampled<S> {
         };
         let result = match &self.layout {
             Some(l) => {
+                // One buffer for θ over every draw (the map is called once per draw).
+                let theta = std::cell::RefCell::new(vec![0.0; l.dim()]);
                 let g = |phi: &[f64], out: &mut [f64]| {
-                    let mut theta = vec![0.0; l.dim()];
+                    let mut theta = theta.borrow_mut();
                     l.forward(phi, &mut theta, None);
                     checked(&theta, out)
                 };
