@@ -37,7 +37,9 @@
 //! pieces stay public for experts: the same draws come from calling them in this order with
 //! the settings recorded in [`Sampled`].
 
+use crate::coupled::richardson::{RichardsonRomberg, RrOutput, extrapolated_rows, run_rr_chains};
 use crate::coupled::step_bias::{Companion, STEP_BIAS_COST, StepBias, companion, rows_with_bias, with_bias};
+use crate::coupled::tune_rr::{TunedRr, tune_rr};
 use crate::error::{Error, Result};
 use crate::models::Layout;
 use crate::models::model::Model;
@@ -67,7 +69,36 @@ pub struct Sample<'m, M: ?Sized, S> {
     names: Option<Vec<String>>,
 }
 
-impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
+/// What [`Sample::plan`] settles before a run: its settings, the model's output layout, the
+/// reported names, the start of the mode search and the tuner's settings for this run.
+type Plan = (RunSettings, Option<Layout>, Vec<String>, Vec<f64>, TuneSettings);
+
+impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
+    /// The run's settings, layout, names, start and tuner settings, checked.
+    fn plan(&self) -> Result<Plan> {
+        let d = self.model.dim();
+        let settings = self.run_settings();
+        settings.validate()?;
+        let theta0 = self.start.clone().unwrap_or_else(|| vec![0.0; d]);
+        let layout = self.model.output_layout().cloned();
+        let width = layout.as_ref().map_or(d, Layout::dim);
+        let names = match (&self.names, &layout) {
+            (Some(n), _) => {
+                crate::error::check_len("names", width, n.len())?;
+                n.clone()
+            }
+            (None, Some(l)) => l.names(),
+            (None, None) => match self.model.parameter_names() {
+                Some(n) if n.len() == d => n,
+                _ => (0..d).map(|j| format!("theta[{j}]")).collect(),
+            },
+        };
+        let ts = TuneSettings { planned_run: PlannedRun::new(self.draws, self.chains), ..self.tune.clone() };
+        Ok((settings, layout, names, theta0, ts))
+    }
+}
+
+impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
     /// `sampler` on `model` with the defaults: 5 000 kept draws per chain, 4 chains, burn-in
     /// `max(1 000, draws/10)`, seed 0, the search for the mode from θ = 0,
     /// [`TuneSettings::default()`], the step-bias check at [`STEP_BIAS_COST`] of the run's cost.
@@ -152,7 +183,9 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
             ..Default::default()
         }
     }
+}
 
+impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
     /// Tunes, runs, checks the step's bias and states the verdict (see the [module
     /// docs](self)).
     ///
@@ -161,24 +194,8 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
     /// [`step_bias`](crate::step_bias); [`Error::DimensionMismatch`]
     /// for a start or names not of the model's dimension.
     pub fn run(self) -> Result<Sampled<S>> {
-        let d = self.model.dim();
-        let settings = self.run_settings();
-        settings.validate()?;
-        let theta0 = self.start.clone().unwrap_or_else(|| vec![0.0; d]);
-        let layout = self.model.output_layout().cloned();
-        let width = layout.as_ref().map_or(d, Layout::dim);
-        let names = match (&self.names, &layout) {
-            (Some(n), _) => {
-                crate::error::check_len("names", width, n.len())?;
-                n.clone()
-            }
-            (None, Some(l)) => l.names(),
-            (None, None) => match self.model.parameter_names() {
-                Some(n) if n.len() == d => n,
-                _ => (0..d).map(|j| format!("theta[{j}]")).collect(),
-            },
-        };
-        let ts = TuneSettings { planned_run: PlannedRun::new(self.draws, self.chains), ..self.tune.clone() };
+        let (settings, layout, names, theta0, ts) = self.plan()?;
+        let width = names.len();
         let tuned = tune(self.model, &self.sampler, &theta0, &ts)?;
         let starts = dispersed_starts(self.model, &tuned.mode, self.chains, START_SPREAD, self.seed)?;
         let output = run_chains(self.model, &tuned.sampler, &starts, &settings)?;
@@ -194,6 +211,92 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
             None => verdict(&output.estimate, companion.as_ref(), None, names)?,
         };
         Ok(Sampled { tuned, output, bias, convergence, table, settings, layout, companion })
+    }
+}
+
+impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, RichardsonRomberg<S>> {
+    /// The trustworthy path for a Richardson–Romberg extrapolation (SGRRLD, SGRRHMC): chooses
+    /// chain A's step for this run with [`tune_rr`] (the mode, the whitening, the step from the
+    /// extrapolated measure's Stein moment errors), starts the replicate pairs dispersed around the
+    /// mode, runs them ([`run_rr_chains`]) and states the verdict and table of the
+    /// **extrapolated** draws (as [`RrOutput::convergence`] and [`RrOutput::summary_table`]; on
+    /// the constrained scale with the blocks' names for a model with an
+    /// [`output_layout`](Model::output_layout), both chains' draws mapped before they are
+    /// combined). The extrapolation removes the step's first-order bias, so there is no step-bias
+    /// companion: the stated bound is the extrapolated draws' Monte Carlo error
+    /// ([`bias_check`](Sample::bias_check) is ignored).
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    ///
+    /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 42)?;
+    /// let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(100))?;
+    /// let fit = Sample::new(&model, RichardsonRomberg::new(sgld)).draws(2_000).seed(1).run()?;
+    /// println!("{fit}"); // chain A's step, the verdict, the extrapolated table
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
+    ///
+    /// Errors: invalid settings; those of [`tune_rr`], [`dispersed_starts`] and
+    /// [`run_rr_chains`]; [`Error::DimensionMismatch`] for a start or names not of the model's
+    /// dimension.
+    pub fn run(self) -> Result<SampledRr<S>> {
+        let (settings, layout, names, theta0, ts) = self.plan()?;
+        let tuned = tune_rr(self.model, &self.sampler, &theta0, &ts)?;
+        let starts = dispersed_starts(self.model, &tuned.mode, self.chains, START_SPREAD, self.seed)?;
+        let output = run_rr_chains(self.model, &tuned.rr, &starts, &settings)?;
+        let rows = match &layout {
+            Some(l) => {
+                let f = |phi: &[f64], theta: &mut [f64]| l.forward(phi, theta, None);
+                let (coarse, fine) = (output.coarse.map_draws(l.dim(), f)?, output.fine.map_draws(l.dim(), f)?);
+                extrapolated_rows(&coarse, &fine)?
+            }
+            None => extrapolated_rows(&output.coarse, &output.fine)?,
+        };
+        let convergence = convergence_of(&rows, output.fine.n_parts()).named(&names);
+        let table = SummaryTable::new(names, rows)?;
+        Ok(SampledRr { tuned, output, convergence, table, settings })
+    }
+}
+
+/// What [`Sample::run`] made for a Richardson–Romberg extrapolation, and every choice on the
+/// way.
+#[non_exhaustive]
+#[derive(Debug, Clone)]
+pub struct SampledRr<S> {
+    /// The tuner's record: mode, whitening, chain A's step and why ([`TunedRr::reason`]).
+    pub tuned: TunedRr<S>,
+    /// The run: both chains' draws, the extrapolated estimate, cost, wall time.
+    pub output: RrOutput<S>,
+    /// The verdict on the extrapolated draws (on the constrained scale for a model with an
+    /// [`output_layout`](Model::output_layout)); its bound is their Monte Carlo error.
+    pub convergence: Convergence,
+    /// The extrapolated draws' summary table (a signed measure: equal-tailed intervals, see
+    /// [`RrOutput::summary_table`]).
+    pub table: SummaryTable,
+    /// The run's settings.
+    pub settings: RunSettings,
+}
+
+impl<S> SampledRr<S> {
+    /// The extrapolated estimate (signed weights), on the sampler's coordinates.
+    pub fn estimate(&self) -> &Estimate {
+        &self.output.estimate
+    }
+}
+
+impl<S> std::fmt::Display for SampledRr<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "Richardson–Romberg: chain A's step {:.4e}, chain B's {:.4e}{} ({} replicate pairs x {} kept draws of A)",
+            self.tuned.step_size,
+            0.5 * self.tuned.step_size,
+            if self.tuned.whitening.is_some() { " in whitened coordinates" } else { "" },
+            self.settings.n_chains,
+            self.settings.n_iter - self.settings.burn_in,
+        )?;
+        writeln!(f, "{}", self.convergence)?;
+        write!(f, "{}", self.table)
     }
 }
 

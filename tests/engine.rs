@@ -243,6 +243,40 @@ fn mlsgld_couples_psgld() {
     assert!(matches!(MlSgld::new(settings, decaying, &start), Err(Error::InvalidParameter { name: "step_size", .. })));
 }
 
+/// `Sample` with a Richardson–Romberg sampler is `tune_rr` + `dispersed_starts` +
+/// `run_rr_chains` in one: the same draws bit for bit, the verdict of `RrOutput::convergence`
+/// (with names), and on a Gaussian posterior the extrapolated means within the bound it states.
+#[test]
+fn sample_runs_richardson_romberg_as_the_calls_by_hand() {
+    use sgmcmc::tune::{PlannedRun, TuneSettings, dispersed_starts};
+    let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 42).unwrap();
+    let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::default(), Minibatch::new(100)).unwrap());
+    let fit = Sample::new(&model, rr.clone()).draws(4_000).chains(4).burn_in(500).seed(3).run().unwrap();
+    let ts = TuneSettings { planned_run: PlannedRun::new(4_000, 4), ..Default::default() };
+    let tuned = tune_rr(&model, &rr, &[0.0, 0.0], &ts).unwrap();
+    let starts = dispersed_starts(&model, &tuned.mode, 4, 2.0, 3).unwrap();
+    let rs = RunSettings { n_iter: 4_500, burn_in: 500, n_chains: 4, seed: 3, ..Default::default() };
+    let out = run_rr_chains(&model, &tuned.rr, &starts, &rs).unwrap();
+    let bits = |e: &Estimate| e.stacked_draws().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(fit.tuned.step_size, tuned.step_size);
+    assert_eq!(bits(&fit.output.fine), bits(&out.fine));
+    assert_eq!(bits(&fit.output.coarse), bits(&out.coarse));
+    let mut verdict = fit.convergence.clone();
+    assert_eq!(verdict.failed_names.len(), verdict.failed.len());
+    verdict.failed_names.clear();
+    assert_eq!(verdict, out.convergence().unwrap());
+    assert_eq!(fit.table.names, ["theta[0]", "theta[1]"]);
+    eprintln!("{fit}");
+    if fit.convergence.converged {
+        let (mean, exact) = (fit.estimate().mean().unwrap(), model.posterior_mean());
+        let sd = model.posterior_covariance().diag().mapv(f64::sqrt);
+        for j in 0..2 {
+            let err = ((mean[j] - exact[j]) / sd[j]).abs();
+            assert!(err <= fit.convergence.stated_bound(), "theta[{j}]: {err:.3} sd off, bound {}", fit.convergence);
+        }
+    }
+}
+
 /// `Sample` is the seven-call path in one: with the same seeds it makes the same draws as
 /// `tune` (planned run = its draws × chains) + `dispersed_starts` + `run_chains`, bit for bit,
 /// and its verdict with the bias check off is `convergence()`'s (with the failed coordinates'

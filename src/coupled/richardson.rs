@@ -202,60 +202,67 @@ impl<S> RrOutput<S> {
 
     /// One [`Summary`](crate::diagnostics::Summary) per coordinate of the extrapolated estimate.
     fn extrapolated_rows(&self) -> Result<Vec<crate::diagnostics::Summary>> {
-        use crate::diagnostics::{Convention, summary_of_weighted_draws};
-        let m = self.fine.n_parts();
-        check_len("replicates of chain A", m, self.coarse.n_parts())?;
-        let stored = || Error::NotStored { what: "samples (the run kept only running moments)" };
-        let mut pairs = Vec::with_capacity(m);
-        for c in 0..m {
-            let (b, a) = (self.fine.samples(c).ok_or_else(stored)?, self.coarse.samples(c).ok_or_else(stored)?);
-            check_len("draws of chain B (two per draw of chain A)", 2 * a.draws().nrows(), b.draws().nrows())?;
-            pairs.push((b, a));
-        }
-        let n = pairs.first().map_or(0, |(_, a)| a.draws().nrows());
-        for (_, a) in &pairs {
-            check_len("draws per replicate", n, a.draws().nrows())?;
-        }
-        let d = self.estimate.dim();
-        let w = ndarray::Array2::from_shape_fn((m, n), |(c, t)| {
-            let (b, a) = &pairs[c];
-            b.weights()[2 * t] + b.weights()[2 * t + 1] - a.weights()[t]
-        });
-        let extrapolated = |c: usize, t: usize, f: &dyn Fn(f64) -> f64, j: usize| {
-            let (b, a) = &pairs[c];
-            let (bw, aw) = (b.weights(), a.weights());
-            let (bd, ad) = (b.draws(), a.draws());
-            (bw[2 * t] * f(bd[[2 * t, j]]) + bw[2 * t + 1] * f(bd[[2 * t + 1, j]]) - aw[t] * f(ad[[t, j]])) / w[[c, t]]
-        };
-        let mut rows = Vec::with_capacity(d);
-        let mut signed: Vec<(f64, f64)> = Vec::with_capacity(3 * m * n);
-        for j in 0..d {
-            let z = ndarray::Array2::from_shape_fn((m, n), |(c, t)| extrapolated(c, t, &|x| x, j));
-            let mut row = summary_of_weighted_draws(z.view(), w.view())?;
-            let mu = row.mean;
-            let v = ndarray::Array2::from_shape_fn((m, n), |(c, t)| extrapolated(c, t, &|x| (x - mu) * (x - mu), j));
-            let var = summary_of_weighted_draws(v.view(), w.view())?;
-            let sd = var.mean.max(0.0).sqrt();
-            row.sd = sd;
-            row.mcse_sd = var.mcse_mean / (2.0 * sd);
-            // Quantiles of the signed measure.
-            signed.clear();
-            for (b, a) in &pairs {
-                signed.extend(b.draws().column(j).iter().zip(b.weights()).map(|(&x, &w)| (x, w)));
-                signed.extend(a.draws().column(j).iter().zip(a.weights()).map(|(&x, &w)| (x, -w)));
-            }
-            let q = signed_quantiles(&mut signed, &[0.03, 0.05, 0.055, 0.5, 0.945, 0.95, 0.97]);
-            row.hdi = (q[0], q[6]);
-            row.q05 = q[1];
-            row.interval = (q[2], q[4]);
-            row.median = q[3];
-            row.q95 = q[5];
-            row.convention = Convention::ArviZ1;
-            row.weighted = true;
-            rows.push(row);
-        }
-        Ok(rows)
+        extrapolated_rows(&self.coarse, &self.fine)
     }
+}
+
+/// One [`Summary`](crate::diagnostics::Summary) per coordinate of the extrapolated estimate of a
+/// Richardson–Romberg run's chains A (`coarse`) and B (`fine`), as [`RrOutput::summary_table`]
+/// describes (also of their draws mapped alike, e.g. to a constrained scale).
+pub(crate) fn extrapolated_rows(coarse: &Estimate, fine: &Estimate) -> Result<Vec<crate::diagnostics::Summary>> {
+    use crate::diagnostics::{Convention, summary_of_weighted_draws};
+    let m = fine.n_parts();
+    check_len("replicates of chain A", m, coarse.n_parts())?;
+    let stored = || Error::NotStored { what: "samples (the run kept only running moments)" };
+    let mut pairs = Vec::with_capacity(m);
+    for c in 0..m {
+        let (b, a) = (fine.samples(c).ok_or_else(stored)?, coarse.samples(c).ok_or_else(stored)?);
+        check_len("draws of chain B (two per draw of chain A)", 2 * a.draws().nrows(), b.draws().nrows())?;
+        pairs.push((b, a));
+    }
+    let n = pairs.first().map_or(0, |(_, a)| a.draws().nrows());
+    for (_, a) in &pairs {
+        check_len("draws per replicate", n, a.draws().nrows())?;
+    }
+    let d = fine.dim();
+    let w = ndarray::Array2::from_shape_fn((m, n), |(c, t)| {
+        let (b, a) = &pairs[c];
+        b.weights()[2 * t] + b.weights()[2 * t + 1] - a.weights()[t]
+    });
+    let extrapolated = |c: usize, t: usize, f: &dyn Fn(f64) -> f64, j: usize| {
+        let (b, a) = &pairs[c];
+        let (bw, aw) = (b.weights(), a.weights());
+        let (bd, ad) = (b.draws(), a.draws());
+        (bw[2 * t] * f(bd[[2 * t, j]]) + bw[2 * t + 1] * f(bd[[2 * t + 1, j]]) - aw[t] * f(ad[[t, j]])) / w[[c, t]]
+    };
+    let mut rows = Vec::with_capacity(d);
+    let mut signed: Vec<(f64, f64)> = Vec::with_capacity(3 * m * n);
+    for j in 0..d {
+        let z = ndarray::Array2::from_shape_fn((m, n), |(c, t)| extrapolated(c, t, &|x| x, j));
+        let mut row = summary_of_weighted_draws(z.view(), w.view())?;
+        let mu = row.mean;
+        let v = ndarray::Array2::from_shape_fn((m, n), |(c, t)| extrapolated(c, t, &|x| (x - mu) * (x - mu), j));
+        let var = summary_of_weighted_draws(v.view(), w.view())?;
+        let sd = var.mean.max(0.0).sqrt();
+        row.sd = sd;
+        row.mcse_sd = var.mcse_mean / (2.0 * sd);
+        // Quantiles of the signed measure.
+        signed.clear();
+        for (b, a) in &pairs {
+            signed.extend(b.draws().column(j).iter().zip(b.weights()).map(|(&x, &w)| (x, w)));
+            signed.extend(a.draws().column(j).iter().zip(a.weights()).map(|(&x, &w)| (x, -w)));
+        }
+        let q = signed_quantiles(&mut signed, &[0.03, 0.05, 0.055, 0.5, 0.945, 0.95, 0.97]);
+        row.hdi = (q[0], q[6]);
+        row.q05 = q[1];
+        row.interval = (q[2], q[4]);
+        row.median = q[3];
+        row.q95 = q[5];
+        row.convention = Convention::ArviZ1;
+        row.weighted = true;
+        rows.push(row);
+    }
+    Ok(rows)
 }
 
 /// The `ps` quantiles (ascending) of the signed measure `points` (value, weight): the smallest
