@@ -55,7 +55,7 @@ pub use run::{
     ChainReport, Divergence, OnDivergence, RunOutput, RunSettings, Storage, resume, run, run_chains,
     run_chains_observed, run_observed,
 };
-pub use sample::{Derived, Sample, Sampled, SampledRr};
+pub use sample::{Derived, Multilevel, Sample, Sampled, SampledMl, SampledRr};
 pub use samplers::{
     AUTO_DENSE_MAX_DIM, CyclicalKernel, CyclicalSettings, CyclicalSgld, Discretisation, GradientNoise, Hamcmc,
     HamcmcSettings, Langevin, LangevinKernel, Lmc, METRIC_CORRECTION_MAX, Mala, MalaSettings, Metric,

@@ -37,16 +37,19 @@
 //! pieces stay public for experts: the same draws come from calling them in this order with
 //! the settings recorded in [`Sampled`].
 
+use crate::coupled::mlsgld::{AdaptiveSettings, MlSgld, MlSgldSettings, MlmcResult, RmseTarget};
 use crate::coupled::richardson::{RichardsonRomberg, RrOutput, extrapolated_rows, run_rr_chains};
 use crate::coupled::step_bias::{Companion, STEP_BIAS_COST, StepBias, companion, rows_with_bias, with_bias};
 use crate::coupled::tune_rr::{TunedRr, tune_rr};
 use crate::error::{Error, Result};
+use crate::gradient::SubsampledEstimator;
 use crate::models::Layout;
 use crate::models::model::Model;
 use crate::run::{RunOutput, RunSettings, run_chains};
 use crate::samplers::Discretisation;
 use crate::trace::diagnostics::{Convergence, SummaryTable, convergence_of, summary};
 use crate::trace::estimate::Estimate;
+use crate::tune::Preconditioned;
 use crate::tune::{PlannedRun, Tunable, TuneSettings, Tuned, dispersed_starts, tune};
 
 /// The spread of [`Sample`]'s dispersed starts, in Laplace sds around the mode.
@@ -297,6 +300,175 @@ impl<S> std::fmt::Display for SampledRr<S> {
         )?;
         writeln!(f, "{}", self.convergence)?;
         write!(f, "{}", self.table)
+    }
+}
+
+/// Multilevel SGLD on the trustworthy path: what `Sample::new(&model, Multilevel::new(estimator))`
+/// runs ([`MlSgld::sgld_tuned`], then [`MlSgld::run_adaptive`] with every mean and sd at a
+/// target accuracy). Build it with [`new`](Self::new) and the setters.
+#[non_exhaustive]
+#[derive(Debug, Clone)]
+pub struct Multilevel<E> {
+    /// The gradient estimator of every level (a [`ControlVariate`](crate::ControlVariate) or a
+    /// plain [`Minibatch`](crate::Minibatch)).
+    pub estimator: E,
+    /// The multilevel settings before tuning (h₀ and the horizon are tuned; `keep_points` is
+    /// set, the seed is [`Sample::seed`]'s).
+    pub settings: MlSgldSettings,
+    /// The target: every coordinate's mean to this RMSE in posterior sds and every sd to this
+    /// relative RMSE ([`RmseTarget::Moments`]). Default 0.1.
+    pub accuracy: f64,
+    /// The most datum gradients the run may spend ([`AdaptiveSettings::max_cost`]); default
+    /// none.
+    pub max_cost: Option<u64>,
+}
+
+impl<E> Multilevel<E> {
+    /// Multilevel SGLD with `estimator`, the default settings and accuracy 0.1.
+    pub fn new(estimator: E) -> Self {
+        Multilevel { estimator, settings: MlSgldSettings::default(), accuracy: 0.1, max_cost: None }
+    }
+
+    /// Every mean to RMSE `accuracy` posterior sds and every sd to relative RMSE `accuracy`.
+    pub fn accuracy(mut self, accuracy: f64) -> Self {
+        self.accuracy = accuracy;
+        self
+    }
+
+    /// The most datum gradients the run may spend.
+    pub fn max_cost(mut self, max_cost: u64) -> Self {
+        self.max_cost = Some(max_cost);
+        self
+    }
+}
+
+impl<'m, M: Model + ?Sized, E: SubsampledEstimator> Sample<'m, M, Multilevel<E>> {
+    /// The trustworthy path for multilevel SGLD: [`MlSgld::sgld_tuned`] (the mode, the whitening,
+    /// h₀ and the horizon from the whitened curvature, h₀ capped at the gradient noise's limit),
+    /// then Giles' adaptive multilevel Monte Carlo ([`MlSgld::run_adaptive`]) with every
+    /// coordinate's mean and sd at the target [`Multilevel::accuracy`]
+    /// ([`RmseTarget::Moments`]), doubling the horizon itself where level 0 has not relaxed.
+    /// The paths are independent, so there is no R̂: the run's verdict is its bias tests, which
+    /// it passes or returns an error, and its stated accuracy is
+    /// [`MomentErrors::error_bound`](crate::MomentErrors::error_bound) (standard errors and
+    /// remaining biases together). [`draws`](Sample::draws), [`chains`](Sample::chains),
+    /// [`burn_in`](Sample::burn_in) and [`bias_check`](Sample::bias_check) do not apply; the
+    /// tuner's planned run is left as they give it. The estimates are of the sampler's
+    /// coordinates (φ for a constrained model, rows named `phi[j]`).
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    /// use sgmcmc::Multilevel;
+    ///
+    /// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 42)?;
+    /// let fit = Sample::new(&model, Multilevel::new(Minibatch::new(25)).accuracy(0.2)).seed(1).run()?;
+    /// println!("{fit}"); // h₀, levels, cost, every mean and sd with its error bars
+    /// assert!(fit.moments.error_bound.is_finite());
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
+    ///
+    /// Errors: those of [`MlSgld::sgld_tuned`] and [`MlSgld::run_adaptive`] (a budget exhausted,
+    /// level 0 not relaxed after the doublings); [`Error::InvalidParameter`] for an accuracy that
+    /// is not finite and positive; [`Error::DimensionMismatch`] for a start or names not of the
+    /// model's dimension.
+    pub fn run(self) -> Result<SampledMl<E>> {
+        let (_, layout, names, theta0, ts) = self.plan()?;
+        crate::error::check_positive("accuracy", self.sampler.accuracy)?;
+        let d = self.model.dim();
+        let names = match (&layout, &self.names) {
+            (Some(_), None) => (0..d).map(|j| format!("phi[{j}]")).collect(),
+            (Some(_), Some(_)) => {
+                let given = self.names.clone().unwrap_or_default();
+                crate::error::check_len("names", d, given.len())?;
+                given
+            }
+            (None, _) => names,
+        };
+        let settings = MlSgldSettings { keep_points: true, seed: self.seed, ..self.sampler.settings };
+        let (ml, setup) = MlSgld::sgld_tuned(self.model, settings, self.sampler.estimator.clone(), &theta0, &ts)?;
+        // g: the mean squared whitened coordinate (about 1 under the Laplace approximation),
+        // one scalar the target also controls; every mean and sd is targeted besides.
+        let w = setup.whitening.clone();
+        let g = move |t: &[f64]| -> f64 {
+            let mut phi = t.to_vec();
+            if let Some(w) = &w {
+                w.to_phi(t, &mut phi);
+            }
+            phi.iter().map(|x| x * x).sum::<f64>() / t.len() as f64
+        };
+        let target = AdaptiveSettings {
+            target: RmseTarget::Moments(self.sampler.accuracy),
+            max_cost: self.sampler.max_cost,
+            ..Default::default()
+        };
+        let result = ml.run_adaptive(self.model, &g, &target)?;
+        let moments = result.moments.clone().ok_or(Error::NotStored { what: "the multilevel run's end points" })?;
+        Ok(SampledMl { h0: ml.h0(), ml, setup, result, moments, names })
+    }
+}
+
+/// What [`Sample::run`] made for multilevel SGLD, and every choice on the way.
+#[non_exhaustive]
+#[derive(Debug, Clone)]
+pub struct SampledMl<E> {
+    /// The tuned level-0 step.
+    pub h0: f64,
+    /// The tuned multilevel sampler (its horizon before any doubling).
+    pub ml: MlSgld<crate::Sgld<E>>,
+    /// The tuner's record: mode, whitening, curvature, cost.
+    pub setup: Preconditioned<crate::Sgld<E>>,
+    /// The adaptive run: levels, cost, horizon doublings, the signed measure of the end points.
+    pub result: MlmcResult,
+    /// Every coordinate's mean and sd with their standard errors, remaining biases and the
+    /// stated accuracy ([`MomentErrors::error_bound`](crate::MomentErrors::error_bound)).
+    pub moments: crate::MomentErrors,
+    /// The rows' names.
+    pub names: Vec<String>,
+}
+
+impl<E> SampledMl<E> {
+    /// The signed measure of the kept end points (weights `±1/N_l`).
+    pub fn estimate(&self) -> Option<&Estimate> {
+        self.result.measure.as_ref()
+    }
+}
+
+impl<E> std::fmt::Display for SampledMl<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = &self.result;
+        writeln!(
+            f,
+            "multilevel SGLD: h₀ {:.4e}{}, {} levels, horizon {} ({} doubling(s)), {:.3e} datum gradients",
+            self.h0,
+            if self.setup.whitening.is_some() { " in whitened coordinates" } else { "" },
+            r.levels.len(),
+            r.horizon,
+            r.horizon_doublings,
+            r.cost.datum_gradients as f64,
+        )?;
+        writeln!(
+            f,
+            "bias tests passed: means within ±{:.3} sd, sds within ±{:.1} % ({:.0} %, all coordinates; standard errors and \
+             remaining biases)",
+            self.moments.error_bound,
+            100.0 * self.moments.error_bound,
+            100.0 * crate::diagnostics::BOUND_PROB
+        )?;
+        let m = &self.moments;
+        let width = self.names.iter().map(String::len).max().unwrap_or(4).max(4);
+        writeln!(
+            f,
+            "{:width$}  {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
+            "", "mean", "sd", "se_mean", "se_sd", "bias_mean", "bias_sd"
+        )?;
+        for (j, name) in self.names.iter().enumerate() {
+            writeln!(
+                f,
+                "{name:width$}  {:>10.4} {:>10.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4}",
+                m.mean[j], m.sd[j], m.se_mean[j], m.se_sd[j], m.bias_mean[j], m.bias_sd[j]
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -243,6 +243,39 @@ fn mlsgld_couples_psgld() {
     assert!(matches!(MlSgld::new(settings, decaying, &start), Err(Error::InvalidParameter { name: "step_size", .. })));
 }
 
+/// `Sample` with `Multilevel` is `MlSgld::sgld_tuned` + `run_adaptive` (every mean and sd at
+/// the target) in one: the same estimate bit for bit as the calls by hand, and on a Gaussian
+/// posterior every mean and sd within the bound it states.
+#[test]
+fn sample_runs_multilevel_sgld_as_the_calls_by_hand() {
+    use sgmcmc::tune::TuneSettings;
+    let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 42).unwrap();
+    let fit = Sample::new(&model, Multilevel::new(Minibatch::new(25)).accuracy(0.1)).seed(5).run().unwrap();
+    eprintln!("{fit}");
+    let settings = MlSgldSettings { keep_points: true, seed: 5, ..Default::default() };
+    let ts = TuneSettings { planned_run: sgmcmc::tune::PlannedRun::new(5_000, 4), ..Default::default() };
+    let (ml, setup) = MlSgld::sgld_tuned(&model, settings, Minibatch::new(25), &[0.0, 0.0], &ts).unwrap();
+    let w = setup.whitening.clone().unwrap();
+    let g = move |t: &[f64]| -> f64 {
+        let mut phi = t.to_vec();
+        w.to_phi(t, &mut phi);
+        phi.iter().map(|x| x * x).sum::<f64>() / t.len() as f64
+    };
+    let target = AdaptiveSettings { target: RmseTarget::Moments(0.1), ..Default::default() };
+    let r = ml.run_adaptive(&model, &g, &target).unwrap();
+    assert_eq!(fit.h0, ml.h0());
+    assert_eq!(fit.result.estimate.to_bits(), r.estimate.to_bits());
+    let m = r.moments.unwrap();
+    assert_eq!(fit.moments.mean, m.mean);
+    assert_eq!(fit.names, ["theta[0]", "theta[1]"]);
+    let (exact, sd) = (model.posterior_mean(), model.posterior_covariance().diag().mapv(f64::sqrt));
+    let bound = fit.moments.error_bound;
+    for j in 0..2 {
+        let (e_mean, e_sd) = ((m.mean[j] - exact[j]).abs() / sd[j], (m.sd[j] / sd[j] - 1.0).abs());
+        assert!(e_mean <= bound && e_sd <= bound, "theta[{j}]: {e_mean:.3} sd / {e_sd:.3} off, bound {bound:.3}");
+    }
+}
+
 /// `Sample` with a Richardson–Romberg sampler is `tune_rr` + `dispersed_starts` +
 /// `run_rr_chains` in one: the same draws bit for bit, the verdict of `RrOutput::convergence`
 /// (with names), and on a Gaussian posterior the extrapolated means within the bound it states.
