@@ -65,7 +65,9 @@
 //! accuracy; `nogrid` skips the step grid; further arguments name the posteriors to run
 //! (`-- logistic ar3`) and the samplers (`-- SGLD-CV ML-SGLD`); `ML-SGLD-MB`, run only when
 //! named, is ML-SGLD's default path with a plain minibatch instead of control variates.
-//! Ends with `RESULT {json}`.
+//! Ends with `RESULT {json}`. Every run but `quick` writes what it printed to
+//! `docs/validation/<arguments joined by '-'>.md` (`full.md` without arguments), the file the
+//! docs point to for the figures.
 
 #[path = "../tests/common/posteriors.rs"]
 mod posteriors;
@@ -82,6 +84,21 @@ use sgmcmc::{
 use std::time::Instant;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Everything the run prints, for the report it writes under `docs/validation/` (see `main`).
+static REPORT: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
+/// `println!`, and the line kept for the report.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let line = format!($($arg)*);
+        println!("{line}");
+        if let Ok(mut r) = REPORT.lock() {
+            r.push_str(&line);
+            r.push('\n');
+        }
+    }};
+}
 
 fn reference<M: Model>(model: &M, mode: &[f64], n_iter: u64) -> Res<Reference> {
     Ok(posteriors::reference(model, mode, n_iter, 9_001, 0.5)?)
@@ -241,7 +258,7 @@ fn grid_ok<T, E: std::fmt::Display>(r: Result<T, E>, h: f64, seed: u64) -> Optio
         Ok(x) => Some(x),
         Err(e) => {
             if flag("reasons") {
-                println!("    grid step {h:.3e}, seed {seed}: {e}");
+                say!("    grid step {h:.3e}, seed {seed}: {e}");
             }
             None
         }
@@ -352,7 +369,7 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
             .run()?;
         let tuned = &fit.tuned;
         if flag("reasons") {
-            println!("  [{posterior}/{name}/{kept}] tune: {}", tuned.reason);
+            say!("  [{posterior}/{name}/{kept}] tune: {}", tuned.reason);
         }
         row.step = tuned.step_size;
         row.tune_cost = tuned.cost.datum_gradients + tuned.cost.datum_hvps;
@@ -520,7 +537,7 @@ fn rows_for<M: Model>(model: &M, name: &'static str, lengths: &[u64], grid: bool
     let n = (model.n_data() / 20).clamp(10, 100);
     let c = sgmcmc::tune::curvature(model, &mode, &Default::default())?;
     let condition = c.lambda_max / c.lambda_min.unwrap_or(f64::NAN);
-    println!(
+    say!(
         "\n== {name}: N = {}, d = {d}, minibatch {n}, condition number at the mode {:.1e}; reference MCSE {:.3} sd ({:.1} s)",
         model.n_data(),
         condition,
@@ -582,9 +599,7 @@ fn rows_for<M: Model>(model: &M, name: &'static str, lengths: &[u64], grid: bool
             print_row(r);
         }
         if sampler_wanted("MALA") && kept > 50_000 {
-            println!(
-                "      MALA {kept:>7}  not run at this length (full-data gradients; see the 5 000 and 50 000 rows)"
-            );
+            say!("      MALA {kept:>7}  not run at this length (full-data gradients; see the 5 000 and 50 000 rows)");
         }
     }
     Ok(reference.mcse)
@@ -605,7 +620,7 @@ fn sampler_named(name: &str) -> bool {
 
 fn print_row(r: &Row) {
     if let Some(f) = &r.failure {
-        println!("  {:>8} {:>7}  FAILED: {f}", r.sampler, r.kept);
+        say!("  {:>8} {:>7}  FAILED: {f}", r.sampler, r.kept);
         return;
     }
     let s = r.score.expect("scored");
@@ -675,9 +690,15 @@ fn print_row(r: &Row) {
         (Some(b), _, _) => format!("{verdict}, own error bound {b:.3}"),
         _ => verdict,
     };
-    println!(
+    say!(
         "  {:>8} {:>7} step {:.3e}: mean err {:.3} sd, worst sd ratio {:.3}, {verdict}, cost {:.2e} + tuning {:.2e}; {grid}",
-        r.sampler, r.kept, r.step, s.max_mean_err, s.worst_sd_ratio, r.run_cost as f64, r.tune_cost as f64,
+        r.sampler,
+        r.kept,
+        r.step,
+        s.max_mean_err,
+        s.worst_sd_ratio,
+        r.run_cost as f64,
+        r.tune_cost as f64,
     );
 }
 
@@ -860,26 +881,26 @@ fn main() -> Res<()> {
         .filter(|r| (low_ess(r) || r.rhat_pred.is_some_and(|p| p > sgmcmc::diagnostics::RHAT_MAX)) != r.converged)
         .count();
     let pred_ratio: Vec<f64> = with_pred.iter().map(|r| r.ess.expect("some")).map(|(p, m)| p / m).collect();
-    println!("\n== Targets");
-    println!("  default-path errors: {failures}");
-    println!("  runs that report NOT CONVERGED ({}): {}", not_converged.len(), not_converged.join(", "));
-    println!("  SG runs with split-R̂ above 1.01 ({}): {}", rhat_misses.len(), rhat_misses.join(", "));
-    println!(
+    say!("\n== Targets");
+    say!("  default-path errors: {failures}");
+    say!("  runs that report NOT CONVERGED ({}): {}", not_converged.len(), not_converged.join(", "));
+    say!("  SG runs with split-R̂ above 1.01 ({}): {}", rhat_misses.len(), rhat_misses.join(", "));
+    say!(
         "  runs outside 0.1 sd or ±10 % sd that report converged ({}): {}",
         converged_off.len(),
         converged_off.join(", ")
     );
-    println!(
+    say!(
         "  silent misses: of those, runs whose own error bound claimed ≤ 0.1 ({}): {}",
         silent.len(),
         silent.join(", ")
     );
-    println!(
+    say!(
         "  converged runs with no finite stated bound, whose verdict says ACCURACY UNKNOWN ({}): {}",
         unknown_accuracy.len(),
         unknown_accuracy.join(", ")
     );
-    println!(
+    say!(
         "  the stated bound's coverage (step bias included; runs with the step-bias check): the measured error within \
          it in {covered} of {} runs ({covered_converged} of {n_checked_converged} converged ones); within the Monte \
          Carlo bound alone: {mc_covered} of {}",
@@ -887,21 +908,21 @@ fn main() -> Res<()> {
         checked.len()
     );
     if let Some((med, lo, hi)) = bias_costs {
-        println!("  the step-bias check's cost relative to its run: median {med:.2}, range {lo:.2}–{hi:.2}");
+        say!("  the step-bias check's cost relative to its run: median {med:.2}, range {lo:.2}–{hi:.2}");
     }
-    println!(
+    say!(
         "  converged runs whose error exceeds their own 95 % bound plus the reference's: {} of {}: {}",
         exceeded.len(),
         converged_with_bound.len(),
         exceeded.join(", ")
     );
-    println!(
+    say!(
         "  ML-SGLD runs outside 0.1 sd or ±10 % sd with their bias tests passed ({}): {}",
         ml_off.len(),
         ml_off.join(", ")
     );
     if let Some((med, lo, hi)) = median_range(pred_ratio) {
-        println!(
+        say!(
             "  tune's predicted ESS and split-R̂ foretold the verdict in {foretold} of {} runs (the ESS alone: {foretold_ess}); predicted / measured smallest ESS: median {med:.2}, range {lo:.2}–{hi:.2}",
             with_pred.len(),
         );
@@ -915,7 +936,7 @@ fn main() -> Res<()> {
     if let Some((med, lo, hi)) =
         median_range(with_err.iter().map(|r| r.score.expect("scored").error / r.err_pred.expect("some")).collect())
     {
-        println!(
+        say!(
             "  tune's predicted worst error foretold the 0.1 sd / ±10 % verdict in {err_foretold} of {} runs; measured / predicted worst error: median {med:.2}, range {lo:.2}–{hi:.2}",
             with_err.len(),
         );
@@ -929,7 +950,7 @@ fn main() -> Res<()> {
             )
         })
     };
-    println!(
+    say!(
         "  SGLD-CV / MALA outside 0.1 sd or ±10 % sd ({}): {}",
         accurate_misses.len(),
         accurate_misses.iter().map(|t| format!("{t}{}", forewarned(t))).collect::<Vec<_>>().join(", ")
@@ -945,7 +966,7 @@ fn main() -> Res<()> {
         let ill: Vec<&Row> =
             rows.iter().filter(|r| r.kept == k && r.failure.is_none() && r.condition >= 1e5).filter(chain_sg).collect();
         let mixed = ill.iter().filter(|r| r.rhat <= 1.01).count();
-        println!(
+        say!(
             "  preconditioned SG runs on the posteriors of condition ≥ 1e5 with split-R̂ ≤ 1.01 at {k} x {CHAINS}: {mixed} of {}",
             ill.len()
         );
@@ -953,7 +974,7 @@ fn main() -> Res<()> {
         let mut posteriors: Vec<(&str, f64, f64)> =
             rows.iter().filter(|r| r.kept == k).map(|r| (r.posterior, r.condition, r.data_per_batch)).collect();
         posteriors.dedup_by(|a, b| a.0 == b.0);
-        println!(
+        say!(
             "    smallest ESS at {k} x {CHAINS}, by posterior ({}):",
             posteriors
                 .iter()
@@ -972,27 +993,27 @@ fn main() -> Res<()> {
                 })
                 .collect();
             if !cells.is_empty() {
-                println!("    {name:>8}: {}", cells.join(", "));
+                say!("    {name:>8}: {}", cells.join(", "));
             }
         }
     }
-    println!(
+    say!(
         "  tuned step's mean error over {} seeds (ML-SGLD: {}) above 1.5x the grid-best step's ({}): {}",
         GRID_SEEDS.len(),
         ML_GRID_SEEDS.len(),
         grid_misses.len(),
         grid_misses.join(", ")
     );
-    println!(
+    say!(
         "  the same on raw errors, each grid step at its own cost (ML-SGLD; {}): {}",
         grid_misses_raw.len(),
         grid_misses_raw.join(", ")
     );
     let secs = t0.elapsed().as_secs_f64();
-    println!("total {secs:.1} s");
+    say!("total {secs:.1} s");
     let q = |v: &[String]| format!("[{}]", v.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(","));
     let ref_mcse = mcse.iter().map(|(n, m)| format!("\"{n}\":{m:.4}")).collect::<Vec<_>>().join(",");
-    println!(
+    say!(
         "RESULT {{\"runs\":{},\"default_path_errors\":{failures},\"not_converged\":{},\"rhat_above_1_01\":{},\"converged_off_target\":{},\"silent_misses\":{},\"accuracy_unknown\":{},\"bound_exceeded\":{},\"ml_sgld_off\":{},\"accuracy_misses\":{},\"grid_misses\":{},\"grid_misses_raw\":{},\"error_forecast\":[{err_foretold},{}],\"bound_coverage\":[{covered},{}],\"bias_check_cost_median\":{},\"rhat_ill_conditioned\":{{{}}},\"reference_mcse\":{{{ref_mcse}}},\"seconds\":{secs:.1}}}",
         rows.len(),
         q(&not_converged),
@@ -1010,6 +1031,11 @@ fn main() -> Res<()> {
         bias_costs.map_or("null".to_string(), |(m, _, _)| format!("{m:.3}")),
         rhat_ill.join(",")
     );
+    // The report: every run but the reduced one (CI's) writes what it printed to
+    // `docs/validation/<arguments>.md`, so that the figures the docs quote can be regenerated.
+    if !quick {
+        write_report()?;
+    }
     // The reduced run is a check (CI): no default-path error, SGLD-CV and MALA accurate, no
     // silent miss.
     if quick && (failures > 0 || !accurate_misses.is_empty() || !silent.is_empty()) {
@@ -1018,5 +1044,28 @@ fn main() -> Res<()> {
         )
         .into());
     }
+    Ok(())
+}
+
+/// Writes the printed report to `docs/validation/<arguments joined by '-'>.md` (`full.md` without
+/// arguments), with the command that made it.
+fn write_report() -> Res<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let name = if args.is_empty() { "full".to_string() } else { args.join("-") };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs").join("validation");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{name}.md"));
+    let body = REPORT.lock().map(|r| r.clone()).unwrap_or_default();
+    let text = format!(
+        "# Validation: `{}`\n\nWritten by `cargo run --release --example validation{}` (sgmcmc {}); regenerate it \
+         with the same command. What the rows and targets mean: the example's documentation \
+         (`examples/validation.rs`).\n\n```text\n{}```\n",
+        if args.is_empty() { "full".to_string() } else { args.join(" ") },
+        if args.is_empty() { String::new() } else { format!(" -- {}", args.join(" ")) },
+        env!("CARGO_PKG_VERSION"),
+        body
+    );
+    std::fs::write(&path, text)?;
+    println!("report written to {}", path.display());
     Ok(())
 }
