@@ -78,8 +78,8 @@ use sgmcmc::prelude::*;
 use sgmcmc::tune::{Objective, PlannedRun, Tunable};
 use sgmcmc::tune_rr;
 use sgmcmc::{
-    AdaptiveSettings, Discretisation, MlSgld, MlSgldSettings, Psgld, PsgldSettings, RichardsonRomberg, Sghmc,
-    SghmcSettings, Sgnht, SgnhtSettings, run_rr_chains,
+    AdaptiveSettings, Discretisation, MlSgld, MlSgldSettings, Multilevel, Psgld, PsgldSettings, RichardsonRomberg,
+    Sghmc, SghmcSettings, Sgnht, SgnhtSettings, run_rr_chains,
 };
 use std::time::Instant;
 
@@ -462,28 +462,26 @@ fn mlsgld_row<M: Model, E: sgmcmc::SubsampledEstimator + Clone>(
     grid: bool,
 ) -> Row {
     let mut row = Row::new(posterior, sampler, kept);
-    let d = model.dim();
-    let target =
-        AdaptiveSettings { target: RmseTarget::Moments(0.1 * (5_000.0 / kept as f64).sqrt()), ..Default::default() };
+    let accuracy = 0.1 * (5_000.0 / kept as f64).sqrt();
+    let target = AdaptiveSettings { target: RmseTarget::Moments(accuracy), ..Default::default() };
     let settings = MlSgldSettings { keep_points: true, seed: 21, ..Default::default() };
     fill(&mut row, |row| {
-        let (ml, setup) = MlSgld::sgld_tuned(model, settings, estimator.clone(), &vec![0.0; d], &tune_settings(kept))?;
-        row.step = ml.h0();
-        row.tune_cost = setup.cost.datum_gradients + setup.cost.datum_hvps;
-        let w = setup.whitening.clone();
-        let g = move |t: &[f64]| -> f64 {
-            let mut phi = t.to_vec();
-            if let Some(w) = &w {
-                w.to_phi(t, &mut phi);
-            }
-            phi.iter().map(|x| x * x).sum::<f64>() / t.len() as f64
-        };
-        let r = ml.run_adaptive(model, &g, &target)?;
+        // The default path: `Sample` with `Multilevel` (`sgld_tuned`, then `run_adaptive`).
+        let fit = Sample::new(model, Multilevel::new(estimator.clone()).accuracy(accuracy))
+            .draws(kept)
+            .chains(CHAINS)
+            .seed(settings.seed)
+            .tune_settings(tune_settings(kept))
+            .run()?;
+        let (ml, r) = (&fit.ml, &fit.result);
+        row.step = fit.h0;
+        row.tune_cost = fit.setup.cost.datum_gradients + fit.setup.cost.datum_hvps;
         row.run_cost = r.cost.datum_gradients;
         row.converged = true;
         // Its own error bars for every mean and sd of the measure (`MlmcResult::moments`).
-        row.bound = r.moments.as_ref().map(|m| m.error_bound);
+        row.bound = Some(fit.moments.error_bound);
         row.score = Some(score(r.measure.as_ref().ok_or("no measure")?, reference)?);
+        let g = fit.g();
         // A grid run may spend at most 4x the tuned run (the cost of adaptive MLMC at one
         // target depends on h₀; steps near or above the stability limit would never finish).
         let capped = AdaptiveSettings { max_cost: Some(4 * (r.cost.datum_gradients + r.cost.datum_hvps)), ..target };
@@ -496,7 +494,7 @@ fn mlsgld_row<M: Model, E: sgmcmc::SubsampledEstimator + Clone>(
             let time = ml.settings().horizon as f64 * ml.h0();
             row.grid = Some(grid_best(ml.h0(), reference, &ML_GRID_SEEDS, |h, seed| {
                 let s = MlSgldSettings { horizon: (time / h).ceil() as usize, seed, ..settings };
-                let other = MlSgld::new(s, ml.base().with_step_size(h)?, &setup.mode)?;
+                let other = MlSgld::new(s, ml.base().with_step_size(h)?, &fit.setup.mode)?;
                 Ok(grid_ok(run_at(&other), h, seed))
             })?);
         }

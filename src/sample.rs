@@ -386,16 +386,7 @@ impl<'m, M: Model + ?Sized, E: SubsampledEstimator> Sample<'m, M, Multilevel<E>>
         };
         let settings = MlSgldSettings { keep_points: true, seed: self.seed, ..self.sampler.settings };
         let (ml, setup) = MlSgld::sgld_tuned(self.model, settings, self.sampler.estimator.clone(), &theta0, &ts)?;
-        // g: the mean squared whitened coordinate (about 1 under the Laplace approximation),
-        // one scalar the target also controls; every mean and sd is targeted besides.
-        let w = setup.whitening.clone();
-        let g = move |t: &[f64]| -> f64 {
-            let mut phi = t.to_vec();
-            if let Some(w) = &w {
-                w.to_phi(t, &mut phi);
-            }
-            phi.iter().map(|x| x * x).sum::<f64>() / t.len() as f64
-        };
+        let g = whitened_square_mean(setup.whitening.clone());
         let target = AdaptiveSettings {
             target: RmseTarget::Moments(self.sampler.accuracy),
             max_cost: self.sampler.max_cost,
@@ -430,6 +421,24 @@ impl<E> SampledMl<E> {
     /// The signed measure of the kept end points (weights `±1/N_l`).
     pub fn estimate(&self) -> Option<&Estimate> {
         self.result.measure.as_ref()
+    }
+
+    /// The scalar g the run targeted besides every mean and sd: the mean squared whitened
+    /// coordinate `‖φ‖²/d` (about 1 under the Laplace approximation), for further runs of
+    /// [`ml`](Self::ml) comparable with this one.
+    pub fn g(&self) -> impl Fn(&[f64]) -> f64 + Send + Sync + use<E> {
+        whitened_square_mean(self.setup.whitening.clone())
+    }
+}
+
+/// `θ ↦ ‖φ‖²/d` with φ the whitened θ (θ itself without a whitening).
+fn whitened_square_mean(w: Option<std::sync::Arc<crate::Whitening>>) -> impl Fn(&[f64]) -> f64 + Send + Sync {
+    move |t: &[f64]| -> f64 {
+        let mut phi = t.to_vec();
+        if let Some(w) = &w {
+            w.to_phi(t, &mut phi);
+        }
+        phi.iter().map(|x| x * x).sum::<f64>() / t.len() as f64
     }
 }
 
