@@ -73,19 +73,27 @@ pub struct Sample<'m, M: ?Sized, S> {
 }
 
 /// What [`Sample::plan`] settles before a run: its settings, the model's output layout, the
-/// reported names, the start of the mode search and the tuner's settings for this run.
-type Plan = (RunSettings, Option<Layout>, Vec<String>, Vec<f64>, TuneSettings);
+/// start of the mode search and the tuner's settings for this run.
+type Plan = (RunSettings, Option<Layout>, Vec<f64>, TuneSettings);
 
 impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
-    /// The run's settings, layout, names, start and tuner settings, checked.
+    /// The run's settings, layout, start and tuner settings, checked.
     fn plan(&self) -> Result<Plan> {
         let d = self.model.dim();
         let settings = self.run_settings();
         settings.validate()?;
         let theta0 = self.start.clone().unwrap_or_else(|| vec![0.0; d]);
         let layout = self.model.output_layout().cloned();
-        let width = layout.as_ref().map_or(d, Layout::dim);
-        let names = match (&self.names, &layout) {
+        let ts = TuneSettings { planned_run: PlannedRun::new(self.draws, self.chains), ..self.tune.clone() };
+        Ok((settings, layout, theta0, ts))
+    }
+
+    /// The reported quantities' names: the user's (checked against their number `width`), else
+    /// the layout's block names, else the model's [`parameter_names`](Model::parameter_names),
+    /// else `theta[j]`.
+    fn reported_names(&self, layout: Option<&Layout>, width: usize) -> Result<Vec<String>> {
+        let d = self.model.dim();
+        Ok(match (&self.names, layout) {
             (Some(n), _) => {
                 crate::error::check_len("names", width, n.len())?;
                 n.clone()
@@ -95,9 +103,7 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
                 Some(n) if n.len() == d => n,
                 _ => (0..d).map(|j| format!("theta[{j}]")).collect(),
             },
-        };
-        let ts = TuneSettings { planned_run: PlannedRun::new(self.draws, self.chains), ..self.tune.clone() };
-        Ok((settings, layout, names, theta0, ts))
+        })
     }
 }
 
@@ -197,8 +203,9 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
     /// [`step_bias`](crate::step_bias); [`Error::DimensionMismatch`]
     /// for a start or names not of the model's dimension.
     pub fn run(self) -> Result<Sampled<S>> {
-        let (settings, layout, names, theta0, ts) = self.plan()?;
-        let width = names.len();
+        let (settings, layout, theta0, ts) = self.plan()?;
+        let width = layout.as_ref().map_or(self.model.dim(), Layout::dim);
+        let names = self.reported_names(layout.as_ref(), width)?;
         let tuned = tune(self.model, &self.sampler, &theta0, &ts)?;
         let starts = dispersed_starts(self.model, &tuned.mode, self.chains, START_SPREAD, self.seed)?;
         let output = run_chains(self.model, &tuned.sampler, &starts, &settings)?;
@@ -243,7 +250,8 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, Richardso
     /// [`run_rr_chains`]; [`Error::DimensionMismatch`] for a start or names not of the model's
     /// dimension.
     pub fn run(self) -> Result<SampledRr<S>> {
-        let (settings, layout, names, theta0, ts) = self.plan()?;
+        let (settings, layout, theta0, ts) = self.plan()?;
+        let names = self.reported_names(layout.as_ref(), layout.as_ref().map_or(self.model.dim(), Layout::dim))?;
         let tuned = tune_rr(self.model, &self.sampler, &theta0, &ts)?;
         let starts = dispersed_starts(self.model, &tuned.mode, self.chains, START_SPREAD, self.seed)?;
         let output = run_rr_chains(self.model, &tuned.rr, &starts, &settings)?;
@@ -354,7 +362,8 @@ impl<'m, M: Model + ?Sized, E: SubsampledEstimator> Sample<'m, M, Multilevel<E>>
     /// remaining biases together). [`draws`](Sample::draws), [`chains`](Sample::chains),
     /// [`burn_in`](Sample::burn_in) and [`bias_check`](Sample::bias_check) do not apply; the
     /// tuner's planned run is left as they give it. The estimates are of the sampler's
-    /// coordinates (φ for a constrained model, rows named `phi[j]`).
+    /// coordinates (φ for a constrained model, rows named `phi[j]`; names given with
+    /// [`names`](Sample::names) name these d coordinates).
     ///
     /// ```
     /// use sgmcmc::prelude::*;
@@ -372,17 +381,13 @@ impl<'m, M: Model + ?Sized, E: SubsampledEstimator> Sample<'m, M, Multilevel<E>>
     /// is not finite and positive; [`Error::DimensionMismatch`] for a start or names not of the
     /// model's dimension.
     pub fn run(self) -> Result<SampledMl<E>> {
-        let (_, layout, names, theta0, ts) = self.plan()?;
+        let (_, layout, theta0, ts) = self.plan()?;
         crate::error::check_positive("accuracy", self.sampler.accuracy)?;
+        // The estimates are of the sampler's coordinates: φ for a constrained model.
         let d = self.model.dim();
         let names = match (&layout, &self.names) {
             (Some(_), None) => (0..d).map(|j| format!("phi[{j}]")).collect(),
-            (Some(_), Some(_)) => {
-                let given = self.names.clone().unwrap_or_default();
-                crate::error::check_len("names", d, given.len())?;
-                given
-            }
-            (None, _) => names,
+            _ => self.reported_names(None, d)?,
         };
         let settings = MlSgldSettings { keep_points: true, seed: self.seed, ..self.sampler.settings };
         let (ml, setup) = MlSgld::sgld_tuned(self.model, settings, self.sampler.estimator.clone(), &theta0, &ts)?;
