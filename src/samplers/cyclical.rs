@@ -142,3 +142,28 @@ impl<E: GradientEstimator> Langevin<CyclicalKernel, E> {
         &self.kernel().settings
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cosine schedule and both kinds of step by hand: L = 10 iterations per cycle, the first
+    /// half exploration (gradient only, not kept), the second sampling (SGLD, kept).
+    #[test]
+    fn the_kernel_makes_the_update_of_its_docs() {
+        let settings = CyclicalSettings::new(0.2, 20, 2, 0.5);
+        let mut k = CyclicalKernel { settings };
+        assert!((settings.step_size(1) - 0.2).abs() < 1e-15);
+        let g3 = 0.1 * ((std::f64::consts::PI * 0.2).cos() + 1.0);
+        assert!((settings.step_size(3) - g3).abs() < 1e-15 && (settings.step_size(13) - g3).abs() < 1e-15);
+        let mut theta = [1.0];
+        k.advance(&mut theta, &[2.0], 3, 1.0, &[0.7]);
+        assert!((theta[0] - (1.0 - g3 * 2.0)).abs() < 1e-15, "exploration: no noise");
+        assert_eq!(k.weight(3), 0.0);
+        let g8 = 0.1 * ((std::f64::consts::PI * 0.7).cos() + 1.0);
+        let mut theta = [1.0];
+        k.advance(&mut theta, &[2.0], 8, 1.0, &[0.7]);
+        assert!((theta[0] - (1.0 - g8 * 2.0 + (2.0 * g8).sqrt() * 0.7)).abs() < 1e-15);
+        assert_eq!(k.weight(8), 1.0);
+    }
+}

@@ -90,3 +90,28 @@ impl<E: GradientEstimator> Langevin<PreconditionedKernel, E> {
         Ok(Langevin::with_kernel(kernel, estimator))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One step under `G = [[4, 2], [2, 5]]` (`L = [[2, 0], [1, 2]]`) against
+    /// `θ − h G ∇Ũ + √(2h) L z` by hand.
+    #[test]
+    fn the_kernel_makes_the_update_of_its_docs() {
+        let mut k = PreconditionedKernel {
+            settings: SgldSettings::constant(0.01),
+            g: vec![4.0, 2.0, 2.0, 5.0],
+            l: vec![2.0, 0.0, 1.0, 2.0],
+            dim: 2,
+            buf: vec![0.0; 2],
+        };
+        k.bind(2, 1).unwrap();
+        assert!(k.bind(3, 1).is_err());
+        let mut theta = [1.0, -1.0];
+        k.advance(&mut theta, &[1.0, -1.0], 0, 1.0, &[0.5, 1.0]);
+        let s = 0.02_f64.sqrt();
+        let want = [1.0 - 0.01 * (4.0 - 2.0) + s * (2.0 * 0.5), -1.0 - 0.01 * (2.0 - 5.0) + s * (0.5 + 2.0)];
+        assert!((theta[0] - want[0]).abs() < 1e-15 && (theta[1] - want[1]).abs() < 1e-15);
+    }
+}

@@ -175,3 +175,31 @@ impl<E: GradientEstimator> Langevin<PsgldKernel, E> {
         k.v.iter().map(|v| 1.0 / (k.settings.damping + v.sqrt()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RMSprop's average and the pSGLD step against Li et al.'s update by hand: the first
+    /// gradient sets `V = (1 − β) ḡ²`, the next averages, and the step uses `G = 1/(λ + √V)`.
+    #[test]
+    fn the_kernel_makes_the_update_of_its_docs() {
+        let settings = PsgldSettings { step_size: StepSize::Constant(0.01), decay: 0.9, damping: 1e-3 };
+        let mut k = PsgldKernel { settings, v: Vec::new(), n_data: 0.0 };
+        k.bind(2, 10).unwrap();
+        k.observe_gradient(&[20.0, -5.0], true);
+        let v1 = [0.1 * 4.0, 0.1 * 0.25];
+        assert!((k.v[0] - v1[0]).abs() < 1e-15 && (k.v[1] - v1[1]).abs() < 1e-15);
+        k.observe_gradient(&[10.0, 0.0], false);
+        let v2 = [0.9 * v1[0] + 0.1 * 1.0, 0.9 * v1[1]];
+        assert!((k.v[0] - v2[0]).abs() < 1e-15 && (k.v[1] - v2[1]).abs() < 1e-15);
+        let mut g = [0.0; 2];
+        assert!(k.gradient_noise_metric(&mut g));
+        let gi = [1.0 / (1e-3 + v2[0].sqrt()), 1.0 / (1e-3 + v2[1].sqrt())];
+        assert!((g[0] - gi[0]).abs() < 1e-12 && (g[1] - gi[1]).abs() < 1e-12);
+        let mut theta = [1.0, 2.0];
+        k.advance(&mut theta, &[10.0, 0.0], 0, 1.0, &[0.5, -1.0]);
+        let want = [1.0 - 0.01 * gi[0] * 10.0 + (2.0 * 0.01 * gi[0]).sqrt() * 0.5, 2.0 - (2.0 * 0.01 * gi[1]).sqrt()];
+        assert!((theta[0] - want[0]).abs() < 1e-12 && (theta[1] - want[1]).abs() < 1e-12);
+    }
+}

@@ -149,3 +149,33 @@ impl<E: GradientEstimator> Langevin<SghmcKernel, E> {
         &self.kernel().v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two SGHMC steps (the momentum carried between them) against the update by hand, and the
+    /// scaling of a half time step (learning rate f²η, friction fα).
+    #[test]
+    fn the_kernel_makes_the_update_of_its_docs() {
+        let (eta, alpha) = (0.01, 0.1);
+        let mut k = SghmcKernel { settings: SghmcSettings::constant(eta, alpha), v: Vec::new() };
+        k.bind(1, 100).unwrap();
+        let s = (2.0 * alpha * eta).sqrt();
+        let mut theta = [0.5];
+        k.advance(&mut theta, &[2.0], 0, 1.0, &[0.3]);
+        let v1 = -eta * 2.0 + s * 0.3;
+        assert!((k.v[0] - v1).abs() < 1e-15 && (theta[0] - (0.5 + v1)).abs() < 1e-15);
+        k.advance(&mut theta, &[-1.0], 1, 1.0, &[-0.7]);
+        let v2 = (1.0 - alpha) * v1 + eta - s * 0.7;
+        assert!((k.v[0] - v2).abs() < 1e-15 && (theta[0] - (0.5 + v1 + v2)).abs() < 1e-15);
+        // Half the time step h = √η: learning rate η/4, friction α/2.
+        k.bind(1, 100).unwrap();
+        let mut half = [0.5];
+        k.advance(&mut half, &[2.0], 0, 0.5, &[0.3]);
+        let vh = -0.25 * eta * 2.0 + (2.0 * 0.5 * alpha * 0.25 * eta).sqrt() * 0.3;
+        assert!((half[0] - (0.5 + vh)).abs() < 1e-15);
+        assert!((k.time_step(0) - 0.1).abs() < 1e-15);
+        assert!((k.gradient_noise_weight(0, 1.0).unwrap() - eta / (2.0 * alpha)).abs() < 1e-15);
+    }
+}

@@ -131,3 +131,25 @@ impl Langevin<SgldKernel, FullGradient> {
         Self::new(settings, FullGradient::new())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One SGLD step against the update written out by hand, at a full and at a half time step.
+    #[test]
+    fn the_kernel_makes_the_update_of_its_docs() {
+        let mut k = SgldKernel { settings: SgldSettings::constant(0.01) };
+        let (grad, z) = ([3.0, 0.5], [0.4, -1.0]);
+        let mut theta = [1.0, -2.0];
+        k.advance(&mut theta, &grad, 0, 1.0, &z);
+        let s = 0.02_f64.sqrt();
+        assert!((theta[0] - (1.0 - 0.01 * 3.0 + s * 0.4)).abs() < 1e-15);
+        assert!((theta[1] - (-2.0 - 0.01 * 0.5 - s)).abs() < 1e-15);
+        let mut half = [1.0, -2.0];
+        k.advance(&mut half, &grad, 0, 0.5, &z);
+        assert!((half[0] - (1.0 - 0.005 * 3.0 + 0.01_f64.sqrt() * 0.4)).abs() < 1e-15);
+        assert_eq!(k.time_step(7), 0.01);
+        assert_eq!(k.gradient_noise_weight(0, 0.5), Some(0.0025));
+    }
+}

@@ -140,3 +140,31 @@ impl<E: GradientEstimator> Langevin<SgnhtKernel, E> {
         self.kernel().xi
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two SGNHT steps (momentum and thermostat carried) against Ding et al.'s Algorithm 1 by
+    /// hand.
+    #[test]
+    fn the_kernel_makes_the_update_of_its_docs() {
+        let (h, a) = (0.1, 1.5);
+        let mut k = SgnhtKernel { settings: SgnhtSettings::constant(h, a), p: Vec::new(), xi: 0.0 };
+        k.bind(2, 50).unwrap();
+        assert_eq!(k.xi, a);
+        let s = (2.0 * a * h).sqrt();
+        let mut theta = [1.0, -1.0];
+        k.advance(&mut theta, &[0.5, -2.0], 0, 1.0, &[1.0, 0.2]);
+        let p1 = [-h * 0.5 + s, h * 2.0 + s * 0.2];
+        let xi1 = a + h * ((p1[0] * p1[0] + p1[1] * p1[1]) / 2.0 - 1.0);
+        assert!((k.p[0] - p1[0]).abs() < 1e-15 && (k.p[1] - p1[1]).abs() < 1e-15);
+        assert!((theta[0] - (1.0 + h * p1[0])).abs() < 1e-15 && (theta[1] - (-1.0 + h * p1[1])).abs() < 1e-15);
+        assert!((k.xi - xi1).abs() < 1e-15);
+        k.advance(&mut theta, &[0.0, 1.0], 1, 1.0, &[-0.5, 0.0]);
+        let p2 = [(1.0 - xi1 * h) * p1[0] - s * 0.5, (1.0 - xi1 * h) * p1[1] - h];
+        assert!((k.p[0] - p2[0]).abs() < 1e-15 && (k.p[1] - p2[1]).abs() < 1e-15);
+        assert!((k.xi - (xi1 + h * ((p2[0] * p2[0] + p2[1] * p2[1]) / 2.0 - 1.0))).abs() < 1e-15);
+        assert!((k.gradient_noise_weight(0, 1.0).unwrap() - h / (2.0 * a)).abs() < 1e-15);
+    }
+}
