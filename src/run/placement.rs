@@ -216,3 +216,168 @@ pub(crate) fn agree<P: Placement + ?Sized, T>(p: &P, local: Result<T>) -> Result
         Err(e) => Err(rank_error(p, Some(e), &failures).unwrap_or(Error::NotInitialised)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Barrier, Mutex};
+
+    /// A placement of `size` ranks as threads of one process: `exchange` encodes each rank's
+    /// value (as the MPI placement does), all-gathers the bytes through shared slots between two
+    /// barriers, and decodes them in rank order; `gather_f64` likewise. What `distribute` and
+    /// `agree` do over ranks, tested without MPI.
+    struct Threads {
+        rank: usize,
+        size: usize,
+        slots: Arc<Mutex<Vec<Vec<u8>>>>,
+        barrier: Arc<Barrier>,
+    }
+
+    impl Threads {
+        fn all(size: usize) -> Vec<Threads> {
+            let slots = Arc::new(Mutex::new(vec![Vec::new(); size]));
+            let barrier = Arc::new(Barrier::new(size));
+            (0..size).map(|rank| Threads { rank, size, slots: slots.clone(), barrier: barrier.clone() }).collect()
+        }
+
+        fn all_gather(&self, mine: Vec<u8>) -> Vec<Vec<u8>> {
+            self.slots.lock().unwrap()[self.rank] = mine;
+            self.barrier.wait();
+            let all = self.slots.lock().unwrap().clone();
+            self.barrier.wait();
+            all
+        }
+    }
+
+    impl Placement for Threads {
+        fn rank(&self) -> usize {
+            self.rank
+        }
+        fn size(&self) -> usize {
+            self.size
+        }
+        fn over_ranks(&self) -> bool {
+            true
+        }
+        fn exchange<T: Serialize + DeserializeOwned>(&self, mine: T, what: &'static str) -> Result<Vec<T>> {
+            let bytes =
+                postcard::to_allocvec(&mine).map_err(|e| Error::Wire { what, rank: None, reason: e.to_string() })?;
+            self.all_gather(bytes)
+                .iter()
+                .enumerate()
+                .map(|(rank, b)| {
+                    postcard::from_bytes(b).map_err(|e| Error::Wire { what, rank: Some(rank), reason: e.to_string() })
+                })
+                .collect()
+        }
+        fn gather_f64(&self, local: &[f64], all: &mut [f64]) -> Result<()> {
+            crate::error::check_len("gathered numbers", self.size * local.len(), all.len())?;
+            let bytes = local.iter().flat_map(|x| x.to_le_bytes()).collect();
+            for (out, b) in all.iter_mut().zip(self.all_gather(bytes).concat().chunks_exact(8)) {
+                *out = f64::from_le_bytes(b.try_into().expect("8 bytes"));
+            }
+            Ok(())
+        }
+        fn shift_f64(&self, _delta: usize, _send: &[f64], _recv: &mut [f64]) -> Result<()> {
+            Err(Error::Unsupported { method: "shift_f64", needed_by: "the thread placement of the tests" })
+        }
+    }
+
+    /// Runs `f` on every rank of a `size`-rank thread placement, returning each rank's result.
+    fn on_ranks<T: Send>(size: usize, f: impl Fn(&Threads) -> T + Sync) -> Vec<T> {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = Threads::all(size)
+                .into_iter()
+                .map(|p| {
+                    let f = &f;
+                    s.spawn(move || f(&p))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
+    /// Unit i runs on rank `i mod R`, and every rank gets every unit's output, merged in unit
+    /// order, whatever R (1 to 4 ranks, 7 units: some ranks run one unit more than others).
+    #[test]
+    fn distribute_runs_each_unit_once_and_every_rank_gets_all_outputs() {
+        for size in 1..=4 {
+            let results = on_ranks(size, |p| {
+                distribute(
+                    p,
+                    7,
+                    |units| {
+                        assert!(units.iter().all(|&u| u % size == p.rank()), "rank {} ran {units:?}", p.rank());
+                        Ok(units.iter().map(|&u| (u, (u * u) as f64)).collect::<Vec<_>>())
+                    },
+                    |parts| {
+                        let mut all: Vec<(usize, f64)> = parts.into_iter().flat_map(|(_, out)| out).collect();
+                        all.sort_by_key(|x| x.0);
+                        Ok(all)
+                    },
+                )
+                .unwrap()
+            });
+            let want: Vec<(usize, f64)> = (0..7).map(|u| (u, (u * u) as f64)).collect();
+            for r in results {
+                assert_eq!(r, want, "{size} ranks");
+            }
+        }
+    }
+
+    /// A unit that fails on one rank fails the run on every rank: its own rank gets its typed
+    /// error wrapped in `Rank`, the others `RankFailure` naming that rank and the message.
+    #[test]
+    fn a_failure_on_one_rank_is_reported_on_every_rank() {
+        let results = on_ranks(3, |p| {
+            distribute(
+                p,
+                6,
+                |units| {
+                    if p.rank() == 1 {
+                        Err(Error::invalid("step_size", -1.0, "must be positive"))
+                    } else {
+                        Ok(units.to_vec())
+                    }
+                },
+                |parts| Ok(parts.into_iter().flat_map(|(u, _)| u).collect::<Vec<_>>()),
+            )
+        });
+        for (rank, r) in results.into_iter().enumerate() {
+            match (rank, r) {
+                (1, Err(Error::Rank { rank: 1, source })) => {
+                    assert!(matches!(*source, Error::InvalidParameter { name: "step_size", .. }))
+                }
+                (0 | 2, Err(Error::RankFailure { rank: 1, message, .. })) => assert!(message.contains("step_size")),
+                (rank, other) => panic!("rank {rank}: {other:?}"),
+            }
+        }
+    }
+
+    /// `agree`: a local step's failure anywhere fails the step everywhere; all successes keep
+    /// their values. `gather_f64` puts every rank's numbers in rank order.
+    #[test]
+    fn agree_and_gather_over_thread_ranks() {
+        let ok = on_ranks(3, |p| agree(p, Ok(p.rank())).unwrap());
+        assert_eq!(ok, [0, 1, 2]);
+        let failed = on_ranks(3, |p| {
+            let local = if p.rank() == 2 { Err(Error::invalid("chunk", 3.0, "write failed")) } else { Ok(p.rank()) };
+            agree(p, local)
+        });
+        for (rank, r) in failed.into_iter().enumerate() {
+            match r {
+                Err(Error::Rank { rank: 2, .. }) => assert_eq!(rank, 2),
+                Err(Error::RankFailure { rank: 2, .. }) => assert_ne!(rank, 2),
+                other => panic!("rank {rank}: {other:?}"),
+            }
+        }
+        let gathered = on_ranks(3, |p| {
+            let mut all = vec![0.0; 6];
+            p.gather_f64(&[p.rank() as f64, 10.0 * p.rank() as f64], &mut all).unwrap();
+            all
+        });
+        for all in gathered {
+            assert_eq!(all, [0.0, 0.0, 1.0, 10.0, 2.0, 20.0]);
+        }
+    }
+}
