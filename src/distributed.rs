@@ -684,7 +684,7 @@ pub fn run_mf_mpi(
     Engine::new(fabric, vec![shard], tests, model, update, run, &sizes, n_test)?.run()
 }
 
-impl<S: crate::samplers::SubsampledDiscretisation> crate::MlSgld<S> {
+impl<S: crate::samplers::SubsampledDiscretisation> crate::coupled::mlsgld::MlSgld<S> {
     /// [`run_fixed`](crate::MlSgld::run_fixed) with each level's samples spread over the ranks of
     /// `cluster` (sample i on rank `i mod R`, a rank's samples in parallel as the settings say);
     /// the samples are exchanged and folded in index order on every rank, so **every rank**
@@ -700,7 +700,7 @@ impl<S: crate::samplers::SubsampledDiscretisation> crate::MlSgld<S> {
         model: &M,
         g: &G,
         samples: &[usize],
-    ) -> Result<crate::MlmcResult>
+    ) -> Result<crate::coupled::mlsgld::MlmcResult>
     where
         M: Model + ?Sized,
         G: Fn(&[f64]) -> f64 + Sync,
@@ -719,8 +719,8 @@ impl<S: crate::samplers::SubsampledDiscretisation> crate::MlSgld<S> {
         cluster: &Cluster,
         model: &M,
         g: &G,
-        target: &crate::AdaptiveSettings,
-    ) -> Result<crate::MlmcResult>
+        target: &crate::coupled::mlsgld::AdaptiveSettings,
+    ) -> Result<crate::coupled::mlsgld::MlmcResult>
     where
         M: Model + ?Sized,
         G: Fn(&[f64]) -> f64 + Sync,
@@ -734,11 +734,11 @@ impl<S: crate::samplers::SubsampledDiscretisation> crate::MlSgld<S> {
 #[deprecated(since = "0.2.0", note = "use the method `ml.run_fixed_mpi(cluster, model, g, samples)`")]
 pub fn run_mlsgld_mpi<M, S, G>(
     cluster: &Cluster,
-    ml: &crate::MlSgld<S>,
+    ml: &crate::coupled::mlsgld::MlSgld<S>,
     model: &M,
     g: &G,
     samples: &[usize],
-) -> Result<crate::MlmcResult>
+) -> Result<crate::coupled::mlsgld::MlmcResult>
 where
     M: Model + ?Sized,
     S: crate::samplers::SubsampledDiscretisation,
@@ -752,11 +752,11 @@ where
 #[deprecated(since = "0.2.0", note = "use the method `ml.run_adaptive_mpi(cluster, model, g, target)`")]
 pub fn run_mlsgld_adaptive_mpi<M, S, G>(
     cluster: &Cluster,
-    ml: &crate::MlSgld<S>,
+    ml: &crate::coupled::mlsgld::MlSgld<S>,
     model: &M,
     g: &G,
-    target: &crate::AdaptiveSettings,
-) -> Result<crate::MlmcResult>
+    target: &crate::coupled::mlsgld::AdaptiveSettings,
+) -> Result<crate::coupled::mlsgld::MlmcResult>
 where
     M: Model + ?Sized,
     S: crate::samplers::SubsampledDiscretisation,
@@ -775,7 +775,11 @@ where
 /// Errors: as [`write_zarr`](crate::trace::export::write_zarr), on every rank ([`Error::Rank`] on the
 /// rank that failed, [`Error::RankFailure`] elsewhere).
 #[cfg(feature = "zarr")]
-pub fn write_zarr_mpi(cluster: &Cluster, path: impl AsRef<std::path::Path>, est: &crate::Estimate) -> Result<()> {
+pub fn write_zarr_mpi(
+    cluster: &Cluster,
+    path: impl AsRef<std::path::Path>,
+    est: &crate::trace::estimate::Estimate,
+) -> Result<()> {
     use crate::trace::export::ZarrTrace;
     let path = path.as_ref();
     let ranks = cluster.ranks();

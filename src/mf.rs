@@ -230,7 +230,7 @@ impl MfModel {
     /// The model of [`Pmf`](crate::Pmf) `pmf` (its rank, variances and offset, the training
     /// mean), started from `N(0, init_scale²)`: the block sampler then targets `pmf`'s
     /// posterior, with the same gradient terms.
-    pub fn from_pmf(pmf: &crate::Pmf, init_scale: f64) -> Self {
+    pub fn from_pmf(pmf: &crate::models::Pmf, init_scale: f64) -> Self {
         let t = pmf.terms();
         MfModel {
             rank: t.k,
@@ -1221,7 +1221,7 @@ mod tests {
     fn one_block_gradient_is_pmf_gradient() {
         use crate::models::model::Model;
         let r = Ratings::synthetic(7, 9, 3, 50, 0.5, 4).unwrap();
-        let pmf = crate::Pmf::new(r.clone(), 5, 0.3, 2.0, 0.5).unwrap();
+        let pmf = crate::models::Pmf::new(r.clone(), 5, 0.3, 2.0, 0.5).unwrap();
         let model = MfModel::from_pmf(&pmf, 0.1);
         assert_eq!((model.rank, model.noise_var, model.prior_var_w, model.prior_var_h), (5, 0.3, 2.0, 0.5));
         assert_eq!(model.offset, pmf.offset());

@@ -410,14 +410,14 @@ pub struct SampledMl<E> {
     /// The tuned level-0 step.
     pub h0: f64,
     /// The tuned multilevel sampler (its horizon before any doubling).
-    pub ml: MlSgld<crate::Sgld<E>>,
+    pub ml: MlSgld<crate::samplers::Sgld<E>>,
     /// The tuner's record: mode, whitening, curvature, cost.
-    pub setup: Preconditioned<crate::Sgld<E>>,
+    pub setup: Preconditioned<crate::samplers::Sgld<E>>,
     /// The adaptive run: levels, cost, horizon doublings, the signed measure of the end points.
     pub result: MlmcResult,
     /// Every coordinate's mean and sd with their standard errors, remaining biases and the
     /// stated accuracy ([`MomentErrors::error_bound`](crate::MomentErrors::error_bound)).
-    pub moments: crate::MomentErrors,
+    pub moments: crate::coupled::mlsgld::MomentErrors,
     /// The rows' names.
     pub names: Vec<String>,
 }
@@ -437,7 +437,7 @@ impl<E> SampledMl<E> {
 }
 
 /// `θ ↦ ‖φ‖²/d` with φ the whitened θ (θ itself without a whitening).
-fn whitened_square_mean(w: Option<std::sync::Arc<crate::Whitening>>) -> impl Fn(&[f64]) -> f64 + Send + Sync {
+fn whitened_square_mean(w: Option<std::sync::Arc<crate::samplers::Whitening>>) -> impl Fn(&[f64]) -> f64 + Send + Sync {
     move |t: &[f64]| -> f64 {
         let mut phi = t.to_vec();
         if let Some(w) = &w {
@@ -466,7 +466,7 @@ impl<E> std::fmt::Display for SampledMl<E> {
              remaining biases)",
             self.moments.error_bound,
             100.0 * self.moments.error_bound,
-            100.0 * crate::diagnostics::BOUND_PROB
+            100.0 * crate::trace::diagnostics::BOUND_PROB
         )?;
         let m = &self.moments;
         let width = self.names.iter().map(String::len).max().unwrap_or(4).max(4);

@@ -1913,7 +1913,8 @@ impl<P: Placement> SampleExec for P {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{LinearGaussian, Minibatch};
+    use crate::gradient::Minibatch;
+    use crate::models::LinearGaussian;
 
     /// Giles' allocation `N_l = ⌈2ε⁻² √(V_l/C_l) Σ_k √(V_k C_k)⌉` by hand; its variance
     /// `Σ V_l/N_l` is within the half of ε² it is given, and among allocations with that variance

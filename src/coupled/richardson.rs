@@ -175,8 +175,8 @@ impl<S> RrOutput<S> {
     /// not measure the extrapolation's larger variance.
     ///
     /// Errors: as [`summary_table`](Self::summary_table).
-    pub fn convergence(&self) -> Result<crate::diagnostics::Convergence> {
-        Ok(crate::diagnostics::convergence_of(&self.extrapolated_rows()?, self.fine.n_parts()))
+    pub fn convergence(&self) -> Result<crate::trace::diagnostics::Convergence> {
+        Ok(crate::trace::diagnostics::convergence_of(&self.extrapolated_rows()?, self.fine.n_parts()))
     }
 
     /// The summary table of the extrapolated estimate (what
@@ -195,13 +195,13 @@ impl<S> RrOutput<S> {
     /// A, and as [`diagnostics::summary_of_weighted_draws`](crate::diagnostics::summary_of_weighted_draws).
     ///
     /// [`Convention::ArviZ1`]: crate::diagnostics::Convention::ArviZ1
-    pub fn summary_table(&self) -> Result<crate::diagnostics::SummaryTable> {
+    pub fn summary_table(&self) -> Result<crate::trace::diagnostics::SummaryTable> {
         let rows = self.extrapolated_rows()?;
-        crate::diagnostics::SummaryTable::new((0..rows.len()).map(|j| format!("θ[{j}]")).collect(), rows)
+        crate::trace::diagnostics::SummaryTable::new((0..rows.len()).map(|j| format!("θ[{j}]")).collect(), rows)
     }
 
     /// One [`Summary`](crate::diagnostics::Summary) per coordinate of the extrapolated estimate.
-    fn extrapolated_rows(&self) -> Result<Vec<crate::diagnostics::Summary>> {
+    fn extrapolated_rows(&self) -> Result<Vec<crate::trace::diagnostics::Summary>> {
         extrapolated_rows(&self.coarse, &self.fine)
     }
 }
@@ -209,8 +209,8 @@ impl<S> RrOutput<S> {
 /// One [`Summary`](crate::diagnostics::Summary) per coordinate of the extrapolated estimate of a
 /// Richardson–Romberg run's chains A (`coarse`) and B (`fine`), as [`RrOutput::summary_table`]
 /// describes (also of their draws mapped alike, e.g. to a constrained scale).
-pub(crate) fn extrapolated_rows(coarse: &Estimate, fine: &Estimate) -> Result<Vec<crate::diagnostics::Summary>> {
-    use crate::diagnostics::{Convention, summary_of_weighted_draws};
+pub(crate) fn extrapolated_rows(coarse: &Estimate, fine: &Estimate) -> Result<Vec<crate::trace::diagnostics::Summary>> {
+    use crate::trace::diagnostics::{Convention, summary_of_weighted_draws};
     let m = fine.n_parts();
     check_len("replicates of chain A", m, coarse.n_parts())?;
     let stored = || Error::NotStored { what: "samples (the run kept only running moments)" };
@@ -792,7 +792,7 @@ pub struct BiasReport {
     pub cost: Cost,
     /// Whether the run's chains (at step h) mixed, and their Monte Carlo error bound
     /// ([`diagnostics::convergence`](crate::diagnostics::convergence) of them).
-    pub convergence: crate::diagnostics::Convergence,
+    pub convergence: crate::trace::diagnostics::Convergence,
     /// The run's own accuracy claim with its step bias: the largest over coordinates of
     /// `max(z·MCSE_mean + |bias_mean|, z·MCSE_sd + |bias_sd|) / (sd − z·MCSE_sd − |bias_sd|)`
     /// (the MCSEs by ESS as in the summary table, z and the units as
@@ -853,7 +853,7 @@ impl std::fmt::Display for BiasReport {
             self.convergence,
             self.error_bound,
             100.0 * self.error_bound,
-            100.0 * crate::diagnostics::BOUND_PROB
+            100.0 * crate::trace::diagnostics::BOUND_PROB
         )?;
         Ok(())
     }
@@ -913,9 +913,9 @@ pub fn discretisation_bias<M: Model + ?Sized, S: Discretisation>(
         (m, se)
     };
     let (mean, var) = (out.coarse.mean()?, out.coarse.variance()?);
-    let rows = crate::diagnostics::summary(&out.coarse)?;
-    let convergence = crate::diagnostics::convergence_of(&rows, k);
-    let z = crate::diagnostics::bound_z(d);
+    let rows = crate::trace::diagnostics::summary(&out.coarse)?;
+    let convergence = crate::trace::diagnostics::convergence_of(&rows, k);
+    let z = crate::trace::diagnostics::bound_z(d);
     let mut r = BiasReport {
         mean: mean.to_vec(),
         sd: var.iter().map(|v| v.max(0.0).sqrt()).collect(),
@@ -939,8 +939,8 @@ pub fn discretisation_bias<M: Model + ?Sized, S: Discretisation>(
         r.bias_sd_se.push(se);
         let a_m = z * row.mcse_mean + r.bias_mean[j].abs();
         let a_sd = z * row.mcse_sd + r.bias_sd[j].abs();
-        let worst = crate::diagnostics::relative_bound(a_m, a_sd, r.sd[j]);
-        r.error_bound = crate::diagnostics::nan_max(r.error_bound, worst);
+        let worst = crate::trace::diagnostics::relative_bound(a_m, a_sd, r.sd[j]);
+        r.error_bound = crate::trace::diagnostics::nan_max(r.error_bound, worst);
     }
     Ok(r)
 }

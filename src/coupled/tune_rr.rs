@@ -143,12 +143,12 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
                 }
             }
             // Standardised means and variances q.
-            let q = |e: &crate::Estimate| -> Result<Vec<f64>> {
+            let q = |e: &crate::trace::estimate::Estimate| -> Result<Vec<f64>> {
                 let (m, v) = (e.mean()?, e.variance()?);
                 Ok((0..d).map(|j| m[j] * unit[j]).chain((0..d).map(|j| v[j] * unit[j] * unit[j])).collect())
             };
-            let fine = q(&crate::Estimate::combine(outs.iter().map(|o| o.fine.clone()))?)?;
-            let coarse = q(&crate::Estimate::combine(outs.iter().map(|o| o.coarse.clone()))?)?;
+            let fine = q(&crate::trace::estimate::Estimate::combine(outs.iter().map(|o| o.fine.clone()))?)?;
+            let coarse = q(&crate::trace::estimate::Estimate::combine(outs.iter().map(|o| o.coarse.clone()))?)?;
             let diff: Vec<f64> = fine.iter().zip(&coarse).map(|(a, b)| a - b).collect();
             // The standard error of each difference, from the replicates' own differences.
             let per = outs.iter().map(|o| Ok(q(&o.fine)?.iter().zip(q(&o.coarse)?).map(|(a, b)| a - b).collect()));

@@ -398,9 +398,9 @@ impl Glm {
 
     /// The model under its [`layout`](Self::layout): σ / r sampled on the log scale, summary
     /// rows named.
-    pub fn constrained(self) -> Result<crate::Constrained<Glm>> {
+    pub fn constrained(self) -> Result<crate::models::Constrained<Glm>> {
         let layout = self.layout();
-        crate::Constrained::new(self, layout)
+        crate::models::Constrained::new(self, layout)
     }
 
     /// The priors in use, one per coordinate of θ in order, after

@@ -45,11 +45,11 @@ impl Lbfgs {
     pub fn new(dim: usize, capacity: usize, gamma: f64) -> Result<Self> {
         check_positive("initial_scale", gamma)?;
         if dim == 0 || capacity == 0 {
-            return Err(crate::Error::EmptyData { what: "L-BFGS dimension and capacity must be >= 1" });
+            return Err(crate::error::Error::EmptyData { what: "L-BFGS dimension and capacity must be >= 1" });
         }
         let len = capacity.checked_mul(3).and_then(|c| c.checked_add(2)).and_then(|c| c.checked_mul(dim));
         let needed = len.map_or(u64::MAX, |l| (l as u64).saturating_mul(8));
-        let oom = || crate::Error::OutOfMemory {
+        let oom = || crate::error::Error::OutOfMemory {
             what: "the L-BFGS memory ((3·capacity + 2)·dim numbers)",
             needed,
             limit: None,

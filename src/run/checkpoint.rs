@@ -261,7 +261,7 @@ impl ModelFingerprint {
     }
 
     /// The fingerprint of `model`.
-    pub(crate) fn of<M: crate::Model + ?Sized>(model: &M) -> Self {
+    pub(crate) fn of<M: crate::models::model::Model + ?Sized>(model: &M) -> Self {
         let (d, n) = (model.dim(), model.n_data());
         let mut fp = ModelFingerprint::shape(d, n);
         if d == 0 || n == 0 {
@@ -294,7 +294,7 @@ impl ModelFingerprint {
     /// Checks that `model` is the model this fingerprint was taken of.
     ///
     /// Errors: [`Error::CheckpointMismatch`] naming the dimension, the data size or the data.
-    pub(crate) fn check<M: crate::Model + ?Sized>(&self, model: &M) -> Result<()> {
+    pub(crate) fn check<M: crate::models::model::Model + ?Sized>(&self, model: &M) -> Result<()> {
         let mismatch = |what, model: String, file: String| Error::CheckpointMismatch {
             what,
             expected: format!("{model} (the model passed to resume)"),

@@ -209,6 +209,6 @@ pub(crate) fn check_fraction(fraction: f64) -> Result<()> {
     if fraction > 0.0 && fraction <= 1.0 {
         Ok(())
     } else {
-        Err(crate::Error::invalid("fraction", fraction, "must be in (0, 1]"))
+        Err(crate::error::Error::invalid("fraction", fraction, "must be in (0, 1]"))
     }
 }

@@ -836,7 +836,8 @@ pub const CONVERGENCE_ERROR_RATIO: f64 = 1.5;
 /// [`CONVERGENCE_MARGIN`] × the larger of [`ESS_MIN`](crate::diagnostics::ESS_MIN) and the ESS at
 /// which [`predicted_max_rhat`] is [`RHAT_MAX`](crate::diagnostics::RHAT_MAX).
 fn convergence_ess(planned: &PlannedRun, d: usize) -> f64 {
-    CONVERGENCE_MARGIN * crate::diagnostics::ESS_MIN.max(ess_for_rhat(crate::diagnostics::RHAT_MAX, planned, d))
+    CONVERGENCE_MARGIN
+        * crate::trace::diagnostics::ESS_MIN.max(ess_for_rhat(crate::trace::diagnostics::RHAT_MAX, planned, d))
 }
 
 /// ", e.g. to about N × chains kept iterations", the planned length at which the error model's
@@ -1417,19 +1418,19 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         None => how,
     };
     let how = match (predicted_ess, predicted_rhat) {
-        (Some(ess), _) if ess < crate::diagnostics::ESS_MIN => format!(
+        (Some(ess), _) if ess < crate::trace::diagnostics::ESS_MIN => format!(
             "{how}; predicted smallest ESS of the planned run {ess:.0} — below the {:.0} the convergence verdict asks: \
              expect NOT CONVERGED at this length (run longer{}, or lower the gradient noise: a larger \
              minibatch, or control variates if the estimator has none)",
-            crate::diagnostics::ESS_MIN,
+            crate::trace::diagnostics::ESS_MIN,
             longer(&model, &planned, d)
         ),
-        (Some(ess), Some(r)) if r > crate::diagnostics::RHAT_MAX => format!(
+        (Some(ess), Some(r)) if r > crate::trace::diagnostics::RHAT_MAX => format!(
             "{how}; predicted smallest ESS of the planned run {ess:.0} and largest split-R̂ {r:.3} — above the {} the \
              convergence verdict asks (that needs an ESS of about {:.0}): expect NOT CONVERGED at this length (run \
              longer{}, or lower the gradient noise: a larger minibatch, or control variates if the estimator has none)",
-            crate::diagnostics::RHAT_MAX,
-            ess_for_rhat(crate::diagnostics::RHAT_MAX, &planned, d),
+            crate::trace::diagnostics::RHAT_MAX,
+            ess_for_rhat(crate::trace::diagnostics::RHAT_MAX, &planned, d),
             longer(&model, &planned, d)
         ),
         (Some(ess), Some(r)) => {
@@ -2009,13 +2010,13 @@ fn error_model_step(
     // variance; counted when b̂ stands out of its standard error at the Bonferroni z over the 2d
     // slopes, as β² = b̂² − Var(b̂). No detected bias: 0.
     // The Bonferroni z of the runs' 95 % error bounds, over the same 2d means and sds.
-    let z2 = crate::diagnostics::bound_z(d).powi(2);
+    let z2 = crate::trace::diagnostics::bound_z(d).powi(2);
     let q = f64::from(p) / 2.0;
     // The pilots the fit and its check see: those at or above the smallest-KSD step.
     let above: Vec<&(f64, &PilotErrors)> = ok.iter().filter(|(h, _)| *h >= h_ksd).collect();
     // The Bonferroni z over all these pilots' 2d errors, for the check below.
-    let z_all = crate::diagnostics::normal_quantile(
-        1.0 - (1.0 - crate::diagnostics::BOUND_PROB) / (4.0 * (d * above.len().max(1)) as f64),
+    let z_all = crate::trace::diagnostics::normal_quantile(
+        1.0 - (1.0 - crate::trace::diagnostics::BOUND_PROB) / (4.0 * (d * above.len().max(1)) as f64),
     );
     let mut beta2 = vec![0.0f64; d];
     for (j, b2) in beta2.iter_mut().enumerate() {
@@ -2542,7 +2543,7 @@ impl Laplace {
         let mut v = vec![0.0; d];
         // From KSD_GRAM_MIN_DIM, all the rows' Σ̂ s at once: a matrix product (Σ̂ is symmetric).
         let product = match &self.cov {
-            Some(c) if d >= crate::diagnostics::KSD_GRAM_MIN_DIM => {
+            Some(c) if d >= crate::trace::diagnostics::KSD_GRAM_MIN_DIM => {
                 let mut out = Array2::zeros((n, d));
                 ndarray::linalg::general_mat_mul(1.0, &scores, c, 0.0, &mut out);
                 Some(out)
@@ -3002,10 +3003,10 @@ mod tests {
                         x[[c, i]] = v;
                     }
                 }
-                worst = worst.max(crate::diagnostics::rhat(x.view()).expect("rhat"));
+                worst = worst.max(crate::trace::diagnostics::rhat(x.view()).expect("rhat"));
             }
             sum += worst - 1.0;
-            above += (worst > crate::diagnostics::RHAT_MAX) as usize;
+            above += (worst > crate::trace::diagnostics::RHAT_MAX) as usize;
         }
         let mean = sum / reps as f64;
         println!(
@@ -3014,8 +3015,8 @@ mod tests {
         );
         assert!((mean / (predicted - 1.0) - 1.0).abs() < 0.25, "mean {mean} vs predicted {}", predicted - 1.0);
         // The ESS the verdict needs, by the same formula.
-        let need = ess_for_rhat(crate::diagnostics::RHAT_MAX, &planned, d);
-        assert!((predicted_max_rhat(need, &planned, d) - crate::diagnostics::RHAT_MAX).abs() < 1e-12);
+        let need = ess_for_rhat(crate::trace::diagnostics::RHAT_MAX, &planned, d);
+        assert!((predicted_max_rhat(need, &planned, d) - crate::trace::diagnostics::RHAT_MAX).abs() < 1e-12);
     }
 
     #[test]
@@ -3081,7 +3082,7 @@ mod tests {
     /// matrix product `S Σ̂`) equals the row-by-row `Σ̂ s` sums to rounding.
     #[test]
     fn moment_vectors_by_one_matrix_product_match_the_row_sums() {
-        let (n, d) = (300, crate::diagnostics::KSD_GRAM_MIN_DIM + 4);
+        let (n, d) = (300, crate::trace::diagnostics::KSD_GRAM_MIN_DIM + 4);
         let a = Array2::from_shape_fn((d, d), |(i, j)| ((i * 31 + j * 17) % 13) as f64 / 13.0 - 0.5);
         let cov = a.t().dot(&a) + Array2::<f64>::eye(d);
         let sd: Vec<f64> = (0..d).map(|j| cov[[j, j]].sqrt()).collect();
