@@ -1,12 +1,12 @@
 //! Cost of one SGRRLD iteration (three minibatch gradient evaluations: one for chain A, two for
 //! chain B), with the two chains run serially or on two threads.
 //!
-//! `run_rr` runs whole chains, so each benchmark times one `run_rr` call with one replicate
+//! The `Runner` runs whole chains, so each benchmark times one run with one replicate
 //! (`n_chains = 1`) of `N_ITER` iterations (burn-in `BURN_IN`, running moments only), started at
 //! the MAP; the throughput is `N_ITER` elements, so criterion's "elements/s" are SGRRLD
 //! iterations per second and the time divided by `N_ITER` is the time per iteration (the setup,
 //! one gradient per chain at θ₀, is included and negligible). For comparison, `sgld` times the
-//! same number of plain SGLD iterations through `run` (one gradient each).
+//! same number of plain SGLD iterations through the `Runner` (one gradient each).
 //!
 //! - `serial`: `parallel: false`, A then B on one thread: about 3× an SGLD iteration.
 //! - `parallel`: `parallel: true`, A ‖ B with `rayon::join`: the critical path is chain B (two
@@ -20,7 +20,7 @@
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use sgmcmc::{
-    LinearGaussian, LogisticRegression, Minibatch, Model, RunSettings, Sgld, SgldSettings, Sgrrld, Storage, run, run_rr,
+    LinearGaussian, LogisticRegression, Minibatch, Model, RunSettings, Runner, Sgld, SgldSettings, Sgrrld, Storage,
 };
 use std::hint::black_box;
 use std::time::Duration;
@@ -58,11 +58,19 @@ fn bench_model<M: Model>(c: &mut Criterion, group_name: &str, model: &M, gamma: 
     group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
     let id = format!("N={},d={},n={BATCH},iters={N_ITER}", model.n_data(), model.dim());
     group.bench_function(BenchmarkId::new("sgld", &id), |b| {
-        b.iter(|| run(black_box(model), &sgld, theta0, &settings(false)).expect("finite chain"))
+        b.iter(|| {
+            Runner::new(black_box(model), &sgld).start(theta0).settings(settings(false)).run().expect("finite chain")
+        })
     });
     for (name, parallel) in [("serial", false), ("parallel", true)] {
         group.bench_function(BenchmarkId::new(name, &id), |b| {
-            b.iter(|| run_rr(black_box(model), &rr, theta0, &settings(parallel)).expect("finite chains"))
+            b.iter(|| {
+                Runner::new(black_box(model), &rr)
+                    .start(theta0)
+                    .settings(settings(parallel))
+                    .run()
+                    .expect("finite chains")
+            })
         });
     }
     group.finish();

@@ -268,23 +268,23 @@ fn fit_at(
         }
         Method::Sgld => {
             let s = Sgld::new(SgldSettings::constant(lr / n), Minibatch::new(BATCH))?;
-            average(&run(&m, &s, &theta0, &rs(iters / 2))?.estimate)
+            average(&Runner::new(&m, &s).start(&theta0).settings(rs(iters / 2)).run()?.estimate)
         }
         Method::Sghmc => {
             let s = Sghmc::new(SghmcSettings::constant(FRICTION * lr / n, FRICTION), Minibatch::new(BATCH))?;
-            average(&run(&m, &s, &theta0, &rs(iters / 2))?.estimate)
+            average(&Runner::new(&m, &s).start(&theta0).settings(rs(iters / 2)).run()?.estimate)
         }
         Method::Csgld => {
             let cs = CyclicalSettings::new(2.0 * lr / n, iters, 4, 0.5);
             let s = CyclicalSgld::new(cs, Minibatch::new(BATCH))?;
             // Sampling stages are half the run: thin so that about KEPT draws are kept.
             let rs = RunSettings { thin: iters / 2 / KEPT, ..rs(0) };
-            average(&run(&m, &s, &theta0, &rs)?.estimate)
+            average(&Runner::new(&m, &s).start(&theta0).settings(rs).run()?.estimate)
         }
         Method::Sgnht => {
             let h = (FRICTION * lr / n).sqrt();
             let s = Sgnht::new(SgnhtSettings::constant(h, FRICTION / h), Minibatch::new(BATCH))?;
-            average(&run(&m, &s, &theta0, &rs(iters / 2))?.estimate)
+            average(&Runner::new(&m, &s).start(&theta0).settings(rs(iters / 2)).run()?.estimate)
         }
     }
 }

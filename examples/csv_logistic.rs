@@ -11,7 +11,12 @@
 //! Run with `cargo run --release --example csv_logistic`. Ends with `RESULT {json}`.
 
 use sgmcmc::prelude::*;
+use sgmcmc::tune::dispersed_starts;
 use sgmcmc::{Family, step_bias};
+use sgmcmc::{
+    GlmSettings,
+    tune::{PlannedRun, TuneSettings, tune},
+};
 
 /// Kept draws per chain.
 const DRAWS: u64 = 100_000;
@@ -30,7 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ts = TuneSettings { planned_run: PlannedRun::new(DRAWS, 4), ..Default::default() };
     let tuned = tune(&model, &sgld, &vec![0.0; model.dim()], &ts)?;
     let starts = dispersed_starts(&model, &tuned.mode, 4, sgmcmc::sample::START_SPREAD, 7)?;
-    let out = run_chains(&model, &tuned.sampler, &starts, &fit.settings)?;
+    let out = Runner::new(&model, &tuned.sampler).starts(&starts).settings(fit.settings).run()?;
     let bias = step_bias(&model, &tuned.sampler, &out, sgmcmc::STEP_BIAS_COST)?;
     let verdict = sgmcmc::convergence_with_bias(&out.estimate, &bias)?;
     let bits = |e: &Estimate| -> Result<Vec<u64>, sgmcmc::Error> {

@@ -28,7 +28,7 @@
 //! samples from θ̂ at 2n datum gradients per iteration; its cost is
 //! [`Sampler::setup_cost`] (SGD + full gradient) plus [`Sampler::cost`], as
 //! [`RunOutput::cost`](sgmcmc::RunOutput) adds them. The chains are driven step by step through
-//! the [`Sampler`] trait because [`run`] returns only the final estimate, not the running one.
+//! the [`Sampler`] trait because a run returns only the final estimate, not the running one.
 //!
 //! Tuning, identical for both methods: constant steps γ = η/N over the same grid of η (powers of
 //! 4, then the two powers of 2 beside the best), `TUNE_CHAINS` chains per value; the best η has the
@@ -50,9 +50,11 @@ use ndarray::{Array1, s};
 use rand::Rng;
 use rayon::prelude::*;
 use sgmcmc::SgdSettings;
+use sgmcmc::StepSize;
 use sgmcmc::observe::{Control, Progress};
 use sgmcmc::prelude::*;
 use sgmcmc::rng::stream;
+use sgmcmc::{Mala, MalaSettings, Sampler, Storage, observe::Observer};
 use std::error::Error;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -134,7 +136,7 @@ fn reference(model: &LogisticRegression, mode: &[f64]) -> Result<Reference, Box<
         parallel: true,
         ..Default::default()
     };
-    let out = run(model, &mala, mode, &settings)?;
+    let out = Runner::new(model, &mala).start(mode).settings(settings).run()?;
     let mean = out.estimate.mean()?.to_vec();
     let sd: Vec<f64> = out.estimate.variance()?.iter().map(|v| v.sqrt()).collect();
     let d = mean.len();
@@ -208,7 +210,7 @@ fn drive<S: Sampler>(
     // the run keeps only its last draw (the observer does the work).
     let n_iter = (budget / BATCH_SIZE as u64 / CHECK_EVERY + 2) * CHECK_EVERY;
     let settings = RunSettings { n_iter, burn_in: n_iter - 1, seed, parallel: false, ..Default::default() };
-    run_observed(model, &sampler, theta0, &settings, &[&tracker])?;
+    Runner::new(model, &sampler).start(theta0).settings(settings).observers(&[&tracker]).run()?;
     let Track { costs, errs, .. } = tracker.state.into_inner().unwrap_or_default();
     let last_bad = errs.iter().rposition(|&e| e > THRESHOLD);
     let first_good = last_bad.map_or(0, |b| b + 1);

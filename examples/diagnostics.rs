@@ -31,7 +31,7 @@
 //! 3 sds out costs SGLD-CV little: its gradient noise grows with ‖θ − θ̂‖² only while the chain
 //! relaxes, in ~1/(γλ_min) ≈ 100 iterations, well within the burn-in.
 //!
-//! The main runs use `run_chains_observed`: one starting point per chain, and the library's
+//! The main runs use the `Runner` with one starting point per chain and the library's
 //! terminal display (`progress::Terminal`) as an observer.
 //!
 //! # How to read the summary tables
@@ -107,10 +107,11 @@
 mod support;
 use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
+use sgmcmc::StepSize;
 use sgmcmc::diagnostics::{self, KsdSettings};
 use sgmcmc::prelude::*;
 use sgmcmc::rng::stream;
-use sgmcmc::run_chains_observed;
+use sgmcmc::{GradientEstimator, Sampler, Storage};
 use sgmcmc::{SgdSettings, export};
 use std::path::Path;
 use std::time::Instant;
@@ -329,7 +330,7 @@ fn main() -> Res<()> {
             ..Default::default()
         };
         let refs: Vec<&[f64]> = inits.iter().map(Vec::as_slice).collect();
-        let out = run_chains(&model, &s, &refs, &settings)?;
+        let out = Runner::new(&model, &s).starts(&refs).settings(settings).run()?;
         let x = out.estimate.stacked_draws()?;
         let scores = exact_scores(&model, &full, &x);
         let ksd = ksd_std(&x, &scores, &sd)?;
@@ -403,7 +404,7 @@ fn run_from<S: Sampler>(
 ) -> Res<Estimate> {
     let settings = RunSettings { n_chains: inits.len(), ..*settings };
     let display = sgmcmc::progress::Terminal::new(PROGRESS_EVERY);
-    Ok(run_chains_observed(model, sampler, inits, &settings, &[&display])?.estimate)
+    Ok(Runner::new(model, sampler).starts(inits).settings(settings).observers(&[&display]).run()?.estimate)
 }
 
 /// `KSD_PER_CHAIN` evenly spaced draws (and their stored gradient estimates) of every chain,

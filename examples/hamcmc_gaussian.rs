@@ -76,11 +76,12 @@ mod support;
 use ndarray::{Array1, Array2};
 use rand::Rng;
 use rayon::prelude::*;
+use sgmcmc::Runner;
 use sgmcmc::observe::{Control, Observer, Progress};
 use sgmcmc::rng::stream;
 use sgmcmc::{
     Hamcmc, HamcmcSettings, LinearGaussian, Minibatch, OnDivergence, PreconditionedSgld, Psgld, PsgldSettings,
-    RunSettings, Sampler, Sgld, SgldSettings, StepSize, run_observed,
+    RunSettings, Sampler, Sgld, SgldSettings, StepSize,
 };
 use std::error::Error;
 use std::fmt::Write as _;
@@ -390,7 +391,7 @@ fn drive<S: Sampler + SkipCount>(p: &Problem, s: S, seed: u64, keep: bool, start
         on_divergence: OnDivergence::Report,
         ..Default::default()
     };
-    let out = match run_observed(model, &s, &vec![0.0; d], &settings, &[&watch]) {
+    let out = match Runner::new(model, &s).start(&vec![0.0; d]).settings(settings).observers(&[&watch]).run() {
         Ok(out) => Some(out),
         // Divergence at θ₀ already: no chain survives to be returned.
         Err(e)

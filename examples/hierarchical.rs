@@ -16,6 +16,11 @@
 
 use sgmcmc::prelude::*;
 use sgmcmc::tune::PlannedRun;
+use sgmcmc::tune::dispersed_starts;
+use sgmcmc::{
+    Constrained, Layout, Mala, MalaSettings, check_model,
+    tune::{TuneSettings, tune},
+};
 use std::time::Instant;
 
 const G: usize = 5;
@@ -140,11 +145,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let tuned = tune(&model, &Sgld::new(SgldSettings::default(), cv)?, &phi0, &planned)?;
     let starts = dispersed_starts(&model, &tuned.mode, 4, 2.0, 11)?;
-    let sgld = run_chains(&model, &tuned.sampler, &starts, &settings)?;
+    let sgld = Runner::new(&model, &tuned.sampler).starts(&starts).settings(settings).run()?;
     let sgld_s = t.elapsed().as_secs_f64();
     // Reference: the default MALA (adapted step and dense metric), exact.
     let t = Instant::now();
-    let mala = run_chains(&model, &Mala::new(MalaSettings::default())?, &starts, &settings)?;
+    let mala = Runner::new(&model, &Mala::new(MalaSettings::default())?).starts(&starts).settings(settings).run()?;
     let mala_s = t.elapsed().as_secs_f64();
 
     let a = model.summary_table(&sgld.estimate)?;

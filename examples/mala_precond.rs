@@ -61,7 +61,7 @@ fn main() -> Result<()> {
             ..Default::default()
         })?;
         let t = Instant::now();
-        let out = run(&model, &mala, &mode, &settings)?;
+        let out = Runner::new(&model, &mala).start(&mode).settings(settings).run()?;
         let secs = t.elapsed().as_secs_f64();
         let mut ess_min = f64::INFINITY;
         for j in 0..d {

@@ -47,11 +47,12 @@ mod plot;
 use ndarray::{Array1, Array2, s};
 use rand::RngExt;
 use rand_distr::{Distribution, StandardNormal};
+use sgmcmc::Runner;
 use sgmcmc::diagnostics::{chains_of, ess_mean};
 use sgmcmc::rng::stream;
 use sgmcmc::{
     AdaptiveSettings, CvSettings, Error as SgError, LevelStats, LogisticRegression, Mala, MalaSettings, Minibatch,
-    MlCoupling, MlSgld, MlSgldSettings, MlmcResult, RunSettings, SubsampledDiscretisation, Taylor, run,
+    MlCoupling, MlSgld, MlSgldSettings, MlmcResult, RunSettings, SubsampledDiscretisation, Taylor,
 };
 use std::error::Error;
 use std::time::Instant;
@@ -165,7 +166,7 @@ fn mala_reference<G: Fn(&[f64]) -> f64>(model: &LogisticRegression, map: &[f64],
     })?;
     let rs =
         RunSettings { n_iter: burn + 20_000, burn_in: burn, n_chains: 2, seed: 77 + n as u64, ..Default::default() };
-    let out = run(model, &mala, map, &rs)?;
+    let out = Runner::new(model, &mala).start(map).settings(rs).run()?;
     let vals = chains_of(&out.estimate, |t| t.as_slice().map_or(f64::NAN, g))?;
     let count = vals.len() as f64;
     let mean = vals.iter().sum::<f64>() / count;

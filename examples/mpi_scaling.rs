@@ -6,7 +6,7 @@
 //!    the single-process run on the whole data (rank 0 alone, the others waiting) against the
 //!    sharded run over all ranks (each holds N/R rows); the chains agree to ~1e-16 relative.
 //! 2. Chains over ranks: 4 chains of SGLD (N = 10⁵, d = 20, n = 100), one chain at a time per
-//!    process: wall time on rank 0 alone against `run_chains_mpi` over all ranks (bit-identical
+//!    process: wall time on rank 0 alone against `Runner::run_on` over all ranks (bit-identical
 //!    draws).
 //! 3. The latency of the exchange a sharded gradient makes (an all-gather of R·(d + 1) numbers).
 //!
@@ -14,7 +14,7 @@
 
 use sgmcmc::distributed::mpi::topology::SimpleCommunicator;
 use sgmcmc::distributed::mpi::traits::*;
-use sgmcmc::distributed::{Cluster, Sharded, run_chains_mpi, run_sharded};
+use sgmcmc::distributed::{Cluster, Sharded, run_sharded};
 use sgmcmc::ndarray::{Array1, s};
 use sgmcmc::*;
 use std::time::Instant;
@@ -50,7 +50,7 @@ fn main() -> Result<()> {
     let mut single = None;
     if me == 0 {
         let t = Instant::now();
-        single = Some(run(&full, &sgld, &zero, &settings)?);
+        single = Some(Runner::new(&full, &sgld).start(&zero).settings(settings).run()?);
         single_rate = iters as f64 / t.elapsed().as_secs_f64();
     }
     cluster.barrier();
@@ -107,13 +107,13 @@ fn main() -> Result<()> {
     let mut serial_mean = None;
     if me == 0 {
         let t = Instant::now();
-        let o = run_chains(&lg, &sgld, &inits, &cs)?;
+        let o = Runner::new(&lg, &sgld).starts(&inits).settings(cs).run()?;
         serial_s = t.elapsed().as_secs_f64();
         serial_mean = Some(o.estimate.mean()?);
     }
     cluster.barrier();
     let t = Instant::now();
-    let o = run_chains_mpi(&cluster, &lg, &sgld, &inits, &cs, &[])?;
+    let o = Runner::new(&lg, &sgld).starts(&inits).settings(cs).run_on(&cluster)?;
     let mpi_s = t.elapsed().as_secs_f64();
     let identical = serial_mean.as_ref().is_none_or(|m| {
         o.estimate.mean().is_ok_and(|x| x.iter().zip(m.iter()).all(|(a, b)| a.to_bits() == b.to_bits()))

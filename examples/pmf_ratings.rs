@@ -64,6 +64,8 @@
 //! would store N × d = 2.4·10⁹ numbers).
 
 use plotters::prelude::*;
+use sgmcmc::StepSize;
+use sgmcmc::observe::Observer;
 use sgmcmc::observe::{Control, Progress};
 use sgmcmc::prelude::*;
 use sgmcmc::{GradientEstimator, Pmf, Ratings, SgdSettings};
@@ -371,7 +373,7 @@ fn traced_run<E: GradientEstimator>(
     // The observer does the work; the run itself keeps only its last draw.
     let settings =
         RunSettings { n_iter, burn_in: n_iter - 1, n_chains: 1, seed, parallel: false, ..Default::default() };
-    run_observed(pmf, &sampler, theta0, &settings, &[&tracer])?;
+    Runner::new(pmf, &sampler).start(theta0).settings(settings).observers(&[&tracer]).run()?;
     let state = tracer.state.into_inner().map_err(|_| "tracer poisoned")?;
     if let Some(e) = state.error {
         return Err(e.into());

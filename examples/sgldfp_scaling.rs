@@ -39,7 +39,9 @@ mod plot;
 
 use ndarray::{Array1, Array2, s};
 use rayon::prelude::*;
+use sgmcmc::StepSize;
 use sgmcmc::prelude::*;
+use sgmcmc::{GradientEstimator, Storage};
 use sgmcmc::{Moments, rng::stream};
 use std::error::Error;
 use std::time::Instant;
@@ -129,7 +131,7 @@ fn per_chain(est: &Estimate) -> Result<PerRun, Box<dyn Error>> {
 }
 
 /// SGD `θ ← θ − γ∇Ũ(θ)` with minibatches of `BATCH_SIZE` from `theta0`: `n_runs` independent runs
-/// (run c uses `stream(seed, [c])`, as the chains of `run` do); per-run means and covariance traces
+/// (run c uses `stream(seed, [c])`, as the runner's chains do); per-run means and covariance traces
 /// of the iterates after `burn_in`, and the total cost in datum gradients.
 fn sgd_runs(
     model: &LogisticRegression,
@@ -265,20 +267,23 @@ fn main() -> Result<(), Box<dyn Error>> {
 
         let mut row = Vec::with_capacity(4);
         let t = Instant::now();
-        let out = run(&model, &Sgld::lmc(step)?, &theta_star, &settings(0, r_lmc))?;
+        let out = Runner::new(&model, &Sgld::lmc(step)?).start(&theta_star).settings(settings(0, r_lmc)).run()?;
         let (m, tr) = per_chain(&out.estimate)?;
         row.push(Summary::of(&m, &tr, &mode, out.cost.datum_gradients));
         method_seconds[0] += t.elapsed().as_secs_f64();
 
         let t = Instant::now();
         let cv = ControlVariate::at(&model, &theta_star, CvSettings { batch_size: BATCH_SIZE, ..Default::default() })?;
-        let out = run(&model, &Sgld::new(step, cv)?, &theta_star, &settings(1, N_RUNS))?;
+        let out = Runner::new(&model, &Sgld::new(step, cv)?).start(&theta_star).settings(settings(1, N_RUNS)).run()?;
         let (m, tr) = per_chain(&out.estimate)?;
         row.push(Summary::of(&m, &tr, &mode, out.cost.datum_gradients));
         method_seconds[1] += t.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        let out = run(&model, &Sgld::new(step, Minibatch::new(BATCH_SIZE))?, &theta_star, &settings(2, N_RUNS))?;
+        let out = Runner::new(&model, &Sgld::new(step, Minibatch::new(BATCH_SIZE))?)
+            .start(&theta_star)
+            .settings(settings(2, N_RUNS))
+            .run()?;
         let (m, tr) = per_chain(&out.estimate)?;
         row.push(Summary::of(&m, &tr, &mode, out.cost.datum_gradients));
         method_seconds[2] += t.elapsed().as_secs_f64();

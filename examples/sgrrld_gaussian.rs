@@ -15,9 +15,8 @@
 //! chains on two cores. It is **not** an equal gradient budget: SGRRLD makes 3 minibatch
 //! gradients per iteration, 31 500 in all, 1.5× SGLD's, so a second table runs SGRRLD at an
 //! equal budget (7000 iterations, 500 burn-in). Every run starts at its own random point drawn
-//! from the prior (the same points for every method and step size); since `run_rr` starts all
-//! its replicates at one point, SGRRLD is run as one `run_rr` call per run (`n_chains = 1`, a
-//! seed per run), the runs spread over the rayon pool and A ‖ B on two threads within each.
+//! from the prior (the same points for every method and step size); SGRRLD is run as one
+//! `Runner` call per run (`n_chains = 1`, a seed per run), the runs spread over the rayon pool and A ‖ B on two threads within each.
 //! 200 runs per point for SGLD/SGRRLD, 100 for SGHMC/SGRRHMC and for the multidimensional check.
 //!
 //! How to read the output.
@@ -55,10 +54,11 @@ mod support;
 
 use ndarray::{Array1, Array2};
 use rayon::prelude::*;
+use sgmcmc::Runner;
 use sgmcmc::rng::stream;
 use sgmcmc::{
     Discretisation, LinearGaussian, Minibatch, Model, RichardsonRomberg, RunSettings, Sampler, Sghmc, SghmcSettings,
-    Sgld, SgldSettings, Sgrrhmc, Sgrrld, Storage, run_chains, run_rr,
+    Sgld, SgldSettings, Sgrrhmc, Sgrrld, Storage,
 };
 use std::error::Error;
 use std::fmt::Write as _;
@@ -510,7 +510,7 @@ fn run_plain<S: Sampler>(
     };
     let refs: Vec<&[f64]> = inits.iter().map(Vec::as_slice).collect();
     let t = Instant::now();
-    let out = run_chains(model, sampler, &refs, &settings)?;
+    let out = Runner::new(model, sampler).starts(&refs).settings(settings).run()?;
     let wall = t.elapsed();
     let covs = (0..inits.len())
         .map(|c| -> Res<Array2<f64>> { Ok(out.estimate.part(c).ok_or("missing chain")?.covariance()?) })
@@ -518,7 +518,7 @@ fn run_plain<S: Sampler>(
     Ok(Batch { covs, wall })
 }
 
-/// `inits.len()` independent runs of a Richardson–Romberg pair, one `run_rr` per run (so each
+/// `inits.len()` independent runs of a Richardson–Romberg pair, one `Runner` call per run (so each
 /// run has its own starting point), runs in parallel over the rayon pool and A ‖ B within each.
 fn run_extrapolated<S: Discretisation>(
     model: &LinearGaussian,
@@ -543,7 +543,7 @@ fn run_extrapolated<S: Discretisation>(
                 parallel: true,
                 ..Default::default()
             };
-            run_rr(model, rr, x0, &settings)?.replicate(0)?.covariance()
+            Runner::new(model, rr).start(x0).settings(settings).run()?.replicate(0)?.covariance()
         })
         .collect::<sgmcmc::Result<Vec<_>>>()?;
     Ok(Batch { covs, wall: t.elapsed() })
@@ -660,13 +660,13 @@ fn single_run_timing(model: &LinearGaussian, gamma: f64, x0: &[f64]) -> Res<(f64
     let (mut t_s, mut t_p, mut t_q) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..TIMING_REPS {
         let t = Instant::now();
-        run_chains(model, &sgld, &[x0], &plain)?;
+        Runner::new(model, &sgld).starts(&[x0]).settings(plain).run()?;
         t_s.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
-        run_rr(model, &rr, x0, &rr_par)?;
+        Runner::new(model, &rr).start(x0).settings(rr_par).run()?;
         t_p.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
-        run_rr(model, &rr, x0, &rr_ser)?;
+        Runner::new(model, &rr).start(x0).settings(rr_ser).run()?;
         t_q.push(t.elapsed().as_secs_f64());
     }
     Ok((median(t_s), median(t_p), median(t_q)))

@@ -10,6 +10,7 @@
 #[path = "../tests/common/three_ways.rs"]
 mod three_ways_model;
 
+use sgmcmc::Constrained;
 use sgmcmc::ad::ForwardAd;
 use sgmcmc::ndarray::Array2;
 use sgmcmc::prelude::*;
@@ -21,7 +22,7 @@ const N: usize = 5_000;
 fn chain<M: Model>(model: &M) -> sgmcmc::Result<RunOutput<Sgld>> {
     let settings = RunSettings { n_iter: 20_000, burn_in: 2_000, seed: 8, ..Default::default() };
     let sgld = Sgld::new(SgldSettings::constant(2e-6), Minibatch::new(50))?;
-    run(model, &sgld, &[0.0; P + 2], &settings)
+    Runner::new(model, &sgld).start(&[0.0; P + 2]).settings(settings).run()
 }
 
 fn micros_per_gradient<M: Model>(model: &M) -> f64 {

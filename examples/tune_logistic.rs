@@ -83,7 +83,7 @@ fn reference(m: &LogisticRegression, mode: &[f64], lmax: f64) -> Result<Referenc
     })?;
     let settings =
         RunSettings { n_iter: 12_000, burn_in: 2_000, n_chains: 4, seed: 77 + seed_offset(), ..Default::default() };
-    let mut out = run(m, &mala, mode, &settings)?;
+    let mut out = Runner::new(m, &mala).start(mode).settings(settings).run()?;
     loop {
         let mut worst: f64 = 0.0;
         for j in 0..D {
@@ -101,7 +101,7 @@ fn reference(m: &LogisticRegression, mode: &[f64], lmax: f64) -> Result<Referenc
             });
         }
         out.settings.n_iter += 10_000;
-        out = resume(m, out, &[])?;
+        out = Resume::new(m, out).run()?;
     }
 }
 
@@ -142,13 +142,13 @@ fn eval_seeds(r: &Reference, one: impl Fn(&RunSettings) -> Result<Estimate>) -> 
 /// Error of `sampler` at `step`.
 fn eval_plain<M: Model, S: tune::Tunable>(m: &M, s: &S, step: f64, mode: &[f64], r: &Reference) -> Result<(f64, f64)> {
     let s = s.with_step_size(step)?;
-    eval_seeds(r, |rs| Ok(run(m, &s, mode, rs)?.estimate))
+    eval_seeds(r, |rs| Ok(Runner::new(m, &s).start(mode).settings(*rs).run()?.estimate))
 }
 
 /// Error of SGRRLD at `step`.
 fn eval_rr<M: Model>(m: &M, base: &Sgld, step: f64, mode: &[f64], r: &Reference) -> Result<(f64, f64)> {
     let rr = RichardsonRomberg::new(tune::Tunable::with_step_size(base, step)?);
-    eval_seeds(r, |rs| Ok(run_rr(m, &rr, mode, rs)?.estimate))
+    eval_seeds(r, |rs| Ok(Runner::new(m, &rr).start(mode).settings(*rs).run()?.estimate))
 }
 
 struct Row {

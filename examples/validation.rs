@@ -75,12 +75,14 @@ mod support;
 
 use posteriors::{LinReg, PoissonReg, Reference, diabetes_linreg, diagnosis_logistic, randhie_poisson, wdbc_logistic};
 use sgmcmc::prelude::*;
+use sgmcmc::tune::dispersed_starts;
 use sgmcmc::tune::{Objective, PlannedRun, Tunable};
 use sgmcmc::tune_rr;
 use sgmcmc::{
     AdaptiveSettings, Discretisation, MlSgld, MlSgldSettings, Multilevel, Psgld, PsgldSettings, RichardsonRomberg,
-    Sghmc, SghmcSettings, Sgnht, SgnhtSettings, run_rr_chains,
+    Sghmc, SghmcSettings, Sgnht, SgnhtSettings,
 };
+use sgmcmc::{Mala, MalaSettings, RmseTarget, find_mode, tune::TuneSettings};
 use std::time::Instant;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -396,7 +398,7 @@ fn tuned_row<M: Model, S: Tunable + Discretisation>(
         if grid {
             row.grid = Some(grid_best(tuned.step_size, reference, &GRID_SEEDS, |h, seed| {
                 let s = tuned.sampler.with_step_size(h)?;
-                Ok(grid_ok(run_chains(model, &s, &starts, &RunSettings { seed, ..rs }), h, seed)
+                Ok(grid_ok(Runner::new(model, &s).starts(&starts).settings(RunSettings { seed, ..rs }).run(), h, seed)
                     .map(|o| (o.estimate, spent(o.cost))))
             })?);
         }
@@ -423,7 +425,7 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
         row.step = tuned.step_size;
         row.tune_cost = tuned.cost.datum_gradients + tuned.cost.datum_hvps;
         let starts = dispersed_starts(model, &tuned.mode, CHAINS, 2.0, 5)?;
-        let out = run_rr_chains(model, &tuned.rr, &starts, &rs)?;
+        let out = Runner::new(model, &tuned.rr).starts(&starts).settings(rs).run()?;
         // R̂, ESS and MCSE of the extrapolated draws per replicate (`RrOutput::convergence`).
         let conv = out.convergence()?;
         row.rhat = conv.max_rhat;
@@ -434,7 +436,7 @@ fn rr_row<M: Model, S: Tunable + Discretisation>(
         if grid {
             row.grid = Some(grid_best(tuned.step_size, reference, &GRID_SEEDS, |h, seed| {
                 let rr = RichardsonRomberg::new(tuned.rr.base().with_step_size(h)?);
-                Ok(grid_ok(run_rr_chains(model, &rr, &starts, &RunSettings { seed, ..rs }), h, seed)
+                Ok(grid_ok(Runner::new(model, &rr).starts(&starts).settings(RunSettings { seed, ..rs }).run(), h, seed)
                     .map(|o| (o.estimate, spent(o.cost))))
             })?);
         }
@@ -514,7 +516,7 @@ fn mala_row<M: Model>(model: &M, posterior: &'static str, reference: &Reference,
         let burn = BURN_IN.max(kept / 4);
         let mala = Mala::new(MalaSettings { adapt_steps: burn, metric: sgmcmc::Metric::Dense, ..Default::default() })?;
         let rs = RunSettings { n_iter: kept + burn, burn_in: burn, n_chains: CHAINS, seed: 21, ..Default::default() };
-        let out = run_chains(model, &mala, &starts, &rs)?;
+        let out = Runner::new(model, &mala).starts(&starts).settings(rs).run()?;
         row.step = out.chains[0].sampler.step_size();
         let conv = out.convergence()?;
         row.rhat = conv.max_rhat;

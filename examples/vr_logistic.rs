@@ -36,9 +36,11 @@ mod plot;
 
 use rand::Rng;
 use rayon::prelude::*;
+use sgmcmc::diagnostics;
 use sgmcmc::observe::{Control, Progress};
 use sgmcmc::prelude::*;
 use sgmcmc::rng::stream;
+use sgmcmc::{Mala, MalaSettings, Sampler, Storage, observe::Observer};
 use sgmcmc::{Saga, SgdSettings, Svrg};
 use std::error::Error;
 use std::sync::Mutex;
@@ -85,7 +87,7 @@ fn reference(model: &LogisticRegression) -> Result<Reference, Box<dyn Error>> {
         parallel: true,
         ..Default::default()
     };
-    let out = run(model, &mala, &mode, &settings)?;
+    let out = Runner::new(model, &mala).start(&mode).settings(settings).run()?;
     let summary = diagnostics::summary(&out.estimate)?;
     let mean: Vec<f64> = summary.iter().map(|s| s.mean).collect();
     let sd: Vec<f64> = summary.iter().map(|s| s.sd).collect();
@@ -148,7 +150,7 @@ fn drive<S: Sampler>(
     let tracker = Tracker { d: model.dim(), r, setup, budget, state: Mutex::new(Default::default()) };
     let n_iter = (budget / BATCH as u64 / CHECK_EVERY + 2) * CHECK_EVERY;
     let settings = RunSettings { n_iter, burn_in: n_iter - 1, seed, parallel: false, ..Default::default() };
-    run_observed(model, &sampler, theta0, &settings, &[&tracker])?;
+    Runner::new(model, &sampler).start(theta0).settings(settings).observers(&[&tracker]).run()?;
     Ok(tracker.state.into_inner().map(|s| s.2).unwrap_or_default())
 }
 

@@ -9,6 +9,7 @@
 //! `scripts/check-arviz-zarr` runs both and checks, in Python, that ArviZ reads the very draws
 //! of the `.npy` file. DIR defaults to `target/zarr_trace`.
 
+use sgmcmc::export;
 use sgmcmc::prelude::*;
 
 fn main() -> sgmcmc::Result<()> {
@@ -17,7 +18,7 @@ fn main() -> sgmcmc::Result<()> {
     let model = LogisticRegression::synthetic(5_000, 4, 10.0, 1)?;
     let sgld = Sgld::new(SgldSettings::constant(2e-4), Minibatch::new(100))?;
     let settings = RunSettings { n_iter: 3_000, burn_in: 1_000, n_chains: 4, seed: 12, ..Default::default() };
-    let out = run(&model, &sgld, &[0.0; 4], &settings)?;
+    let out = Runner::new(&model, &sgld).start(&[0.0; 4]).settings(settings).run()?;
     let trace = export::write_zarr(dir.join("trace.zarr"), &out.estimate)?;
     export::write_npy(dir, &out.estimate)?;
     let (c, n, d) = trace.shape();

@@ -82,8 +82,10 @@
 mod support;
 use ndarray::{Array1, Array2, Axis, s};
 use rayon::prelude::*;
+use sgmcmc::StepSize;
 use sgmcmc::prelude::*;
 use sgmcmc::{Samples, SgdSettings, ZvEstimate, zv_matrix};
+use sgmcmc::{Storage, ZvOrder};
 use std::time::Instant;
 use support::{spd_inverse, symmetric_eigenvalues};
 
@@ -210,7 +212,8 @@ fn main() -> Res<()> {
         let cv_settings = CvSettings { batch_size: BATCH_SIZE, ..CvSettings::default() };
 
         let sgld = Sgld::new(SgldSettings::constant(gamma), Minibatch::new(BATCH_SIZE))?;
-        let sgld_res = analyse(&run(&train, &sgld, &[0.0; DIM], &settings(0))?, &laplace_sd, &lpd)?;
+        let sgld_res =
+            analyse(&Runner::new(&train, &sgld).start(&[0.0; DIM]).settings(settings(0)).run()?, &laplace_sd, &lpd)?;
 
         let sgd_settings = SgdSettings {
             batch_size: BATCH_SIZE,
@@ -223,10 +226,11 @@ fn main() -> Res<()> {
         let centre_err =
             centre.iter().zip(&map).zip(&laplace_sd).map(|((c, m), s)| ((c - m) / s).abs()).fold(0.0, f64::max);
         let sgld_cv = Sgld::new(SgldSettings::constant(gamma), cv)?;
-        let cv_res = analyse(&run(&train, &sgld_cv, &centre, &settings(1))?, &laplace_sd, &lpd)?;
+        let cv_res =
+            analyse(&Runner::new(&train, &sgld_cv).start(&centre).settings(settings(1)).run()?, &laplace_sd, &lpd)?;
 
         let fp = Sgld::new(SgldSettings::constant(gamma), ControlVariate::at(&train, &map, cv_settings)?)?;
-        let fp_res = analyse(&run(&train, &fp, &map, &settings(2))?, &laplace_sd, &lpd)?;
+        let fp_res = analyse(&Runner::new(&train, &fp).start(&map).settings(settings(2)).run()?, &laplace_sd, &lpd)?;
 
         println!(
             "N = {n}: gamma = {gamma:.1e}, gamma x Hessian eigenvalues in [{:.3}, {:.3}]; SGD centre max_j \

@@ -5,8 +5,8 @@
 //! one rank. Create one [`Cluster`] at the start of `main` (it initialises MPI and finalises it
 //! when dropped), then:
 //!
-//! - [`run_chains_mpi`]: the same settings as [`run_chains`](crate::run_chains), chain c on rank
-//!   `c mod R`; **every rank** returns the whole run's output, whose draws and pooled estimate are
+//! - [`Runner`]`::run_on(&cluster)`: the run the same builder makes with `run()`, chain c on
+//!   rank `c mod R`; **every rank** returns the whole run's output, whose draws and pooled estimate are
 //!   **bit-identical** to the single-process run's whatever R (chain c's stream is
 //!   `(seed, [c])` wherever it runs).
 //! - [`Sharded`]: each rank holds a shard of the data (its own [`Model`] on its rows); the
@@ -15,8 +15,8 @@
 //!   [`run_sharded`]: the minibatch indices and the Gaussian noise come from the shared stream,
 //!   so θ stays identical on all ranks; one exchange of d + 1 numbers per gradient.
 //!
-//! - [`run_rr_mpi`]: Richardson–Romberg replicates (coupled pairs) over ranks, bit-identical to
-//!   [`run_rr`](crate::run_rr).
+//! - the same `run_on` for a [`RichardsonRomberg`]: replicates (coupled pairs) over ranks,
+//!   bit-identical to its `run()`. (`run_chains_mpi` and `run_rr_mpi` are the deprecated forms.)
 //! - [`MlSgld::run_fixed_mpi`](crate::MlSgld::run_fixed_mpi) /
 //!   [`run_adaptive_mpi`](crate::MlSgld::run_adaptive_mpi): multilevel (ML-SGLD) samples over
 //!   ranks, bit-identical to [`MlSgld::run_fixed`](crate::MlSgld::run_fixed) /
@@ -40,7 +40,9 @@
 //! in a chain over ranks and in a sharded run). A `catch_unwind` cannot keep an MPI job alive
 //! after a panic. Should the hook be replaced after `init`, dropping the [`Cluster`] while
 //! unwinding aborts the job too. (A single-process run has no such hook: a panic in one chain
-//! propagates to the caller of `run_chains` once the other chains have finished.)
+//! propagates to the caller of `Runner::run` once the other chains have finished.)
+//!
+#![doc = include_str!("../docs/guide/cluster.md")]
 
 use crate::coupled::richardson::{RichardsonRomberg, RrOutput, run_rr_chains_on};
 use crate::error::{Error, Result};
@@ -49,6 +51,7 @@ use crate::run::observe::Observer;
 #[cfg(feature = "zarr")]
 use crate::run::placement::agree;
 use crate::run::placement::{Failure, Placement, distribute, rank_error};
+use crate::run::runner::Runner;
 use crate::run::{RunOutput, RunSettings, run_chains_on};
 use crate::samplers::{Discretisation, Sampler};
 use mpi::Count;
@@ -250,6 +253,10 @@ impl Placement for Ranks {
 ///
 /// Needs the sampler serialisable (every built-in sampler is: it travels with its chain's
 /// report, as in a checkpoint).
+#[deprecated(
+    since = "0.2.0",
+    note = "use `Runner::new(model, sampler).starts(inits).settings(*settings).observers(observers).run_on(cluster)`"
+)]
 pub fn run_chains_mpi<M, S, I>(
     cluster: &Cluster,
     model: &M,
@@ -270,6 +277,10 @@ where
 /// replicate c on rank `c mod R`; every rank returns the whole run, whose extrapolated, coarse
 /// and fine estimates are **bit-identical** to the single-process `run_rr`'s (replicate c's
 /// streams are `(seed, [c, ·])` wherever it runs). Errors as [`run_chains_mpi`].
+#[deprecated(
+    since = "0.2.0",
+    note = "use `Runner::new(model, rr).start(theta0).settings(*settings).observers(observers).run_on(cluster)`"
+)]
 pub fn run_rr_mpi<M, S>(
     cluster: &Cluster,
     model: &M,
@@ -283,6 +294,47 @@ where
     S: Discretisation + Serialize + DeserializeOwned,
 {
     run_rr_chains_on(&cluster.ranks(), model, rr, &vec![theta0; settings.n_chains], settings, observers)
+}
+
+impl<M, S> crate::run::runner::Runner<'_, M, S>
+where
+    M: Model + ?Sized,
+    S: Sampler + Serialize + DeserializeOwned,
+{
+    /// [`run`](crate::Runner::run) with the chains spread over the ranks of `cluster`: chain c
+    /// runs on rank `c mod R` (a rank's chains in parallel as `settings.parallel` says); the
+    /// outputs are exchanged so that **every rank** returns the whole run, chains in chain order.
+    /// Draws, pooled estimate, costs and chain reports are bit-identical to the single-process
+    /// run with the same builder (the wall time is the longest rank's). Every rank must build
+    /// the same run.
+    ///
+    /// Errors: as `run`, on every rank: the failing rank returns [`Error::Rank`] around its
+    /// error, the others [`Error::RankFailure`] naming it (its chain and iteration); no rank
+    /// hangs. [`Error::InvalidParameter`] if a rank's output exceeds 2³¹ bytes (one MPI message).
+    ///
+    /// Needs the sampler serialisable (every built-in sampler is: it travels with its chain's
+    /// report, as in a checkpoint).
+    pub fn run_on(self, cluster: &Cluster) -> Result<RunOutput<S>> {
+        let starts = self.chain_starts()?;
+        let (model, sampler, settings, observers) = self.parts();
+        run_chains_on(&cluster.ranks(), model, sampler, &starts, settings, observers)
+    }
+}
+
+impl<M, S> crate::run::runner::Runner<'_, M, RichardsonRomberg<S>>
+where
+    M: Model + ?Sized,
+    S: Discretisation + Serialize + DeserializeOwned,
+{
+    /// [`run`](crate::Runner::run) of Richardson–Romberg replicates spread over the ranks:
+    /// replicate c on rank `c mod R`; every rank returns the whole run, whose extrapolated,
+    /// coarse and fine estimates are **bit-identical** to the single-process run's (replicate
+    /// c's streams are `(seed, [c, ·])` wherever it runs). Errors as for chains.
+    pub fn run_on(self, cluster: &Cluster) -> Result<RrOutput<S>> {
+        let starts = self.chain_starts()?;
+        let (model, rr, settings, observers) = self.parts();
+        run_rr_chains_on(&cluster.ranks(), model, rr, &starts, settings, observers)
+    }
 }
 
 thread_local! {
@@ -540,7 +592,7 @@ where
 {
     let settings = RunSettings { parallel: false, ..*settings };
     model.non_finite_rank.store(NO_RANK, std::sync::atomic::Ordering::Relaxed);
-    crate::run::run_chains_observed(model, sampler, inits, &settings, observers).map_err(|e| {
+    Runner::new(model, sampler).starts(inits).settings(settings).observers(observers).run().map_err(|e| {
         // A divergence whose non-finite gradient came from a shard names that shard's rank (the
         // same on every rank: each saw the same flags).
         match model.non_finite_rank.load(std::sync::atomic::Ordering::Relaxed) {
@@ -765,7 +817,7 @@ where
     ml.run_adaptive_mpi(cluster, model, g, target)
 }
 
-/// Writes the chains of `est` (e.g. the output of [`run_chains_mpi`], the same on every rank)
+/// Writes the chains of `est` (e.g. the output of `Runner::run_on`, the same on every rank)
 /// to the Zarr store at `path` in the ArviZ InferenceData layout of
 /// [`ZarrTrace`](crate::trace::export::ZarrTrace), the ranks sharing the work without conflicts: rank 0
 /// creates the layout, then chain c is written by rank `c mod R` (one chunk per chain). `path`

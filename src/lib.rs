@@ -9,9 +9,29 @@ pub mod datasets;
 pub mod distributed;
 mod error;
 mod gradient;
-/// The long-form guide (`docs/GUIDE.md`): concepts, the tuning method, every sampler and
-/// estimator, models, constraints, tempering, diagnostics, checkpoints, MPI and Zarr.
-#[doc = include_str!("../docs/GUIDE.md")]
+/// Where to read what: the guide is the API documentation itself, each topic on the page of the
+/// code it describes.
+///
+/// | topic | where |
+/// | --- | --- |
+/// | the trustworthy path in one call: tuning, dispersed starts, the run, the verdict with the step's bias | [`sample`] |
+/// | runs by hand: starts, settings, observers, stopping, checkpoints, estimates, cost | [`runner`], [`observe`], [`checkpoint`] |
+/// | the model: potentials and gradients, model checks, writing your own, the built-in models | [`Model`] |
+/// | automatic differentiation: forward mode, candle | [`ad`] |
+/// | constrained parameters (positive, simplex, correlation, …) | [`Constrained`], [`Layout`] |
+/// | tempered posteriors | [`Tempered`] |
+/// | gradient estimators: minibatch, control variates, SVRG, SAGA, Taylor | [`GradientEstimator`] |
+/// | every sampler, its update rule and reference; writing a kernel | [`Sampler`], [`Langevin`] |
+/// | the tuning method, preconditioning, what the tuner predicts | [`tune`] |
+/// | did the chains mix, the stated accuracy, the step's bias, validation, summaries | [`diagnostics`] |
+/// | Richardson–Romberg and multilevel SGLD | [`RichardsonRomberg`], [`MlSgld`] |
+/// | MPI: chains, replicates and data shards over ranks | `distributed` (feature `mpi`) |
+/// | distributed matrix factorisation | [`mf`] |
+/// | `.npy`, CSV and Zarr traces for ArviZ | [`export`] |
+/// | examples and benches | `examples/README.md` |
+/// | the layers, how to add a sampler, a model or an estimator | `ARCHITECTURE.md` |
+/// | how the tests prove the crate right | `CONTRIBUTING.md` |
+/// | what changed, with migration notes | `CHANGELOG.md` |
 pub mod guide {}
 pub mod mf;
 mod models;
@@ -24,7 +44,7 @@ pub mod tune;
 
 pub use models::ad;
 pub use numeric::rng;
-pub use run::{checkpoint, observe, progress};
+pub use run::{checkpoint, observe, progress, runner};
 pub use trace::{diagnostics, export};
 
 pub use cost::Cost;
@@ -32,6 +52,7 @@ pub use coupled::mlsgld::{
     ADAPTIVE_HORIZON_DOUBLINGS, ADAPTIVE_RETRY_COST, AdaptiveSettings, LevelSample, LevelStats, MlCoupling, MlSgld,
     MlSgldSettings, MlmcCheckpoint, MlmcResult, MomentErrors, RmseTarget,
 };
+#[allow(deprecated)]
 pub use coupled::richardson::{
     BiasReport, NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, discretisation_bias, resume_rr, run_rr,
     run_rr_chains, run_rr_observed,
@@ -51,6 +72,8 @@ pub use models::{
     Ratings, Temperature, Tempered,
 };
 pub use numeric::schedule::StepSize;
+pub use run::runner::{Resume, Runner};
+#[allow(deprecated)]
 pub use run::{
     ChainReport, Divergence, OnDivergence, RunOutput, RunSettings, Storage, resume, run, run_chains,
     run_chains_observed, run_observed,
@@ -66,23 +89,25 @@ pub use samplers::{
 pub use trace::estimate::{Estimate, Moments, Samples};
 pub use trace::zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};
 
-/// The common imports: `use sgmcmc::prelude::*;`. Every sampler and its settings, the coupled
-/// methods (Richardson–Romberg, multilevel) with their runners, the tuners, the estimators, the
-/// runners and the output types.
+/// What a first program needs: `use sgmcmc::prelude::*;` — the model trait and the built-in
+/// models, the trustworthy path ([`Sample`]) and the runner ([`Runner`]), the two workhorse
+/// samplers with their gradient estimators, the Richardson–Romberg wrapper `Sample` also drives,
+/// and the output types. Everything else is named at the crate root (`use sgmcmc::{Psgld, Mala,
+/// Resume, …}`) or in its module (`sgmcmc::tune::tune`, `sgmcmc::observe::Budget`).
 pub mod prelude {
-    pub use crate::observe::{Control, Observer, Progress};
+    pub use crate::cost::Cost;
+    pub use crate::coupled::richardson::RichardsonRomberg;
+    pub use crate::error::Error;
+    pub use crate::gradient::control_variate::{ControlVariate, CvSettings};
+    pub use crate::gradient::optim::ModeSettings;
+    pub use crate::gradient::{FullGradient, Minibatch};
+    pub use crate::models::model::Model;
+    pub use crate::models::{Glm, LinearGaussian, LogisticRegression};
+    pub use crate::run::runner::Runner;
+    pub use crate::run::{RunOutput, RunSettings};
     pub use crate::sample::{Sample, Sampled};
-    pub use crate::tune::{PlannedRun, Precondition, TuneSettings, dispersed_starts, tune};
-    pub use crate::tune_rr;
-    pub use crate::{
-        AdaptiveSettings, Constrained, Constraint, ControlVariate, Cost, CvSettings, CyclicalSettings, CyclicalSgld,
-        Error, Estimate, FullGradient, Glm, GlmSettings, GradientEstimator, Hamcmc, HamcmcSettings, Layout,
-        LinearGaussian, Lmc, LogisticRegression, Mala, MalaSettings, Metric, Minibatch, MlSgld, MlSgldSettings,
-        ModeSettings, Model, PreconditionedSgld, Psgld, PsgldSettings, RichardsonRomberg, RmseTarget, RunOutput,
-        RunSettings, Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, Sgnht, SgnhtSettings, Sgrrhmc, Sgrrld,
-        StepSize, Storage, Temperature, Tempered, Whitening, ZvOrder, check_model, diagnostics, export, find_mode,
-        resume, resume_rr, run, run_chains, run_chains_observed, run_observed, run_rr, run_rr_chains,
-    };
+    pub use crate::samplers::{Sghmc, SghmcSettings, Sgld, SgldSettings};
+    pub use crate::trace::estimate::Estimate;
 }
 
 /// The exact `ndarray` this crate's API uses (arrays in and out): name it as `sgmcmc::ndarray`

@@ -40,6 +40,8 @@
 //! Bayesian matrix factorization using stochastic gradient MCMC*, KDD 2015; U. Şimşekli,
 //! R. Badeau, A. T. Cemgil, G. Richard, *Stochastic quasi-Newton Langevin Monte Carlo*, ICML 2016,
 //! §4.3.
+//!
+#![doc = include_str!("../docs/guide/mf.md")]
 
 use crate::error::{Error, Result, check_positive};
 use crate::models::PmfTerms;

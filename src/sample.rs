@@ -17,7 +17,7 @@
 //!    run is the kept draws × chains given here, stated once);
 //! 2. [`dispersed_starts`]: one start per chain around the mode, twice the Laplace spread, so
 //!    that split-R̂ can see chains that have not forgotten where they began;
-//! 3. [`run_chains`], with the model checked at the starts;
+//! 3. [`Runner`], with the model checked at the starts;
 //! 4. [`step_bias`](crate::step_bias): a coupled companion at half the step from the chains'
 //!    last states, at [`STEP_BIAS_COST`] of the run's cost by default
 //!    ([`bias_check`](Sample::bias_check) sets it; `None` turns it off);
@@ -38,14 +38,15 @@
 //! the settings recorded in [`Sampled`].
 
 use crate::coupled::mlsgld::{AdaptiveSettings, MlSgld, MlSgldSettings, MlmcResult, RmseTarget};
-use crate::coupled::richardson::{RichardsonRomberg, RrOutput, extrapolated_rows, run_rr_chains};
+use crate::coupled::richardson::{RichardsonRomberg, RrOutput, extrapolated_rows};
 use crate::coupled::step_bias::{Companion, STEP_BIAS_COST, StepBias, companion, rows_with_bias, with_bias};
 use crate::coupled::tune_rr::{TunedRr, tune_rr};
 use crate::error::{Error, Result};
 use crate::gradient::SubsampledEstimator;
 use crate::models::Layout;
 use crate::models::model::Model;
-use crate::run::{RunOutput, RunSettings, run_chains};
+use crate::run::runner::Runner;
+use crate::run::{RunOutput, RunSettings};
 use crate::samplers::Discretisation;
 use crate::trace::diagnostics::{Convergence, SummaryTable, convergence_of, summary};
 use crate::trace::estimate::Estimate;
@@ -181,7 +182,7 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
         self
     }
 
-    /// The run's settings: what [`run`](Self::run) passes to [`run_chains`].
+    /// The run's settings: what [`run`](Self::run) passes to [`Runner`].
     pub fn run_settings(&self) -> RunSettings {
         let burn_in = self.burn_in.unwrap_or((self.draws / 10).max(1_000));
         RunSettings {
@@ -199,7 +200,7 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
     /// docs](self)).
     ///
     /// Errors: invalid settings (no draws, no chain, a bias-check cost outside (0, 10]); those
-    /// of [`tune`], [`dispersed_starts`], [`run_chains`] and
+    /// of [`tune`], [`dispersed_starts`], [`Runner`] and
     /// [`step_bias`](crate::step_bias); [`Error::DimensionMismatch`]
     /// for a start or names not of the model's dimension.
     pub fn run(self) -> Result<Sampled<S>> {
@@ -208,7 +209,7 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
         let names = self.reported_names(layout.as_ref(), width)?;
         let tuned = tune(self.model, &self.sampler, &theta0, &ts)?;
         let starts = dispersed_starts(self.model, &tuned.mode, self.chains, START_SPREAD, self.seed)?;
-        let output = run_chains(self.model, &tuned.sampler, &starts, &settings)?;
+        let output = Runner::new(self.model, &tuned.sampler).starts(&starts).settings(settings).run()?;
         let companion = match self.bias_cost {
             Some(cost) => Some(companion(self.model, &tuned.sampler, &output, cost)?),
             None => None,
@@ -228,7 +229,7 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, Richardso
     /// The trustworthy path for a Richardson–Romberg extrapolation (SGRRLD, SGRRHMC): chooses
     /// chain A's step for this run with [`tune_rr`] (the mode, the whitening, the step from the
     /// extrapolated measure's Stein moment errors), starts the replicate pairs dispersed around the
-    /// mode, runs them ([`run_rr_chains`]) and states the verdict and table of the
+    /// mode, runs them ([`Runner`]) and states the verdict and table of the
     /// **extrapolated** draws (as [`RrOutput::convergence`] and [`RrOutput::summary_table`]; on
     /// the constrained scale with the blocks' names for a model with an
     /// [`output_layout`](Model::output_layout), both chains' draws mapped before they are
@@ -247,14 +248,14 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, Richardso
     /// ```
     ///
     /// Errors: invalid settings; those of [`tune_rr`], [`dispersed_starts`] and
-    /// [`run_rr_chains`]; [`Error::DimensionMismatch`] for a start or names not of the model's
+    /// [`Runner`]; [`Error::DimensionMismatch`] for a start or names not of the model's
     /// dimension.
     pub fn run(self) -> Result<SampledRr<S>> {
         let (settings, layout, theta0, ts) = self.plan()?;
         let names = self.reported_names(layout.as_ref(), layout.as_ref().map_or(self.model.dim(), Layout::dim))?;
         let tuned = tune_rr(self.model, &self.sampler, &theta0, &ts)?;
         let starts = dispersed_starts(self.model, &tuned.mode, self.chains, START_SPREAD, self.seed)?;
-        let output = run_rr_chains(self.model, &tuned.rr, &starts, &settings)?;
+        let output = Runner::new(self.model, &tuned.rr).starts(&starts).settings(settings).run()?;
         let rows = match &layout {
             Some(l) => {
                 let f = |phi: &[f64], theta: &mut [f64]| l.forward(phi, theta, None);

@@ -37,8 +37,8 @@ fn sgld_chain_gap<M: Model>(model: &M) -> f64 {
     let hand = logistic();
     let settings = RunSettings { n_iter: 1_000, burn_in: 0, seed: 5, ..Default::default() };
     let sgld = Sgld::new(SgldSettings::constant(2e-4), Minibatch::new(50)).unwrap();
-    let a = run(&hand, &sgld, &[0.0; 6], &settings).unwrap();
-    let b = run(model, &sgld, &[0.0; 6], &settings).unwrap();
+    let a = Runner::new(&hand, &sgld).start(&[0.0; 6]).settings(settings).run().unwrap();
+    let b = Runner::new(model, &sgld).start(&[0.0; 6]).settings(settings).run().unwrap();
     let (da, db) = (a.estimate.samples(0).unwrap(), b.estimate.samples(0).unwrap());
     assert_eq!(da.len(), 1_000);
     assert_eq!(db.len(), 1_000);
@@ -261,7 +261,16 @@ mod forward {
         fn chain<M: Model>(model: &M) -> Array2<f64> {
             let settings = RunSettings { n_iter: 1_000, burn_in: 0, seed: 8, ..Default::default() };
             let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(30)).unwrap();
-            run(model, &sgld, &[0.0; P + 2], &settings).unwrap().estimate.samples(0).unwrap().draws().to_owned()
+            Runner::new(model, &sgld)
+                .start(&[0.0; P + 2])
+                .settings(settings)
+                .run()
+                .unwrap()
+                .estimate
+                .samples(0)
+                .unwrap()
+                .draws()
+                .to_owned()
         }
 
         #[test]
@@ -489,7 +498,7 @@ mod candle {
         .unwrap();
         let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(10)).unwrap();
         let settings = RunSettings { n_iter: 10, burn_in: 0, n_chains: 2, check_model: false, ..Default::default() };
-        let err = run(&bad, &sgld, &[0.0; 6], &settings).unwrap_err();
+        let err = Runner::new(&bad, &sgld).start(&[0.0; 6]).settings(settings).run().unwrap_err();
         eprintln!("{err}");
         match err.root() {
             Error::ModelFailure { method: "grad_data_sum", iteration: Some(0), message } => {

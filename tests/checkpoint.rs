@@ -40,14 +40,15 @@ fn check_resume<M: Model, S: Sampler + Serialize + DeserializeOwned>(
     settings: &RunSettings,
     k: u64,
 ) {
-    let full = run(model, sampler, theta0, settings).unwrap();
-    let stopped = run_observed(model, sampler, theta0, settings, &[&stop_at(k)]).unwrap();
+    let full = Runner::new(model, sampler).start(theta0).settings(*settings).run().unwrap();
+    let stopped =
+        Runner::new(model, sampler).start(theta0).settings(*settings).observers(&[&stop_at(k)]).run().unwrap();
     assert!(!stopped.is_complete(), "{name}");
     assert!(stopped.chains.iter().all(|c| c.iterations == k && c.stopped), "{name}");
     let path = dir().join(format!("{name}.ckpt"));
     stopped.save(&path).unwrap();
     let loaded = RunOutput::<S>::load(&path).unwrap();
-    let resumed = resume(model, loaded, &[]).unwrap();
+    let resumed = Resume::new(model, loaded).run().unwrap();
     assert!(resumed.is_complete(), "{name}");
     assert_eq!(bits(&resumed.estimate), bits(&full.estimate), "{name}: resumed draws differ");
     assert_eq!(resumed.cost, full.cost, "{name}: cost differs");
@@ -118,11 +119,11 @@ fn resumed_runs_are_bit_identical() {
         Minibatch::without_replacement(40),
     )
     .unwrap();
-    let full = run(&lo, &psgld, &map, &moments).unwrap();
-    let stopped = run_observed(&lo, &psgld, &map, &moments, &[&stop_at(2_100)]).unwrap();
+    let full = Runner::new(&lo, &psgld).start(&map).settings(moments).run().unwrap();
+    let stopped = Runner::new(&lo, &psgld).start(&map).settings(moments).observers(&[&stop_at(2_100)]).run().unwrap();
     let path = dir().join("psgld_moments.ckpt");
     stopped.save(&path).unwrap();
-    let resumed = resume(&lo, RunOutput::<Psgld>::load(&path).unwrap(), &[]).unwrap();
+    let resumed = Resume::new(&lo, RunOutput::<Psgld>::load(&path).unwrap()).run().unwrap();
     let (a, b) = (resumed.estimate.covariance().unwrap(), full.estimate.covariance().unwrap());
     assert_eq!(a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), b.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
     std::fs::remove_file(&path).unwrap();
@@ -133,12 +134,13 @@ fn resumed_richardson_romberg_is_bit_identical() {
     let lg = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 5).unwrap();
     let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50)).unwrap());
     let settings = RunSettings { n_iter: 2_000, burn_in: 200, n_chains: 2, seed: 4, ..Default::default() };
-    let full = run_rr(&lg, &rr, &[0.0, 0.0], &settings).unwrap();
-    let stopped = run_rr_observed(&lg, &rr, &[0.0, 0.0], &settings, &[&stop_at(777)]).unwrap();
+    let full = Runner::new(&lg, &rr).start(&[0.0, 0.0]).settings(settings).run().unwrap();
+    let stopped =
+        Runner::new(&lg, &rr).start(&[0.0, 0.0]).settings(settings).observers(&[&stop_at(777)]).run().unwrap();
     assert_eq!(stopped.iterations, vec![777, 777]);
     let path = dir().join("sgrrld.ckpt");
     stopped.save(&path).unwrap();
-    let resumed = resume_rr(&lg, RrOutput::<Sgld>::load(&path).unwrap(), &[]).unwrap();
+    let resumed = Resume::new(&lg, RrOutput::<Sgld>::load(&path).unwrap()).run().unwrap();
     assert!(resumed.is_complete());
     assert_eq!(bits(&resumed.coarse), bits(&full.coarse));
     assert_eq!(bits(&resumed.fine), bits(&full.fine));
@@ -188,9 +190,14 @@ fn a_budget_stop_returns_exactly_the_draws_so_far() {
     let lg = LinearGaussian::synthetic(1_000, 3, 1.0, 10.0, 9).unwrap();
     let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100)).unwrap();
     let settings = RunSettings { n_iter: 4_000, burn_in: 100, n_chains: 2, seed: 3, ..Default::default() };
-    let full = run(&lg, &sgld, &[0.0; 3], &settings).unwrap();
+    let full = Runner::new(&lg, &sgld).start(&[0.0; 3]).settings(settings).run().unwrap();
     // 100 per step and 100 for the initial gradient: 150 000 per chain stops at iteration 1 499.
-    let out = run_observed(&lg, &sgld, &[0.0; 3], &settings, &[&Budget::datum_gradients(300_000)]).unwrap();
+    let out = Runner::new(&lg, &sgld)
+        .start(&[0.0; 3])
+        .settings(settings)
+        .observers(&[&Budget::datum_gradients(300_000)])
+        .run()
+        .unwrap();
     assert_eq!(out.cost.datum_gradients, 300_000);
     for c in 0..2 {
         assert_eq!(out.chains[c].iterations, 1_499);
@@ -205,16 +212,21 @@ fn a_budget_stop_returns_exactly_the_draws_so_far() {
         );
     }
     // A wall-time limit already reached: every chain stops at its first check.
-    let out = run_observed(&lg, &sgld, &[0.0; 3], &settings, &[&WallTime::new(std::time::Duration::ZERO)]).unwrap();
+    let out = Runner::new(&lg, &sgld)
+        .start(&[0.0; 3])
+        .settings(settings)
+        .observers(&[&WallTime::new(std::time::Duration::ZERO)])
+        .run()
+        .unwrap();
     assert!(out.chains.iter().all(|c| c.iterations == 1 && c.stopped));
     // A stop flag raised before the run: every chain stops at its start, with nothing drawn.
     let flag = StopFlag::new(1);
     flag.raise();
-    let out = run_observed(&lg, &sgld, &[0.0; 3], &settings, &[&flag]).unwrap();
+    let out = Runner::new(&lg, &sgld).start(&[0.0; 3]).settings(settings).observers(&[&flag]).run().unwrap();
     assert!(out.chains.iter().all(|c| c.iterations == 0 && c.stopped));
     assert_eq!(out.estimate.n_samples(), 0);
     // ... and the run goes on from there when resumed.
-    let resumed = resume(&lg, out, &[]).unwrap();
+    let resumed = Resume::new(&lg, out).run().unwrap();
     assert_eq!(bits(&resumed.estimate), bits(&full.estimate));
 }
 
@@ -223,7 +235,7 @@ fn corrupt_and_mismatched_checkpoints_are_typed_errors() {
     let lg = LinearGaussian::synthetic(200, 2, 1.0, 10.0, 1).unwrap();
     let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap();
     let settings = RunSettings { n_iter: 500, burn_in: 50, n_chains: 2, ..Default::default() };
-    let out = run_observed(&lg, &sgld, &[0.0; 2], &settings, &[&stop_at(200)]).unwrap();
+    let out = Runner::new(&lg, &sgld).start(&[0.0; 2]).settings(settings).observers(&[&stop_at(200)]).run().unwrap();
     let path = dir().join("good.ckpt");
     out.save(&path).unwrap();
     let bytes = std::fs::read(&path).unwrap();
@@ -263,7 +275,7 @@ fn corrupt_and_mismatched_checkpoints_are_typed_errors() {
     // A model of another dimension on resume.
     let other = LinearGaussian::synthetic(200, 3, 1.0, 10.0, 1).unwrap();
     let loaded = RunOutput::<Sgld>::load(&path).unwrap();
-    assert!(matches!(resume(&other, loaded, &[]), Err(Error::DimensionMismatch { .. })));
+    assert!(matches!(Resume::new(&other, loaded).run(), Err(Error::DimensionMismatch { .. })));
 }
 
 /// A model whose gradient is NaN wherever −5 < θ₀ < −4: a chain started at θ₀ = −10 crosses
@@ -300,12 +312,12 @@ fn divergences_can_be_reported_as_data() {
     let inits: Vec<&[f64]> = vec![&mu, &far, &mu];
     let settings = RunSettings { n_iter: 2_000, burn_in: 100, n_chains: 3, seed: 5, ..Default::default() };
     // Default: the run fails, naming the chain.
-    let e = run_chains(&model, &sgld, &inits, &settings).unwrap_err();
+    let e = Runner::new(&model, &sgld).starts(&inits).settings(settings).run().unwrap_err();
     assert!(matches!(e, Error::Chain { chain: 1, .. }), "{e:?}");
     assert!(matches!(e.root(), Error::NonFiniteGradient { .. }));
     // Report: chain 1 is reported with its iteration; chains 0 and 2 are returned, unchanged.
     let report = RunSettings { on_divergence: OnDivergence::Report, ..settings };
-    let out = run_chains(&model, &sgld, &inits, &report).unwrap();
+    let out = Runner::new(&model, &sgld).starts(&inits).settings(report).run().unwrap();
     assert_eq!(out.divergences.len(), 1);
     let div = &out.divergences[0];
     let Error::Chain { source, .. } = &e else { unreachable!() };
@@ -313,11 +325,13 @@ fn divergences_can_be_reported_as_data() {
     assert_eq!((div.chain, div.iteration, div.non_finite_state), (1, iteration, false));
     assert!(out.chains[1].diverged && !out.chains[0].diverged && !out.chains[2].diverged);
     assert_eq!(out.estimate.n_parts(), 2);
-    let healthy = run_chains(&model, &sgld, &[&mu, &mu], &RunSettings { n_chains: 2, ..settings }).unwrap();
+    let healthy =
+        Runner::new(&model, &sgld).starts(&[&mu, &mu]).settings(RunSettings { n_chains: 2, ..settings }).run().unwrap();
     assert_eq!(bits(&out.estimate.part(0).unwrap()), bits(&healthy.estimate.part(0).unwrap()));
     // Everything diverges: the first error comes back.
     let all_far: Vec<&[f64]> = vec![&far, &far];
-    let e = run_chains(&model, &sgld, &all_far, &RunSettings { n_chains: 2, ..report }).unwrap_err();
+    let e =
+        Runner::new(&model, &sgld).starts(&all_far).settings(RunSettings { n_chains: 2, ..report }).run().unwrap_err();
     assert!(matches!(e, Error::Chain { chain: 0, .. }), "{e:?}");
 }
 
@@ -339,21 +353,21 @@ fn resuming_with_another_model_is_a_typed_error() {
     .unwrap();
     let sgld = Sgld::new(SgldSettings::constant(1e-4), cv).unwrap();
     let settings = RunSettings { n_iter: 400, burn_in: 50, n_chains: 2, ..Default::default() };
-    let out = run_observed(&m, &sgld, &[0.0; 3], &settings, &[&stop_at(200)]).unwrap();
+    let out = Runner::new(&m, &sgld).start(&[0.0; 3]).settings(settings).observers(&[&stop_at(200)]).run().unwrap();
     let path = dir().join("model-mismatch.ckpt");
     out.save(&path).unwrap();
     type S = Sgld<ControlVariate>;
-    let e = resume(&fewer, RunOutput::<S>::load(&path).unwrap(), &[]).unwrap_err();
+    let e = Resume::new(&fewer, RunOutput::<S>::load(&path).unwrap()).run().unwrap_err();
     assert!(matches!(e, Error::CheckpointMismatch { what: "model data size (number of data)", .. }), "{e:?}");
     assert!(e.to_string().contains("2000 in the checkpoint"), "{e}");
-    let e = resume(&other, RunOutput::<S>::load(&path).unwrap(), &[]).unwrap_err();
+    let e = Resume::new(&other, RunOutput::<S>::load(&path).unwrap()).run().unwrap_err();
     assert!(
         matches!(e, Error::CheckpointMismatch { what, .. } if what.starts_with("model data (fingerprint")),
         "{e:?}"
     );
     // The same model at another temperature is another model (its gradients differ).
     let hot = Tempered::new(&m, Temperature::posterior(2.0)).unwrap();
-    let e = resume(&hot, RunOutput::<S>::load(&path).unwrap(), &[]).unwrap_err();
+    let e = Resume::new(&hot, RunOutput::<S>::load(&path).unwrap()).run().unwrap_err();
     assert!(
         matches!(e, Error::CheckpointMismatch { what, .. } if what.starts_with("model data (fingerprint")),
         "{e:?}"
@@ -361,20 +375,20 @@ fn resuming_with_another_model_is_a_typed_error() {
     // At another prior temperature alone (the data's gradients are the same): the prior's
     // fingerprint differs.
     let cold_prior = Tempered::new(&m, Temperature::new(1.0, 0.5)).unwrap();
-    let e = resume(&cold_prior, RunOutput::<S>::load(&path).unwrap(), &[]).unwrap_err();
+    let e = Resume::new(&cold_prior, RunOutput::<S>::load(&path).unwrap()).run().unwrap_err();
     assert!(
         matches!(e, Error::CheckpointMismatch { what, .. } if what.starts_with("model prior (fingerprint")),
         "{e:?}"
     );
     assert!(e.to_string().contains("prior: weighted sum"), "{e}");
-    assert!(resume(&m, RunOutput::<S>::load(&path).unwrap(), &[]).unwrap().is_complete());
+    assert!(Resume::new(&m, RunOutput::<S>::load(&path).unwrap()).run().unwrap().is_complete());
 
     let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap());
-    let stopped = run_rr_observed(&m, &rr, &[0.0; 3], &settings, &[&stop_at(100)]).unwrap();
+    let stopped = Runner::new(&m, &rr).start(&[0.0; 3]).settings(settings).observers(&[&stop_at(100)]).run().unwrap();
     stopped.save(&path).unwrap();
-    let e = resume_rr(&fewer, RrOutput::<Sgld>::load(&path).unwrap(), &[]).unwrap_err();
+    let e = Resume::new(&fewer, RrOutput::<Sgld>::load(&path).unwrap()).run().unwrap_err();
     assert!(matches!(e, Error::CheckpointMismatch { what: "model data size (number of data)", .. }), "{e:?}");
-    assert!(resume_rr(&m, RrOutput::<Sgld>::load(&path).unwrap(), &[]).unwrap().is_complete());
+    assert!(Resume::new(&m, RrOutput::<Sgld>::load(&path).unwrap()).run().unwrap().is_complete());
 
     let g = |t: &[f64]| t[0];
     let ml = MlSgld::sgld(MlSgldSettings::default(), 1.0 / 2_000.0, Minibatch::new(10), &[0.0; 3]).unwrap();
@@ -409,7 +423,7 @@ fn concurrent_saves_to_one_path_all_succeed() {
     let lg = LinearGaussian::synthetic(200, 2, 1.0, 10.0, 1).unwrap();
     let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap();
     let settings = RunSettings { n_iter: 2_000, burn_in: 0, n_chains: 2, ..Default::default() };
-    let out = run(&lg, &sgld, &[0.0; 2], &settings).unwrap();
+    let out = Runner::new(&lg, &sgld).start(&[0.0; 2]).settings(settings).run().unwrap();
     let path = dir().join("concurrent.ckpt");
     std::thread::scope(|s| {
         for _ in 0..4 {
@@ -435,7 +449,7 @@ fn child_saves_until_killed() {
     let lg = LinearGaussian::synthetic(200, 20, 1.0, 10.0, 1).unwrap();
     let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap();
     let settings = RunSettings { n_iter: 50_000, burn_in: 0, n_chains: 4, ..Default::default() };
-    let out = run(&lg, &sgld, &[0.0; 20], &settings).unwrap();
+    let out = Runner::new(&lg, &sgld).start(&[0.0; 20]).settings(settings).run().unwrap();
     let start = std::time::Instant::now();
     loop {
         println!("saving {}", start.elapsed().as_micros());
@@ -451,7 +465,11 @@ fn a_save_killed_mid_write_leaves_the_previous_checkpoint() {
     use std::io::BufRead;
     let lg = LinearGaussian::synthetic(200, 20, 1.0, 10.0, 1).unwrap();
     let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap();
-    let small = run(&lg, &sgld, &[0.0; 20], &RunSettings { n_iter: 100, burn_in: 0, ..Default::default() }).unwrap();
+    let small = Runner::new(&lg, &sgld)
+        .start(&[0.0; 20])
+        .settings(RunSettings { n_iter: 100, burn_in: 0, ..Default::default() })
+        .run()
+        .unwrap();
     let path = dir().join("killed.ckpt");
     let mut left_temporary = 0;
     // Kill at these fractions of one save's duration after a save begins (mostly the encoding),
@@ -519,7 +537,11 @@ fn loading_and_clean_temporaries_remove_abandoned_temporaries() {
     }
     let lg = LinearGaussian::synthetic(200, 2, 1.0, 10.0, 1).unwrap();
     let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(20)).unwrap();
-    let out = run(&lg, &sgld, &[0.0; 2], &RunSettings { n_iter: 200, burn_in: 0, ..Default::default() }).unwrap();
+    let out = Runner::new(&lg, &sgld)
+        .start(&[0.0; 2])
+        .settings(RunSettings { n_iter: 200, burn_in: 0, ..Default::default() })
+        .run()
+        .unwrap();
     let d = dir().join("temporaries");
     std::fs::create_dir_all(&d).unwrap();
     let path = d.join("a.ckpt");

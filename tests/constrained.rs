@@ -293,7 +293,7 @@ fn a_gamma_rate_is_recovered_by_mala_and_sgld_cv() {
     let start = model.unconstrain(&[1.0]).unwrap();
     let s = RunSettings { n_iter: 41_000, burn_in: 1_000, n_chains: 4, seed: 21, ..Default::default() };
     let mala = Mala::new(MalaSettings::default()).unwrap();
-    let out = run(&model, &mala, &start, &s).unwrap();
+    let out = Runner::new(&model, &mala).start(&start).settings(s).run().unwrap();
     check_rows("MALA", &model.summary_table(&out.estimate).unwrap(), &exact);
     // SGLD-CV: control variate at the mode of φ; step 1 % of 1/λ_max (φ's precision is about
     // a + N = 103), so the step bias (≈ 0.5 % of the variance) is below the Monte Carlo error.
@@ -306,7 +306,7 @@ fn a_gamma_rate_is_recovered_by_mala_and_sgld_cv() {
     .unwrap();
     let sgld = Sgld::new(SgldSettings::constant(1e-4), cv).unwrap();
     let s = RunSettings { n_iter: 404_000, burn_in: 4_000, thin: 10, n_chains: 4, seed: 22, ..Default::default() };
-    let out = run(&model, &sgld, &start, &s).unwrap();
+    let out = Runner::new(&model, &sgld).start(&start).settings(s).run().unwrap();
     check_rows("SGLD-CV", &model.summary_table(&out.estimate).unwrap(), &exact);
 }
 
@@ -357,7 +357,8 @@ fn a_dirichlet_is_recovered_on_the_simplex() {
     let model = Constrained::new(Categories { c, alpha }, Layout::new().simplex("p", 3)).unwrap();
     let start = model.unconstrain(&[1.0 / 3.0; 3]).unwrap();
     let s = RunSettings { n_iter: 41_000, burn_in: 1_000, n_chains: 4, seed: 23, ..Default::default() };
-    let out = run(&model, &Mala::new(MalaSettings::default()).unwrap(), &start, &s).unwrap();
+    let out =
+        Runner::new(&model, &Mala::new(MalaSettings::default()).unwrap()).start(&start).settings(s).run().unwrap();
     let table = model.summary_table(&out.estimate).unwrap();
     assert_eq!(table.names, ["p[0]", "p[1]", "p[2]"]);
     check_rows("MALA Dirichlet", &table, &exact);
@@ -375,7 +376,7 @@ fn a_dirichlet_is_recovered_on_the_simplex() {
     .unwrap();
     let sgld = Sgld::new(SgldSettings::constant(1e-3), cv).unwrap();
     let s = RunSettings { n_iter: 404_000, burn_in: 4_000, thin: 10, n_chains: 4, seed: 24, ..Default::default() };
-    let out = run(&model, &sgld, &start, &s).unwrap();
+    let out = Runner::new(&model, &sgld).start(&start).settings(s).run().unwrap();
     check_rows("SGLD-CV Dirichlet", &model.summary_table(&out.estimate).unwrap(), &exact);
 }
 
@@ -413,7 +414,8 @@ fn an_ordered_pair_is_recovered() {
     let sd = (1.0 - 1.0 / std::f64::consts::PI).sqrt();
     let start = model.unconstrain(&[-0.5, 0.5]).unwrap();
     let s = RunSettings { n_iter: 41_000, burn_in: 1_000, n_chains: 4, seed: 25, ..Default::default() };
-    let out = run(&model, &Mala::new(MalaSettings::default()).unwrap(), &start, &s).unwrap();
+    let out =
+        Runner::new(&model, &Mala::new(MalaSettings::default()).unwrap()).start(&start).settings(s).run().unwrap();
     check_rows("MALA ordered", &model.summary_table(&out.estimate).unwrap(), &[(-m, sd), (m, sd)]);
 }
 
@@ -462,7 +464,8 @@ fn an_lkj_correlation_matrix_is_recovered_through_its_cholesky_factor() {
     }
     let start = model.unconstrain(&identity).unwrap();
     let s = RunSettings { n_iter: 41_000, burn_in: 1_000, n_chains: 4, seed: 26, ..Default::default() };
-    let out = run(&model, &Mala::new(MalaSettings::default()).unwrap(), &start, &s).unwrap();
+    let out =
+        Runner::new(&model, &Mala::new(MalaSettings::default()).unwrap()).start(&start).settings(s).run().unwrap();
     // Ω = L Lᵀ's off-diagonal entries, per chain.
     let l = model.layout().constrain_estimate(&out.estimate).unwrap();
     let parts: Vec<Estimate> = (0..l.n_parts())
@@ -525,7 +528,7 @@ fn names_and_errors() {
     // CSV on the constrained scale, columns named after the blocks.
     let s2 = RunSettings { n_iter: 50, burn_in: 10, seed: 2, ..Default::default() };
     let sgld2 = Sgld::new(SgldSettings::constant(1e-3), Minibatch::new(2)).unwrap();
-    let o = run(&m, &sgld2, &[0.0, 0.0], &s2).unwrap();
+    let o = Runner::new(&m, &sgld2).start(&[0.0, 0.0]).settings(s2).run().unwrap();
     let csv = std::env::temp_dir().join(format!("sgmcmc_constrained_{}.csv", std::process::id()));
     m.write_csv(&csv, &o.estimate).unwrap();
     let text = std::fs::read_to_string(&csv).unwrap();
@@ -541,7 +544,7 @@ fn names_and_errors() {
     // A streaming run has no draws to map.
     let s = RunSettings { n_iter: 100, burn_in: 10, storage: Storage::Moments, ..Default::default() };
     let sgld = Sgld::new(SgldSettings::constant(1e-3), Minibatch::new(2)).unwrap();
-    let out = run(&m, &sgld, &[0.0, 0.0], &s).unwrap();
+    let out = Runner::new(&m, &sgld).start(&[0.0, 0.0]).settings(s).run().unwrap();
     assert!(matches!(m.layout().constrain_estimate(&out.estimate), Err(Error::NotStored { .. })));
 }
 
@@ -663,7 +666,7 @@ fn the_verdict_holds_on_the_constrained_scale_and_for_derived_quantities() {
     // The expert path names what failed: a short MALA run judged on the constrained scale.
     let mala = Mala::new(MalaSettings { step_size: 0.05, adapt_steps: 0, ..Default::default() }).unwrap();
     let s = RunSettings { n_iter: 60, burn_in: 10, n_chains: 2, seed: 3, ..Default::default() };
-    let out = run(&model, &mala, &[0.0; 10], &s).unwrap();
+    let out = Runner::new(&model, &mala).start(&[0.0; 10]).settings(s).run().unwrap();
     let short = model.convergence(&out.estimate).unwrap();
     assert!(!short.converged && !short.failed_names.is_empty(), "{short}");
     assert!(short.failed_names.iter().all(|n| n == "mu" || n == "tau" || n.starts_with("eta[")), "{short}");

@@ -99,7 +99,7 @@ fn sgld_cv_matches_exact_stationary_law() {
     let exact = sgld_stationary_cov(&NoiseModel::control_variate(&m, (n, true), &centre), gamma);
     let sgld = Sgld::new(SgldSettings { step_size: StepSize::Constant(gamma) }, cv.clone()).unwrap();
     let s = RunSettings { n_iter: 40_000, burn_in: 4_000, thin: 2, n_chains: 40, seed: 201, ..Default::default() };
-    let out = run(&m, &sgld, cv.centre(), &s).unwrap();
+    let out = Runner::new(&m, &sgld).start(cv.centre()).settings(s).run().unwrap();
     assert_z("SGLD-CV vs exact", &z_scores(&out.estimate, m.posterior_mean(), &exact), Z);
     // The setup cost (one full pass) is counted once, not once per chain.
     assert_eq!(out.setup_cost.datum_gradients, 1_000);
@@ -113,7 +113,7 @@ fn sgld_cv_matches_exact_stationary_law() {
 fn recovers(name: &str, sampler: &impl Sampler, start: &[f64], seed: u64) {
     let m = model();
     let s = RunSettings { n_iter: 400_000, burn_in: 40_000, thin: 20, n_chains: 40, seed, ..Default::default() };
-    let out = run(&m, sampler, start, &s).unwrap();
+    let out = Runner::new(&m, sampler).start(start).settings(s).run().unwrap();
     let post = m.posterior_covariance();
     let rows = z_scores(&out.estimate, m.posterior_mean(), post);
     assert_z(name, &rows, Z);
@@ -205,7 +205,11 @@ fn control_variate_errors() {
     let cv = ControlVariate::at(&m, &[0.0, 0.0], CvSettings::default()).unwrap();
     let other = LinearGaussian::synthetic(500, 2, 1.0, 1.0, 1).unwrap();
     let sgld = Sgld::new(SgldSettings::default(), cv).unwrap();
-    let e = run(&other, &sgld, &[0.0, 0.0], &RunSettings { n_iter: 10, burn_in: 1, ..Default::default() }).unwrap_err();
+    let e = Runner::new(&other, &sgld)
+        .start(&[0.0, 0.0])
+        .settings(RunSettings { n_iter: 10, burn_in: 1, ..Default::default() })
+        .run()
+        .unwrap_err();
     assert!(matches!(e.root(), Error::DimensionMismatch { expected: 1000, got: 500, .. }));
     assert!(matches!(
         sgd(&m, &[0.0, 0.0], &SgdSettings { n_passes: 0.0, ..Default::default() }),
@@ -232,7 +236,7 @@ fn zv_on_a_gaussian_with_exact_gradients() {
         seed: 301,
         ..Default::default()
     };
-    let out = run(&m, &mala, m.posterior_mean().as_slice().unwrap(), &s).unwrap();
+    let out = Runner::new(&m, &mala).start(m.posterior_mean().as_slice().unwrap()).settings(s).run().unwrap();
     let samples = out.estimate.samples(0).unwrap();
     let mu = m.posterior_mean();
     // Linear test function, first order: exact up to rounding.
@@ -285,7 +289,7 @@ fn zv_on_sgld_cv_output() {
         seed: 302,
         ..Default::default()
     };
-    let out = run(&m, &sgld, cv.centre(), &s).unwrap();
+    let out = Runner::new(&m, &sgld).start(cv.centre()).settings(s).run().unwrap();
     let mu = m.posterior_mean();
     let (mut plain, mut zvs, mut vrf) = (Vec::new(), Vec::new(), Vec::new());
     for c in 0..20 {
@@ -308,7 +312,11 @@ fn zv_on_sgld_cv_output() {
 fn zv_errors() {
     let m = model();
     let sgld = Sgld::new(SgldSettings { step_size: StepSize::Constant(1e-4) }, Minibatch::new(10)).unwrap();
-    let out = run(&m, &sgld, &[0.0, 0.0], &RunSettings { n_iter: 100, burn_in: 10, ..Default::default() }).unwrap();
+    let out = Runner::new(&m, &sgld)
+        .start(&[0.0, 0.0])
+        .settings(RunSettings { n_iter: 100, burn_in: 10, ..Default::default() })
+        .run()
+        .unwrap();
     assert!(matches!(
         zv_samples(out.estimate.samples(0).unwrap(), |t| t[0], ZvOrder::First),
         Err(Error::NotStored { .. })
@@ -317,7 +325,7 @@ fn zv_errors() {
         Sgld::new(SgldSettings { step_size: StepSize::Polynomial { gamma1: 1e-4, alpha: 0.5 } }, Minibatch::new(10))
             .unwrap();
     let s = RunSettings { n_iter: 100, burn_in: 10, storage: Storage::SamplesAndGradients, ..Default::default() };
-    let out = run(&m, &decreasing, &[0.0, 0.0], &s).unwrap();
+    let out = Runner::new(&m, &decreasing).start(&[0.0, 0.0]).settings(s).run().unwrap();
     assert!(matches!(
         zv_samples(out.estimate.samples(0).unwrap(), |t| t[0], ZvOrder::First),
         Err(Error::InvalidParameter { name: "weights", .. })

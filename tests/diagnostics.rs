@@ -270,7 +270,7 @@ fn ksd_ranks_sgld_step_sizes() {
             seed: 11,
             ..Default::default()
         };
-        let out = run(&m, &s, m.posterior_mean().as_slice().unwrap(), &settings).unwrap();
+        let out = Runner::new(&m, &s).start(m.posterior_mean().as_slice().unwrap()).settings(settings).run().unwrap();
         diagnostics::ksd_of(&out.estimate, KsdSettings::default()).unwrap()
     };
     let lam_max = crate::support::symmetric_eigenvalues("P", m.posterior_precision()).unwrap()[1];
@@ -300,7 +300,7 @@ fn export_round_trips_and_summary_works() {
         seed: 12,
         ..Default::default()
     };
-    let out = run(&m, &s, &[0.0; 3], &settings).unwrap();
+    let out = Runner::new(&m, &s).start(&[0.0; 3]).settings(settings).run().unwrap();
     let dir = std::env::temp_dir().join(format!("sgmcmc-export-{}", std::process::id()));
     let files = export::write_npy(&dir, &out.estimate).unwrap();
     assert_eq!(files.len(), 5);
@@ -339,7 +339,11 @@ fn export_round_trips_and_summary_works() {
     assert_eq!(table.len(), 3);
     assert!(table.iter().all(|r| r.ess_bulk > 10.0 && r.rhat.is_finite() && r.mcse_mean > 0.0));
     // Streaming mode cannot be exported.
-    let moments = run(&m, &s, &[0.0; 3], &RunSettings { storage: Storage::Moments, ..settings }).unwrap();
+    let moments = Runner::new(&m, &s)
+        .start(&[0.0; 3])
+        .settings(RunSettings { storage: Storage::Moments, ..settings })
+        .run()
+        .unwrap();
     assert!(matches!(export::draws_array(&moments.estimate), Err(Error::NotStored { .. })));
     assert!(matches!(diagnostics::summary(&moments.estimate), Err(Error::NotStored { .. })));
 }
@@ -352,8 +356,8 @@ fn observer_sees_progress_and_changes_nothing() {
     let seen = Mutex::new(Vec::new());
     let observer = |p: &Progress<'_>| seen.lock().unwrap().push((p.chain, p.iteration, p.cost.datum_gradients));
     let every = sgmcmc::observe::Every { every: 250, f: observer };
-    let observed = run_observed(&m, &s, &[0.0, 0.0], &settings, &[&every]).unwrap();
-    let plain = run(&m, &s, &[0.0, 0.0], &settings).unwrap();
+    let observed = Runner::new(&m, &s).start(&[0.0, 0.0]).settings(settings).observers(&[&every]).run().unwrap();
+    let plain = Runner::new(&m, &s).start(&[0.0, 0.0]).settings(settings).run().unwrap();
     assert_eq!(observed.estimate.stacked_draws().unwrap(), plain.estimate.stacked_draws().unwrap());
     let mut v = seen.lock().unwrap().clone();
     v.sort();
@@ -372,7 +376,7 @@ fn summary_uses_the_weights_of_a_polynomial_schedule() {
         Sgld::new(SgldSettings { step_size: StepSize::Polynomial { gamma1: 2e-3, alpha: 0.4 } }, Minibatch::new(50))
             .unwrap();
     let settings = |seed| RunSettings { n_iter: 4000, burn_in: 200, n_chains: 2, seed, ..RunSettings::default() };
-    let out = run(&model, &sgld, &[0.0, 0.0], &settings(11)).unwrap();
+    let out = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(settings(11)).run().unwrap();
     let mean = out.estimate.mean().unwrap();
     let table = diagnostics::summary(&out.estimate).unwrap();
     for (j, s) in table.iter().enumerate() {
@@ -391,7 +395,7 @@ fn summary_uses_the_weights_of_a_polynomial_schedule() {
     // The same for the weighted sd and its MCSE.
     let reps: Vec<[f64; 4]> = (0..60u64)
         .map(|r| {
-            let out = run(&model, &sgld, &[0.0, 0.0], &settings(1000 + r)).unwrap();
+            let out = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(settings(1000 + r)).run().unwrap();
             let s = &diagnostics::summary(&out.estimate).unwrap()[0];
             [s.mean, s.mcse_mean * s.mcse_mean, s.sd, s.mcse_sd * s.mcse_sd]
         })
@@ -449,7 +453,7 @@ fn draws_carry_their_step_sizes() {
     // A decreasing schedule: the recorded step of draw k is γ_{k+1}, the step that leaves it.
     let sched = StepSize::Polynomial { gamma1: 1e-3, alpha: 0.55 };
     let sgld = Sgld::new(SgldSettings { step_size: sched, ..Default::default() }, Minibatch::new(20)).unwrap();
-    let out = run(&m, &sgld, &[0.0; 2], &settings).unwrap();
+    let out = Runner::new(&m, &sgld).start(&[0.0; 2]).settings(settings).run().unwrap();
     let s0 = out.estimate.samples(0).unwrap();
     let h = s0.step_sizes().unwrap();
     for (i, &x) in h.iter().enumerate() {
@@ -459,7 +463,7 @@ fn draws_carry_their_step_sizes() {
     }
     // MALA: its adapted step, constant after adaptation, not the weight (1).
     let mala = Mala::new(MalaSettings { adapt_steps: 50, ..Default::default() }).unwrap();
-    let out = run(&m, &mala, &[0.0; 2], &settings).unwrap();
+    let out = Runner::new(&m, &mala).start(&[0.0; 2]).settings(settings).run().unwrap();
     for (c, chain) in out.chains.iter().enumerate() {
         let h = out.estimate.samples(c).unwrap().step_sizes().unwrap();
         assert!(h.iter().all(|&x| x == chain.sampler.step_size()), "chain {c}");
@@ -467,7 +471,7 @@ fn draws_carry_their_step_sizes() {
     }
     // Richardson–Romberg: chain A records γ, chain B γ/2.
     let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(2e-3), Minibatch::new(20)).unwrap());
-    let out = run_rr(&m, &rr, &[0.0; 2], &settings).unwrap();
+    let out = Runner::new(&m, &rr).start(&[0.0; 2]).settings(settings).run().unwrap();
     assert!(out.coarse.samples(0).unwrap().step_sizes().unwrap().iter().all(|&x| x == 2e-3));
     assert!(out.fine.samples(0).unwrap().step_sizes().unwrap().iter().all(|&x| x == 1e-3));
     // Samples built by hand have none; their Zarr/npy step size is NaN.

@@ -184,7 +184,10 @@ fn richardson_romberg_drives_psgld_and_sghmc() {
     let psgld = Psgld::new(psgld_settings, FullGradient::new()).unwrap();
     let sghmc = Sghmc::new(SghmcSettings::constant(1e-6, 0.1), Minibatch::new(50)).unwrap();
     fn spread<S: Discretisation>(model: &LinearGaussian, base: S, coupling: NoiseCoupling, s: &RunSettings) -> f64 {
-        let out = run_rr(model, &RichardsonRomberg::with_coupling(base, coupling), &model.posterior_mean().to_vec(), s)
+        let out = Runner::new(model, &RichardsonRomberg::with_coupling(base, coupling))
+            .start(&model.posterior_mean().to_vec())
+            .settings(*s)
+            .run()
             .unwrap();
         assert!(out.estimate.is_finite());
         let diffs: Vec<f64> = (0..s.n_chains)
@@ -289,7 +292,7 @@ fn sample_runs_richardson_romberg_as_the_calls_by_hand() {
     let tuned = tune_rr(&model, &rr, &[0.0, 0.0], &ts).unwrap();
     let starts = dispersed_starts(&model, &tuned.mode, 4, 2.0, 3).unwrap();
     let rs = RunSettings { n_iter: 4_500, burn_in: 500, n_chains: 4, seed: 3, ..Default::default() };
-    let out = run_rr_chains(&model, &tuned.rr, &starts, &rs).unwrap();
+    let out = Runner::new(&model, &tuned.rr).starts(&starts).settings(rs).run().unwrap();
     let bits = |e: &Estimate| e.stacked_draws().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(fit.tuned.step_size, tuned.step_size);
     assert_eq!(bits(&fit.output.fine), bits(&out.fine));
@@ -324,7 +327,7 @@ fn sample_makes_the_draws_of_the_seven_call_path() {
     let tuned = tune(&model, &sgld, &[0.0, 0.0], &ts).unwrap();
     let starts = dispersed_starts(&model, &tuned.mode, 3, 2.0, 9).unwrap();
     let rs = RunSettings { n_iter: 2_500, burn_in: 500, n_chains: 3, seed: 9, ..Default::default() };
-    let out = run_chains(&model, &tuned.sampler, &starts, &rs).unwrap();
+    let out = Runner::new(&model, &tuned.sampler).starts(&starts).settings(rs).run().unwrap();
     let bits = |e: &Estimate| e.stacked_draws().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(fit.tuned.step_size, tuned.step_size);
     assert_eq!(bits(fit.estimate()), bits(&out.estimate));

@@ -50,7 +50,7 @@ fn invalid_parameters_name_the_field() {
     ));
     let m = lg();
     let s = sgld(1e-3, 10);
-    let r = |rs: RunSettings| run(&m, &s, &[0.0, 0.0], &rs).unwrap_err();
+    let r = |rs: RunSettings| Runner::new(&m, &s).start(&[0.0, 0.0]).settings(rs).run().unwrap_err();
     assert!(is_param(r(RunSettings { n_iter: 0, burn_in: 0, ..quick() }), "n_iter"));
     assert!(is_param(r(RunSettings { n_iter: 10, burn_in: 10, ..quick() }), "burn_in"));
     assert!(is_param(r(RunSettings { thin: 0, ..quick() }), "thin"));
@@ -66,12 +66,16 @@ fn invalid_parameters_name_the_field() {
 #[test]
 fn dimension_mismatches_say_what_and_sizes() {
     let m = lg();
-    let e = run(&m, &sgld(1e-3, 10), &[0.0, 0.0, 0.0], &quick()).unwrap_err();
+    let e = Runner::new(&m, &sgld(1e-3, 10)).start(&[0.0, 0.0, 0.0]).settings(quick()).run().unwrap_err();
     assert_eq!(e.root(), &Error::DimensionMismatch { what: "initial state theta0", expected: 2, got: 3 });
     assert!(matches!(e, Error::Chain { chain: 0, .. }));
     let e = LinearGaussian::new(&Array2::zeros((3, 2)), &Array1::zeros(4), 1.0, 1.0).unwrap_err();
     assert_eq!(e, Error::DimensionMismatch { what: "targets", expected: 3, got: 4 });
-    let e = run_chains(&m, &sgld(1e-3, 10), &[&[0.0, 0.0]], &RunSettings { n_chains: 2, ..quick() }).unwrap_err();
+    let e = Runner::new(&m, &sgld(1e-3, 10))
+        .starts(&[&[0.0, 0.0]])
+        .settings(RunSettings { n_chains: 2, ..quick() })
+        .run()
+        .unwrap_err();
     assert!(matches!(e, Error::DimensionMismatch { expected: 2, got: 1, .. }));
     // A sampler bound to a d = 2 model, stepped with a d = 3 model.
     let mut s = sgld(1e-3, 10);
@@ -131,23 +135,26 @@ impl Model for Custom {
 
 #[test]
 fn empty_data_and_batch_sizes() {
-    let e = run(&Custom::new(0, 2), &sgld(1e-3, 1), &[0.0, 0.0], &quick()).unwrap_err();
+    let e = Runner::new(&Custom::new(0, 2), &sgld(1e-3, 1)).start(&[0.0, 0.0]).settings(quick()).run().unwrap_err();
     assert!(matches!(e.root(), Error::EmptyData { .. }));
-    let e = run(&Custom::new(5, 0), &sgld(1e-3, 1), &[], &quick()).unwrap_err();
+    let e = Runner::new(&Custom::new(5, 0), &sgld(1e-3, 1)).start(&[]).settings(quick()).run().unwrap_err();
     assert!(matches!(e.root(), Error::EmptyData { .. }));
     assert!(matches!(
         LinearGaussian::new(&Array2::zeros((0, 2)), &Array1::zeros(0), 1.0, 1.0),
         Err(Error::EmptyData { .. })
     ));
     let m = lg();
-    let e = run(&m, &sgld(1e-3, 0), &[0.0, 0.0], &quick()).unwrap_err();
+    let e = Runner::new(&m, &sgld(1e-3, 0)).start(&[0.0, 0.0]).settings(quick()).run().unwrap_err();
     assert_eq!(e.root(), &Error::InvalidBatchSize { batch_size: 0, n_data: 100 });
-    let e = run(&m, &sgld(1e-3, 101), &[0.0, 0.0], &quick()).unwrap_err();
+    let e = Runner::new(&m, &sgld(1e-3, 101)).start(&[0.0, 0.0]).settings(quick()).run().unwrap_err();
     assert_eq!(e.root(), &Error::InvalidBatchSize { batch_size: 101, n_data: 100 });
     let wo = Sgld::new(SgldSettings::default(), Minibatch::without_replacement(101)).unwrap();
-    assert!(matches!(run(&m, &wo, &[0.0, 0.0], &quick()).unwrap_err().root(), Error::InvalidBatchSize { .. }));
+    assert!(matches!(
+        Runner::new(&m, &wo).start(&[0.0, 0.0]).settings(quick()).run().unwrap_err().root(),
+        Error::InvalidBatchSize { .. }
+    ));
     // n = N is valid.
-    assert!(run(&m, &sgld(1e-4, 100), &[0.0, 0.0], &quick()).is_ok());
+    assert!(Runner::new(&m, &sgld(1e-4, 100)).start(&[0.0, 0.0]).settings(quick()).run().is_ok());
 }
 
 #[test]
@@ -157,19 +164,23 @@ fn non_finite_values_report_the_iteration() {
     let unchecked = RunSettings { check_model: false, ..quick() };
     let mut m = Custom::new(10, 2);
     m.nan_from_call = 6;
-    let e = run(&m, &sgld(1e-3, 2), &[0.0, 0.0], &unchecked).unwrap_err();
+    let e = Runner::new(&m, &sgld(1e-3, 2)).start(&[0.0, 0.0]).settings(unchecked).run().unwrap_err();
     assert_eq!(e.root(), &Error::NonFiniteGradient { iteration: 5 });
     let mut m = Custom::new(10, 2);
     m.nan_from_call = 1;
-    let e = run(&m, &sgld(1e-3, 2), &[0.0, 0.0], &unchecked).unwrap_err();
+    let e = Runner::new(&m, &sgld(1e-3, 2)).start(&[0.0, 0.0]).settings(unchecked).run().unwrap_err();
     assert_eq!(e.root(), &Error::NonFiniteGradient { iteration: 0 });
     // A non-finite starting point: its own error, not a divergence.
-    let e = run(&lg(), &sgld(1e-3, 2), &[f64::NAN, 0.0], &quick()).unwrap_err();
+    let e = Runner::new(&lg(), &sgld(1e-3, 2)).start(&[f64::NAN, 0.0]).settings(quick()).run().unwrap_err();
     assert_eq!(e.root(), &Error::NonFiniteStart { what: "theta0" });
     // Divergence: a step far beyond the stability limit 2/λ_max. θ grows geometrically; whichever
     // comes first — the runaway detector (from iteration 64), an overflowing state or the
     // gradient at it — is reported with its iteration.
-    let e = run(&lg(), &sgld(10.0, 10), &[1.0, 1.0], &RunSettings { n_iter: 10_000, ..quick() }).unwrap_err();
+    let e = Runner::new(&lg(), &sgld(10.0, 10))
+        .start(&[1.0, 1.0])
+        .settings(RunSettings { n_iter: 10_000, ..quick() })
+        .run()
+        .unwrap_err();
     match e.root() {
         Error::NonFiniteState { iteration }
         | Error::NonFiniteGradient { iteration }
@@ -179,31 +190,42 @@ fn non_finite_values_report_the_iteration() {
         other => panic!("expected a non-finite state or gradient, got {other:?}"),
     }
     // Without the detector, the overflow itself is reported.
-    let e = run(&lg(), &sgld(10.0, 10), &[1.0, 1.0], &RunSettings { n_iter: 10_000, runaway_factor: None, ..quick() })
+    let e = Runner::new(&lg(), &sgld(10.0, 10))
+        .start(&[1.0, 1.0])
+        .settings(RunSettings { n_iter: 10_000, runaway_factor: None, ..quick() })
+        .run()
         .unwrap_err();
     assert!(matches!(e.root(), Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. }), "{e:?}");
     // A state that overflows while its gradient stays finite (bounded gradient, huge step).
-    let e = run(&Custom::new(10, 2), &sgld(1e308, 2), &[1.0, 1.0], &quick()).unwrap_err();
+    let e = Runner::new(&Custom::new(10, 2), &sgld(1e308, 2)).start(&[1.0, 1.0]).settings(quick()).run().unwrap_err();
     assert!(matches!(e.root(), Error::NonFiniteState { iteration: 1 }), "{e:?}");
     let sghmc =
         Sghmc::new(SghmcSettings { step_size: StepSize::Constant(10.0), ..Default::default() }, Minibatch::new(10))
             .unwrap();
     assert!(matches!(
-        run(&lg(), &sghmc, &[1.0, 1.0], &RunSettings { n_iter: 10_000, ..quick() }).unwrap_err().root(),
+        Runner::new(&lg(), &sghmc)
+            .start(&[1.0, 1.0])
+            .settings(RunSettings { n_iter: 10_000, ..quick() })
+            .run()
+            .unwrap_err()
+            .root(),
         Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. } | Error::Runaway { .. }
     ));
     // MALA: a NaN potential.
     let mut m = Custom::new(10, 2);
     m.potential = Some(f64::NAN);
     let mala = Mala::new(MalaSettings::fixed(1e-4)).unwrap();
-    assert_eq!(run(&m, &mala, &[0.0, 0.0], &quick()).unwrap_err().root(), &Error::NonFinitePotential { iteration: 0 });
+    assert_eq!(
+        Runner::new(&m, &mala).start(&[0.0, 0.0]).settings(quick()).run().unwrap_err().root(),
+        &Error::NonFinitePotential { iteration: 0 }
+    );
 }
 
 #[test]
 fn missing_model_methods_are_unsupported() {
     let m = Custom::new(10, 2);
     let mala = Mala::new(MalaSettings::fixed(1e-4)).unwrap();
-    let e = run(&m, &mala, &[0.0, 0.0], &quick()).unwrap_err();
+    let e = Runner::new(&m, &mala).start(&[0.0, 0.0]).settings(quick()).run().unwrap_err();
     assert_eq!(e.root(), &Error::Unsupported { method: "potential_prior", needed_by: "MALA" });
     let mut out = [0.0; 2];
     assert!(matches!(m.hvp_data_sum(&[0.0; 2], &[1.0; 2], &[0], &mut out), Err(Error::Unsupported { .. })));
@@ -245,7 +267,11 @@ fn a_failing_potential_is_reported_not_read_as_absent() {
     assert!(matches!(&e, Error::ModelFailure { method: "potential_data_sum", .. }), "{e}");
     assert!(!e.is_unsupported());
     let mala = Mala::new(MalaSettings::fixed(1e-3)).unwrap();
-    let e = run(&m, &mala, &[0.1, 0.2], &RunSettings { check_model: false, ..quick() }).unwrap_err();
+    let e = Runner::new(&m, &mala)
+        .start(&[0.1, 0.2])
+        .settings(RunSettings { check_model: false, ..quick() })
+        .run()
+        .unwrap_err();
     assert!(matches!(e.root(), Error::ModelFailure { method: "potential_data_sum", iteration: Some(0), .. }), "{e}");
 }
 
@@ -283,10 +309,17 @@ fn not_initialised_not_stored_no_samples_zero_weight() {
     assert_eq!(s.step(&m, &mut rng), Err(Error::NotInitialised));
     let mut mala = Mala::new(MalaSettings::default()).unwrap();
     assert_eq!(mala.step(&m, &mut rng), Err(Error::NotInitialised));
-    let e = run(&m, &NoGrad(vec![], 0), &[0.0, 0.0], &RunSettings { storage: Storage::SamplesAndGradients, ..quick() })
+    let e = Runner::new(&m, &NoGrad(vec![], 0))
+        .start(&[0.0, 0.0])
+        .settings(RunSettings { storage: Storage::SamplesAndGradients, ..quick() })
+        .run()
         .unwrap_err();
     assert!(matches!(e.root(), Error::NotStored { .. }));
-    let out = run(&m, &sgld(1e-3, 10), &[0.0, 0.0], &RunSettings { storage: Storage::Moments, ..quick() }).unwrap();
+    let out = Runner::new(&m, &sgld(1e-3, 10))
+        .start(&[0.0, 0.0])
+        .settings(RunSettings { storage: Storage::Moments, ..quick() })
+        .run()
+        .unwrap();
     assert!(out.estimate.mean().is_ok());
     assert!(matches!(out.estimate.expectation(|t| t[0]), Err(Error::NotStored { .. })));
     assert!(matches!(out.estimate.stacked_draws(), Err(Error::NotStored { .. })));
@@ -301,7 +334,7 @@ fn user_inputs_are_not_changed() {
     let m = lg();
     let theta0 = vec![0.25, -0.5];
     let s = sgld(1e-3, 10);
-    let out = run(&m, &s, &theta0, &quick()).unwrap();
+    let out = Runner::new(&m, &s).start(&theta0).settings(quick()).run().unwrap();
     assert_eq!(theta0, vec![0.25, -0.5]);
     // The template sampler is unchanged (never initialised); each chain got its own clone.
     let mut t = s.clone();
@@ -366,30 +399,34 @@ fn a_failing_model_gradient_is_a_typed_error_with_iteration_and_chain() {
         assert!(e.to_string().contains(&format!("at iteration {it}")), "{e}");
     };
     // SGLD: one call at init (iteration 0), one per step: call 38 is the gradient at θ₃₇.
-    expect(run(&failing(38), &sgld(1e-3, 10), &[0.0, 0.0], &settings).unwrap_err(), 37);
+    expect(Runner::new(&failing(38), &sgld(1e-3, 10)).start(&[0.0, 0.0]).settings(settings).run().unwrap_err(), 37);
     // SGLD-CV: the control variate's own setup pass fails before any chain exists.
     let e =
         ControlVariate::at(&failing(1), &[0.0, 0.0], CvSettings { batch_size: 10, ..Default::default() }).unwrap_err();
     assert!(matches!(e, Error::ModelFailure { iteration: None, .. }), "{e}");
     // MALA (full gradients): call 5 is the gradient at the 4th proposal.
     let mala = Mala::new(MalaSettings::fixed(1e-3)).unwrap();
-    let e = run(&failing(5), &mala, &[0.0, 0.0], &settings).unwrap_err();
+    let e = Runner::new(&failing(5), &mala).start(&[0.0, 0.0]).settings(settings).run().unwrap_err();
     assert!(matches!(e.root(), Error::ModelFailure { iteration: Some(_), .. }), "{e}");
     // HAMCMC.
     let h = Hamcmc::new(HamcmcSettings { memory: 3, ..Default::default() }, Minibatch::new(10)).unwrap();
-    let e = run(&failing(30), &h, &[0.0, 0.0], &settings).unwrap_err();
+    let e = Runner::new(&failing(30), &h).start(&[0.0, 0.0]).settings(settings).run().unwrap_err();
     assert!(matches!(e.root(), Error::ModelFailure { iteration: Some(_), .. }), "{e}");
     // Richardson–Romberg and the SVRG / SAGA estimators pass it on too.
-    let e = run_rr(&failing(40), &RichardsonRomberg::new(sgld(1e-3, 10)), &[0.0, 0.0], &settings).unwrap_err();
+    let e = Runner::new(&failing(40), &RichardsonRomberg::new(sgld(1e-3, 10)))
+        .start(&[0.0, 0.0])
+        .settings(settings)
+        .run()
+        .unwrap_err();
     assert!(matches!(e.root(), Error::ModelFailure { iteration: Some(_), .. }), "{e}");
     let svrg = Sgld::new(SgldSettings::constant(1e-3), Svrg::new(10)).unwrap();
-    let e = run(&failing(20), &svrg, &[0.0, 0.0], &settings).unwrap_err();
+    let e = Runner::new(&failing(20), &svrg).start(&[0.0, 0.0]).settings(settings).run().unwrap_err();
     assert!(matches!(e.root(), Error::ModelFailure { iteration: Some(_), .. }), "{e}");
     let saga = Sgld::new(SgldSettings::constant(1e-3), Saga::new(10)).unwrap();
-    let e = run(&failing(150), &saga, &[0.0, 0.0], &settings).unwrap_err();
+    let e = Runner::new(&failing(150), &saga).start(&[0.0, 0.0]).settings(settings).run().unwrap_err();
     assert!(matches!(e.root(), Error::ModelFailure { iteration: Some(_), .. }), "{e}");
     // With the start-up model check on, the failure is reported by the check (no iteration).
-    let e = run(&failing(1), &sgld(1e-3, 10), &[0.0, 0.0], &quick()).unwrap_err();
+    let e = Runner::new(&failing(1), &sgld(1e-3, 10)).start(&[0.0, 0.0]).settings(quick()).run().unwrap_err();
     assert!(matches!(e.root(), Error::ModelFailure { iteration: None, .. }), "{e}");
 }
 
@@ -429,7 +466,9 @@ fn a_panic_in_one_chain_propagates_to_the_caller() {
     let starts = [[0.0, 0.0]; 4];
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_chains(&model, &sgld, &starts, &settings)));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Runner::new(&model, &sgld).starts(&starts).settings(settings).run()
+    }));
     std::panic::set_hook(hook);
     let payload = r.expect_err("the panic must reach the caller");
     let message = payload.downcast_ref::<&str>().copied().unwrap_or_default();
@@ -462,7 +501,7 @@ fn gradient_noise_errors_name_the_culprit() {
     // A sampler given a noise of another dimension refuses to start.
     let noise = GradientNoise::from_covariance(&Array2::eye(d + 1)).unwrap();
     let s = sgld(1e-4, 10).with_gradient_noise(Some(noise.into()));
-    let bad = run(&m, &s, &vec![0.0; d], &quick()).unwrap_err();
+    let bad = Runner::new(&m, &s).start(&vec![0.0; d]).settings(quick()).run().unwrap_err();
     assert!(format!("{bad}").contains("gradient-noise dimension"), "{bad}");
 }
 
@@ -472,9 +511,9 @@ fn gradient_noise_errors_name_the_culprit() {
 #[test]
 fn storage_the_machine_cannot_give_is_out_of_memory() {
     let settings = RunSettings { n_iter: 10_000_000_000_000, burn_in: 0, memory_limit: None, ..Default::default() };
-    let e = run(&lg(), &sgld(1e-4, 10), &[0.0, 0.0], &settings).unwrap_err();
+    let e = Runner::new(&lg(), &sgld(1e-4, 10)).start(&[0.0, 0.0]).settings(settings).run().unwrap_err();
     assert!(matches!(e.root(), Error::OutOfMemory { what: "the run's stored draws", limit: None, .. }), "{e:?}");
     let settings = RunSettings { n_iter: u64::MAX, burn_in: 0, memory_limit: None, ..Default::default() };
-    let e = run(&lg(), &sgld(1e-4, 10), &[0.0, 0.0], &settings).unwrap_err();
+    let e = Runner::new(&lg(), &sgld(1e-4, 10)).start(&[0.0, 0.0]).settings(settings).run().unwrap_err();
     assert!(matches!(e.root(), Error::OutOfMemory { .. }), "{e:?}");
 }

@@ -103,10 +103,14 @@ fn run_reports_cost() {
     let model = LogisticRegression::synthetic(1_000, 2, 1.0, 1).unwrap();
     let sgld = Sgld::new(SgldSettings { step_size: StepSize::Constant(1e-4) }, Minibatch::new(10)).unwrap();
     let s = RunSettings { n_iter: 500, burn_in: 100, n_chains: 3, ..Default::default() };
-    let out = run(&model, &sgld, &[0.0, 0.0], &s).unwrap();
+    let out = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(s).run().unwrap();
     assert_eq!(out.cost.datum_gradients, 3 * 501 * 10);
     let mala = Mala::new(MalaSettings::fixed(1e-3)).unwrap();
-    let out = run(&model, &mala, &[0.0, 0.0], &RunSettings { n_iter: 50, burn_in: 10, ..Default::default() }).unwrap();
+    let out = Runner::new(&model, &mala)
+        .start(&[0.0, 0.0])
+        .settings(RunSettings { n_iter: 50, burn_in: 10, ..Default::default() })
+        .run()
+        .unwrap();
     assert_eq!(out.cost.datum_gradients, 51 * 1_000);
     assert_eq!(out.cost.datum_potentials, 51 * 1_000);
     assert_eq!(out.estimate.n_samples(), 40);

@@ -43,7 +43,11 @@ fn check_model_accepts_badly_scaled_correct_models_and_rejects_wrong_ones() {
     check_three("features 1e4 at θ = 0", &wide, &[0.0; 4]);
     // And `run` starts on the badly scaled model (it checks at the start).
     let sgld = Sgld::new(SgldSettings::constant(1e-14), Minibatch::new(50)).unwrap();
-    run(&wide, &sgld, &[1e-4; 4], &RunSettings { n_iter: 100, burn_in: 10, ..Default::default() }).unwrap();
+    Runner::new(&wide, &sgld)
+        .start(&[1e-4; 4])
+        .settings(RunSettings { n_iter: 100, burn_in: 10, ..Default::default() })
+        .run()
+        .unwrap();
 }
 
 #[test]
@@ -121,13 +125,11 @@ fn tune_rr_returns_a_step_whose_run_has_the_right_variances() {
     let starts = dispersed_starts(&model, &tuned.mode, 16, 1.0, 5).unwrap();
     let mut est = Vec::new();
     for (c, s) in starts.iter().enumerate() {
-        let out = run_rr(
-            &model,
-            &tuned.rr,
-            s,
-            &RunSettings { n_iter: 22_000, burn_in: 2_000, seed: 100 + c as u64, ..Default::default() },
-        )
-        .unwrap();
+        let out = Runner::new(&model, &tuned.rr)
+            .start(s)
+            .settings(RunSettings { n_iter: 22_000, burn_in: 2_000, seed: 100 + c as u64, ..Default::default() })
+            .run()
+            .unwrap();
         est.push(out.estimate);
     }
     // Per replicate: mean and sd errors in reference-sd units; their spread over the replicates
@@ -178,7 +180,7 @@ fn a_run_says_whether_it_mixed_and_whitening_makes_it_mix() {
         let settings = TuneSettings { seed: 4, planned_run: planned, precondition, ..Default::default() };
         let tuned = tune::tune(&model, &sgld, &vec![0.0; d], &settings).unwrap();
         let starts = dispersed_starts(&model, &tuned.mode, 4, 2.0, 8).unwrap();
-        let out = run_chains(&model, &tuned.sampler, &starts, &rs).unwrap();
+        let out = Runner::new(&model, &tuned.sampler).starts(&starts).settings(rs).run().unwrap();
         let conv = out.convergence().unwrap();
         let (m, v) = (out.estimate.mean().unwrap(), out.estimate.variance().unwrap());
         let mean_err = (0..d).map(|j| ((m[j] - ref_mean[j]) / ref_sd[j]).abs()).fold(0.0, f64::max);
@@ -197,7 +199,11 @@ fn a_run_says_whether_it_mixed_and_whitening_makes_it_mix() {
                 // step. The error and sd checks stay on the one run.
                 let mut rhats = vec![conv.max_rhat];
                 for seed in 32..39 {
-                    let o = run_chains(&model, &tuned.sampler, &starts, &RunSettings { seed, ..rs }).unwrap();
+                    let o = Runner::new(&model, &tuned.sampler)
+                        .starts(&starts)
+                        .settings(RunSettings { seed, ..rs })
+                        .run()
+                        .unwrap();
                     rhats.push(o.convergence().unwrap().max_rhat);
                 }
                 rhats.sort_by(f64::total_cmp);
@@ -228,13 +234,11 @@ fn whitened_ula(h: f64) -> (LinearGaussian, Vec<f64>, sgmcmc::ndarray::Array2<f6
 fn whitened_ula_has_its_exact_stationary_law() {
     let h = 0.4;
     let (lg, mu, sigma, lmc) = whitened_ula(h);
-    let out = run(
-        &lg,
-        &lmc,
-        &mu,
-        &RunSettings { n_iter: 200_000, burn_in: 1_000, n_chains: 4, seed: 5, ..Default::default() },
-    )
-    .unwrap();
+    let out = Runner::new(&lg, &lmc)
+        .start(&mu)
+        .settings(RunSettings { n_iter: 200_000, burn_in: 1_000, n_chains: 4, seed: 5, ..Default::default() })
+        .run()
+        .unwrap();
     let (m, v) = (out.estimate.mean().unwrap(), out.estimate.variance().unwrap());
     let ess = diagnostics::summary_table(&out.estimate)
         .unwrap()
@@ -271,13 +275,11 @@ fn mala_with_a_dense_metric_mixes_on_the_calendar_year_regression() {
     let starts = dispersed_starts(&model, &mode, 4, 2.0, 3).unwrap();
     for metric in [Metric::Dense, Metric::Diagonal] {
         let mala = Mala::new(MalaSettings { adapt_steps: 2_000, metric, ..Default::default() }).unwrap();
-        let out = run_chains(
-            &model,
-            &mala,
-            &starts,
-            &RunSettings { n_iter: 12_000, burn_in: 2_000, n_chains: 4, seed: 8, ..Default::default() },
-        )
-        .unwrap();
+        let out = Runner::new(&model, &mala)
+            .starts(&starts)
+            .settings(RunSettings { n_iter: 12_000, burn_in: 2_000, n_chains: 4, seed: 8, ..Default::default() })
+            .run()
+            .unwrap();
         let conv = out.convergence().unwrap();
         let (m, v) = (out.estimate.mean().unwrap(), out.estimate.variance().unwrap());
         let mean_err = (0..d).map(|j| ((m[j] - ref_mean[j]) / ref_sd[j]).abs()).fold(0.0, f64::max);
@@ -426,7 +428,7 @@ fn mala_defaults_adapt_and_are_right_as_is() {
     let settings = RunSettings { n_chains: 4, ..Default::default() };
     let starts: Vec<Vec<f64>> = (0..4).map(|c| mean.iter().map(|m| m + 0.01 * (c as f64 - 1.5)).collect()).collect();
     let score = |mala: &Mala| -> (f64, f64, f64, bool) {
-        let out = run_chains(&model, mala, &starts, &settings).unwrap();
+        let out = Runner::new(&model, mala).starts(&starts).settings(settings).run().unwrap();
         let converged = out.convergence().unwrap().converged;
         let s = sgmcmc::diagnostics::summary(&out.estimate).unwrap();
         let (mut z, mut sd_err) = (0.0f64, 0.0f64);
@@ -455,6 +457,10 @@ fn mala_defaults_adapt_and_are_right_as_is() {
     eprintln!("diagonal metric: {z_d:.2}, {sd_d:.2}, converged {conv_d}");
     assert!(!conv_d);
     let short = RunSettings { burn_in: 500, ..settings };
-    let e = run_chains(&model, &Mala::new(MalaSettings::default()).unwrap(), &starts, &short).unwrap_err();
+    let e = Runner::new(&model, &Mala::new(MalaSettings::default()).unwrap())
+        .starts(&starts)
+        .settings(short)
+        .run()
+        .unwrap_err();
     assert!(matches!(e, Error::InvalidParameter { name: "burn_in", .. }), "{e}");
 }

@@ -135,7 +135,8 @@ fn each_family_recovers_synthetic_parameters() {
         }
         let start = model.unconstrain(&start).unwrap();
         let s = RunSettings { n_iter: 4_000, burn_in: 1_000, n_chains: 4, seed: 40 + k as u64, ..Default::default() };
-        let out = run(&model, &Mala::new(MalaSettings::default()).unwrap(), &start, &s).unwrap();
+        let out =
+            Runner::new(&model, &Mala::new(MalaSettings::default()).unwrap()).start(&start).settings(s).run().unwrap();
         let table = model.summary_table(&out.estimate).unwrap();
         for ((name, row), t) in table.names.iter().zip(&table.rows).zip(&truth) {
             let z = (row.mean - t) / row.sd;
@@ -262,7 +263,7 @@ fn default_priors_do_not_dominate_an_unstandardised_regression() {
         let mala = Mala::new(MalaSettings { adapt_steps: 5_000, metric: Metric::Dense, ..Default::default() }).unwrap();
         let s = RunSettings { n_iter: 25_000, burn_in: 5_000, n_chains: 4, seed: 48, ..Default::default() };
         let starts = vec![mode.to_vec(); 4];
-        let out = run_chains(&model, &mala, &starts, &s).unwrap();
+        let out = Runner::new(&model, &mala).starts(&starts).settings(s).run().unwrap();
         let table = model.summary_table(&out.estimate).unwrap();
         let (mut worst_mean, mut worst_sd) = (0.0f64, 0.0f64);
         for ((name, row), &(m, sd)) in table.names.iter().zip(&table.rows).zip(&flat) {

@@ -18,50 +18,50 @@ fn sgld() -> Sgld {
 #[test]
 fn storage_beyond_the_memory_limit_is_an_error() {
     let huge = RunSettings { n_iter: 10_000_000_000_000, burn_in: 0, ..Default::default() };
-    let e = run(&lg(), &sgld(), &[0.0, 0.0], &huge).unwrap_err();
+    let e = Runner::new(&lg(), &sgld()).start(&[0.0, 0.0]).settings(huge).run().unwrap_err();
     let Error::MemoryLimit { needed, limit } = e else { panic!("expected MemoryLimit, got {e:?}") };
     // 10¹³ draws × (2 coordinates + weight + cost + step size) × 8 bytes.
     assert_eq!(needed, 10_000_000_000_000 * 5 * 8);
     assert_eq!(limit, 8 << 30);
     assert!(e.to_string().contains("thin") && e.to_string().contains("Storage::Moments"));
     let rr = RichardsonRomberg::new(sgld());
-    assert!(matches!(run_rr(&lg(), &rr, &[0.0, 0.0], &huge), Err(Error::MemoryLimit { .. })));
+    assert!(matches!(Runner::new(&lg(), &rr).start(&[0.0, 0.0]).settings(huge).run(), Err(Error::MemoryLimit { .. })));
     // The same run in streaming mode needs d² + 3d numbers per chain: accepted (and stopped at
     // once by an observer, so the test stays short).
     let moments = RunSettings { storage: Storage::Moments, ..huge };
     assert_eq!(moments.storage_bytes(2, 1), (4 + 6) * 8);
     let stop = sgmcmc::observe::StopWhen { condition: |p: &Progress<'_>| p.iteration >= 10, interval: 1 };
-    let out = run_observed(&lg(), &sgld(), &[0.0, 0.0], &moments, &[&stop]).unwrap();
+    let out = Runner::new(&lg(), &sgld()).start(&[0.0, 0.0]).settings(moments).observers(&[&stop]).run().unwrap();
     assert_eq!(out.chains[0].iterations, 10);
     // A limit of one's own, and none.
     let small = RunSettings { n_iter: 1_000, burn_in: 0, memory_limit: Some(1_000), ..Default::default() };
     assert!(matches!(
-        run(&lg(), &sgld(), &[0.0, 0.0], &small),
+        Runner::new(&lg(), &sgld()).start(&[0.0, 0.0]).settings(small).run(),
         Err(Error::MemoryLimit { needed: 40_000, limit: 1_000 })
     ));
     let unlimited = RunSettings { memory_limit: None, ..small };
-    assert!(run(&lg(), &sgld(), &[0.0, 0.0], &unlimited).is_ok());
+    assert!(Runner::new(&lg(), &sgld()).start(&[0.0, 0.0]).settings(unlimited).run().is_ok());
 }
 
 #[test]
 fn a_thinning_that_keeps_nothing_is_refused_at_start() {
     let s = RunSettings { n_iter: 100, burn_in: 50, thin: 51, ..Default::default() };
-    let e = run(&lg(), &sgld(), &[0.0, 0.0], &s).unwrap_err();
+    let e = Runner::new(&lg(), &sgld()).start(&[0.0, 0.0]).settings(s).run().unwrap_err();
     assert!(matches!(e, Error::InvalidParameter { name: "thin", .. }), "{e:?}");
     // thin = n_iter − burn_in keeps exactly one draw.
     let one = RunSettings { thin: 50, ..s };
-    assert_eq!(run(&lg(), &sgld(), &[0.0, 0.0], &one).unwrap().estimate.n_samples(), 1);
+    assert_eq!(Runner::new(&lg(), &sgld()).start(&[0.0, 0.0]).settings(one).run().unwrap().estimate.n_samples(), 1);
 }
 
 #[test]
 fn a_non_finite_start_is_not_called_a_divergence() {
     for bad in [f64::NAN, f64::INFINITY] {
-        let e = run(&lg(), &sgld(), &[bad, 0.0], &RunSettings::default()).unwrap_err();
+        let e = Runner::new(&lg(), &sgld()).start(&[bad, 0.0]).settings(RunSettings::default()).run().unwrap_err();
         assert_eq!(e.root(), &Error::NonFiniteStart { what: "theta0" });
         assert!(!e.to_string().contains("step size"), "{e}");
         let mala = Mala::new(MalaSettings::default()).unwrap();
         assert_eq!(
-            run(&lg(), &mala, &[bad, 0.0], &RunSettings::default()).unwrap_err().root(),
+            Runner::new(&lg(), &mala).start(&[bad, 0.0]).settings(RunSettings::default()).run().unwrap_err().root(),
             &Error::NonFiniteStart { what: "theta0" }
         );
         assert!(matches!(

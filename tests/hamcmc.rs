@@ -27,7 +27,7 @@ fn hamcmc_recovers_a_correlated_gaussian() {
     };
     let h = Hamcmc::new(settings, FullGradient::new()).unwrap();
     let s = RunSettings { n_iter: 150_000, burn_in: 15_000, thin: 10, n_chains: 40, seed: 501, ..Default::default() };
-    let out = run(&m, &h, m.posterior_mean().as_slice().unwrap(), &s).unwrap();
+    let out = Runner::new(&m, &h).start(m.posterior_mean().as_slice().unwrap()).settings(s).run().unwrap();
     let rows = z_scores(&out.estimate, m.posterior_mean(), m.posterior_covariance());
     assert_z("HAMCMC (full gradient) vs posterior", &rows, Z);
     let post = m.posterior_covariance();
@@ -48,7 +48,7 @@ fn hamcmc_with_minibatches_runs_and_counts() {
     };
     let h = Hamcmc::new(settings, Minibatch::new(10)).unwrap();
     let s = RunSettings { n_iter: 5_000, burn_in: 500, n_chains: 2, seed: 502, ..Default::default() };
-    let out = run(&m, &h, &[0.0, 0.0], &s).unwrap();
+    let out = Runner::new(&m, &h).start(&[0.0, 0.0]).settings(s).run().unwrap();
     assert!(out.estimate.is_finite());
     // Two minibatch gradients per iteration, plus 2M warm-up, 2(M − 1) pair and 1 initial ones.
     let per_chain = (2 * 5_000 + 4 + 2 + 1) * 10;
@@ -75,7 +75,7 @@ fn preconditioned_sgld_matches_its_exact_law() {
     let s =
         PreconditionedSgld::new(SgldSettings::constant(gamma), m.posterior_covariance(), FullGradient::new()).unwrap();
     let settings = RunSettings { n_iter: 20_000, burn_in: 500, n_chains: 40, seed: 503, ..Default::default() };
-    let out = run(&m, &s, m.posterior_mean().as_slice().unwrap(), &settings).unwrap();
+    let out = Runner::new(&m, &s).start(m.posterior_mean().as_slice().unwrap()).settings(settings).run().unwrap();
     let exact = m.posterior_covariance() / (1.0 - gamma / 2.0);
     assert_z("preconditioned SGLD vs Σ/(1 − γ/2)", &z_scores(&out.estimate, m.posterior_mean(), &exact), Z);
     let not_pd = Array2::from_shape_vec((2, 2), vec![1.0, 2.0, 2.0, 1.0]).unwrap();
@@ -94,7 +94,7 @@ fn psgld_mean_on_a_gaussian() {
         Psgld::new(PsgldSettings { step_size: StepSize::Constant(1e-3), ..Default::default() }, FullGradient::new())
             .unwrap();
     let settings = RunSettings { n_iter: 30_000, burn_in: 3_000, n_chains: 40, seed: 504, ..Default::default() };
-    let out = run(&m, &s, m.posterior_mean().as_slice().unwrap(), &settings).unwrap();
+    let out = Runner::new(&m, &s).start(m.posterior_mean().as_slice().unwrap()).settings(settings).run().unwrap();
     let rows = z_scores(&out.estimate, m.posterior_mean(), m.posterior_covariance());
     for r in &rows[..2] {
         eprintln!("pSGLD {}: {:.5} vs {:.5} (z {:+.2})", r.0, r.1, r.2, r.4);

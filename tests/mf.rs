@@ -3,6 +3,7 @@
 //! input is a typed error.
 
 use ndarray::Array2;
+use sgmcmc::StepSize;
 use sgmcmc::mf::{BlockPartition, MfModel, MfOutput, MfRunSettings, MfUpdate, RowShard, run_mf};
 use sgmcmc::prelude::*;
 use sgmcmc::{Error, HamcmcSettings, Mala, MalaSettings, Pmf, PsgldSettings, Ratings, SgldSettings};
@@ -36,7 +37,7 @@ fn reference(r: &Ratings, m: &MfModel) -> [(f64, f64); 4] {
     let mala = Mala::new(MalaSettings::fixed(2e-3)).unwrap();
     let inits: Vec<Vec<f64>> = (0..4).map(|c| pmf.random_start(0.5, 100 + c)).collect();
     let s = RunSettings { n_iter: 200_000, burn_in: 20_000, thin: 5, n_chains: 4, seed: 5, ..Default::default() };
-    let out = run_chains(&pmf, &mala, &inits, &s).unwrap();
+    let out = Runner::new(&pmf, &mala).starts(&inits).settings(s).run().unwrap();
     let split = ROWS * K;
     let per_chain: Vec<Vec<[f64; 4]>> = (0..4)
         .map(|c| {

@@ -57,10 +57,13 @@ fn runs_refuse_a_wrong_sign_model() {
     let m = Altered { inner: &lr, factor: -1.0, potentials: false };
     let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50)).unwrap();
     let settings = RunSettings { n_iter: 20_000, burn_in: 1_000, n_chains: 2, ..Default::default() };
-    let e = run(&m, &sgld, &[0.0; 5], &settings).unwrap_err();
+    let e = Runner::new(&m, &sgld).start(&[0.0; 5]).settings(settings).run().unwrap_err();
     assert!(matches!(e.root(), Error::GradientSign { .. }), "{e:?}");
     let rr = RichardsonRomberg::new(sgld.clone());
-    assert!(matches!(run_rr(&m, &rr, &[0.0; 5], &settings).unwrap_err().root(), Error::GradientSign { .. }));
+    assert!(matches!(
+        Runner::new(&m, &rr).start(&[0.0; 5]).settings(settings).run().unwrap_err().root(),
+        Error::GradientSign { .. }
+    ));
     // With the check off, the runaway detector stops it: the reversed prior term makes θ grow
     // geometrically (by 1 + γ/σ² per step; here σ² = 1, γ = 1e-3): a typed error with the
     // iteration, not `Ok` with a mean of 1e16.
@@ -68,7 +71,7 @@ fn runs_refuse_a_wrong_sign_model() {
     let m1 = Altered { inner: &lr1, factor: -1.0, potentials: false };
     let sgld1 = Sgld::new(SgldSettings::constant(1e-3), Minibatch::new(50)).unwrap();
     let unchecked = RunSettings { check_model: false, n_iter: 50_000, ..settings };
-    let e = run(&m1, &sgld1, &[0.0; 5], &unchecked).unwrap_err();
+    let e = Runner::new(&m1, &sgld1).start(&[0.0; 5]).settings(unchecked).run().unwrap_err();
     let Error::Runaway { iteration, norm, reference, gradient_outward } = e.root() else {
         panic!("expected Runaway, got {e:?}")
     };
@@ -82,17 +85,21 @@ fn runs_refuse_a_wrong_sign_model() {
     let lg = LinearGaussian::synthetic(500, 3, 1.0, 10.0, 4).unwrap();
     let lmax = crate::support::symmetric_eigenvalues("precision", lg.posterior_precision()).unwrap()[2];
     let big = Lmc::new(SgldSettings::constant(2.2 / lmax), FullGradient::new()).unwrap();
-    let e = run(&lg, &big, &[0.0; 3], &RunSettings { n_chains: 1, ..unchecked }).unwrap_err();
+    let e =
+        Runner::new(&lg, &big).start(&[0.0; 3]).settings(RunSettings { n_chains: 1, ..unchecked }).run().unwrap_err();
     let Error::Runaway { gradient_outward, .. } = e.root() else { panic!("expected Runaway, got {e:?}") };
     assert_eq!(*gradient_outward, Some(true), "{e}");
     assert!(e.to_string().contains("most likely the step size is too large"), "{e}");
     // And the same correct model runs to the end without either (no false alarm).
     let ok = Altered { inner: &lr1, factor: 1.0, potentials: false };
-    let out = run(&ok, &sgld1, &[0.0; 5], &unchecked).unwrap();
+    let out = Runner::new(&ok, &sgld1).start(&[0.0; 5]).settings(unchecked).run().unwrap();
     assert!(out.is_complete());
     // A runaway factor of 1 or less is refused.
     let bad = RunSettings { runaway_factor: Some(1.0), ..settings };
-    assert!(matches!(run(&ok, &sgld, &[0.0; 5], &bad), Err(Error::InvalidParameter { name: "runaway_factor", .. })));
+    assert!(matches!(
+        Runner::new(&ok, &sgld).start(&[0.0; 5]).settings(bad).run(),
+        Err(Error::InvalidParameter { name: "runaway_factor", .. })
+    ));
 }
 
 /// `ModelCheck`'s figures are what their names say: for a correct model the excess over the

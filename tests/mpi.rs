@@ -23,7 +23,7 @@
 //!    rank naming it.
 #![cfg(feature = "mpi")]
 
-use sgmcmc::distributed::{Cluster, Sharded, run_chains_mpi, run_mf_mpi, run_rr_mpi, run_sharded};
+use sgmcmc::distributed::{Cluster, Sharded, run_mf_mpi, run_sharded};
 use sgmcmc::mf::{BlockPartition, MfModel, MfOutput, MfRunSettings, MfUpdate, RowShard, run_mf};
 use sgmcmc::ndarray::{Array1, s};
 use sgmcmc::*;
@@ -140,7 +140,7 @@ fn panic_scenario(cluster: &Cluster, what: &str) {
         "chains" => {
             let inits: Vec<Vec<f64>> = (0..2 * size).map(|c| vec![0.1 * c as f64, -0.2, 0.3]).collect();
             let rs = RunSettings { n_chains: 2 * size, storage: Storage::Moments, ..long };
-            run_chains_mpi(cluster, &fails(lg, bad), &sgld, &inits, &rs, &[]).map(|_| ())
+            Runner::new(&fails(lg, bad), &sgld).starts(&inits).settings(rs).run_on(cluster).map(|_| ())
         }
         "sharded" => {
             let n = 2_000;
@@ -185,8 +185,8 @@ fn main() {
     let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50)).expect("sgld");
     let sghmc = Sghmc::new(SghmcSettings::constant(1e-6, 0.1), Minibatch::new(50)).expect("sghmc");
     {
-        let a = run_chains_mpi(&cluster, &lg, &sgld, &inits, &settings, &[]).expect("distributed run");
-        let b = run_chains(&lg, &sgld, &inits, &settings).expect("serial run");
+        let a = Runner::new(&lg, &sgld).starts(&inits).settings(settings).run_on(&cluster).expect("distributed run");
+        let b = Runner::new(&lg, &sgld).starts(&inits).settings(settings).run().expect("serial run");
         let same = bits(&a.estimate) == bits(&b.estimate)
             && same_mean(&a.estimate, &b.estimate)
             && a.cost == b.cost
@@ -213,8 +213,8 @@ fn main() {
                 format!("{written:?} at {}", path.display()),
             );
         }
-        let a = run_chains_mpi(&cluster, &lg, &sghmc, &inits, &settings, &[]).expect("distributed run");
-        let b = run_chains(&lg, &sghmc, &inits, &settings).expect("serial run");
+        let a = Runner::new(&lg, &sghmc).starts(&inits).settings(settings).run_on(&cluster).expect("distributed run");
+        let b = Runner::new(&lg, &sghmc).starts(&inits).settings(settings).run().expect("serial run");
         rep.check(
             "chains over ranks, SGHMC",
             bits(&a.estimate) == bits(&b.estimate) && a.cost == b.cost,
@@ -225,16 +225,20 @@ fn main() {
         let glm = Glm::synthetic(Family::Gaussian, 1_000, 2, 9).expect("glm").constrained().expect("layout");
         let glm_inits: Vec<Vec<f64>> = (0..5).map(|c| vec![0.1 * c as f64, -0.2, 0.3, 0.0]).collect();
         let sgld_glm = Sgld::new(SgldSettings::constant(2e-4), Minibatch::new(50)).expect("sgld");
-        let a = run_chains_mpi(&cluster, &glm, &sgld_glm, &glm_inits, &settings, &[]).expect("distributed run");
-        let b = run_chains(&glm, &sgld_glm, &glm_inits, &settings).expect("serial run");
+        let a = Runner::new(&glm, &sgld_glm)
+            .starts(&glm_inits)
+            .settings(settings)
+            .run_on(&cluster)
+            .expect("distributed run");
+        let b = Runner::new(&glm, &sgld_glm).starts(&glm_inits).settings(settings).run().expect("serial run");
         rep.check(
             "chains over ranks, a constrained model (GLM, sigma > 0)",
             bits(&a.estimate) == bits(&b.estimate) && a.cost == b.cost,
             String::new(),
         );
         let cold = Tempered::new(&lg, Temperature::posterior(0.5)).expect("tempered");
-        let a = run_chains_mpi(&cluster, &cold, &sgld, &inits, &settings, &[]).expect("distributed run");
-        let b = run_chains(&cold, &sgld, &inits, &settings).expect("serial run");
+        let a = Runner::new(&cold, &sgld).starts(&inits).settings(settings).run_on(&cluster).expect("distributed run");
+        let b = Runner::new(&cold, &sgld).starts(&inits).settings(settings).run().expect("serial run");
         rep.check(
             "chains over ranks, a tempered model (T = 0.5)",
             bits(&a.estimate) == bits(&b.estimate) && a.cost == b.cost,
@@ -242,8 +246,8 @@ fn main() {
         );
         // Richardson–Romberg pairs over ranks.
         let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(2e-4), Minibatch::new(50)).expect("sgld"));
-        let a = run_rr_mpi(&cluster, &lg, &rr, &inits[1], &settings, &[]).expect("distributed RR");
-        let b = run_rr(&lg, &rr, &inits[1], &settings).expect("serial RR");
+        let a = Runner::new(&lg, &rr).start(&inits[1]).settings(settings).run_on(&cluster).expect("distributed RR");
+        let b = Runner::new(&lg, &rr).start(&inits[1]).settings(settings).run().expect("serial RR");
         let same = bits(&a.coarse) == bits(&b.coarse)
             && bits(&a.fine) == bits(&b.fine)
             && same_mean(&a.estimate, &b.estimate)
@@ -312,7 +316,7 @@ fn main() {
     {
         let sgld = Sgld::new(SgldSettings::constant(2e-4), Minibatch::new(40)).expect("sgld");
         let a = run_sharded(&sharded, &sgld, &zero, &rs, &[]).expect("sharded run");
-        let b = run(&full, &sgld, &zero[0], &rs).expect("serial run");
+        let b = Runner::new(&full, &sgld).start(&zero[0]).settings(rs).run().expect("serial run");
         compare("sharded SGLD vs single process", &a.estimate, &b.estimate, &mut rep);
         // Every rank holds the same chain: compare with rank 0's by an exchange of the draws.
         let mine = bits(&a.estimate);
@@ -335,7 +339,10 @@ fn main() {
         let a =
             run_sharded(&sharded, &Sgld::new(SgldSettings::constant(2e-4), cv_sh).expect("sgld-cv"), &centre, &rs, &[])
                 .expect("sharded run");
-        let b = run(&full, &Sgld::new(SgldSettings::constant(2e-4), cv_full).expect("sgld-cv"), &map, &rs)
+        let b = Runner::new(&full, &Sgld::new(SgldSettings::constant(2e-4), cv_full).expect("sgld-cv"))
+            .start(&map)
+            .settings(rs)
+            .run()
             .expect("serial run");
         compare("sharded SGLD-CV vs single process", &a.estimate, &b.estimate, &mut rep);
     }
@@ -351,7 +358,7 @@ fn main() {
             how: How::Error,
         };
         let rs = RunSettings { check_model: false, ..settings };
-        let r = run_chains_mpi(&cluster, &model, &sgld, &inits, &rs, &[]);
+        let r = Runner::new(&model, &sgld).starts(&inits).settings(rs).run_on(&cluster);
         let detail = match &r {
             Err(e) => e.to_string(),
             Ok(_) => "no error".into(),

@@ -7,6 +7,10 @@
 use crate::posteriors::{self, Quadratic, Reference, wdbc_logistic};
 use sgmcmc::prelude::*;
 use sgmcmc::tune::Tunable;
+use sgmcmc::tune::dispersed_starts;
+use sgmcmc::{
+    AdaptiveSettings, Estimate, MlSgld, MlSgldSettings, Psgld, PsgldSettings, find_mode, tune::TuneSettings, tune::tune,
+};
 use sgmcmc::{GradientNoise, convergence_with_bias, step_bias};
 use std::sync::Arc;
 
@@ -94,7 +98,7 @@ fn the_step_bias_check_sees_the_correction_at_its_limit() {
     let at_limit = tuned.sampler.with_step_size(limit).unwrap().with_gradient_noise(Some(Arc::new(noise)));
     let starts = dispersed_starts(&model, &tuned.mode, 4, 2.0, 21).unwrap();
     let rs = RunSettings { n_iter: 51_000, burn_in: 1_000, n_chains: 4, seed: 21, ..Default::default() };
-    let out = run_chains(&model, &at_limit, &starts, &rs).unwrap();
+    let out = Runner::new(&model, &at_limit).starts(&starts).settings(rs).run().unwrap();
     let plain = out.convergence().unwrap();
     let (mean, sd) = errors(&out.estimate, &r);
     eprintln!("at the limit {limit:.3e}: mean error {mean:.3} sd, sd error {:.1} %; {plain}", 100.0 * sd);
@@ -120,7 +124,7 @@ fn the_step_bias_check_recovers_ulas_exact_bias() {
     let sgld = Sgld::new(SgldSettings::constant(h), FullGradient::new()).unwrap();
     let starts = vec![model.mu.clone(); 4];
     let rs = RunSettings { n_iter: 201_000, burn_in: 1_000, n_chains: 4, seed: 8, ..Default::default() };
-    let out = run_chains(&model, &sgld, &starts, &rs).unwrap();
+    let out = Runner::new(&model, &sgld).starts(&starts).settings(rs).run().unwrap();
     let b = step_bias(&model, &sgld, &out, 0.25).unwrap();
     let expected = 2.0 * (1.0 / (1.0 - h / 2.0).sqrt() - 1.0 / (1.0 - h / 4.0).sqrt());
     let z = sgmcmc::diagnostics::normal_quantile(1.0 - 0.01 / 8.0);

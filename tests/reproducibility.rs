@@ -17,7 +17,7 @@ fn draws_of<S: Sampler>(model: &LogisticRegression, s: &S, seed: u64) -> (ndarra
         parallel: true,
         ..Default::default()
     };
-    let out = run(model, s, &[0.0; 4], &settings).unwrap();
+    let out = Runner::new(model, s).start(&[0.0; 4]).settings(settings).run().unwrap();
     let grads: Vec<f64> = (0..out.estimate.n_parts())
         .flat_map(|c| out.estimate.samples(c).unwrap().gradients().unwrap().iter().copied().collect::<Vec<_>>())
         .collect();
@@ -47,7 +47,7 @@ fn check<S: Sampler>(model: &LogisticRegression, s: &S) {
             parallel: false,
             ..Default::default()
         };
-        run(model, s, &[0.0; 4], &settings).unwrap().estimate.stacked_draws().unwrap()
+        Runner::new(model, s).start(&[0.0; 4]).settings(settings).run().unwrap().estimate.stacked_draws().unwrap()
     };
     assert_eq!(bits(&one.0), bits(&serial));
     // A different seed gives different draws; different chains differ from each other.

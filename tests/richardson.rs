@@ -27,7 +27,7 @@ fn variances(gamma: f64, coupling: NoiseCoupling, n_iter: u64, seed: u64) -> (Ve
     let (m, _) = model();
     let rr = RichardsonRomberg::with_coupling(Sgld::lmc(SgldSettings::constant(gamma)).unwrap(), coupling);
     let s = RunSettings { n_iter, burn_in: 1_000, n_chains: R, seed, storage: Storage::Moments, ..Default::default() };
-    let out = run_rr(&m, &rr, m.posterior_mean().as_slice().unwrap(), &s).unwrap();
+    let out = Runner::new(&m, &rr).start(m.posterior_mean().as_slice().unwrap()).settings(s).run().unwrap();
     let rrv = (0..R).map(|c| out.replicate(c).unwrap().covariance().unwrap()[[0, 0]]).collect();
     let a = (0..R).map(|c| out.coarse.part(c).unwrap().covariance().unwrap()[[0, 0]]).collect();
     let b = (0..R).map(|c| out.fine.part(c).unwrap().covariance().unwrap()[[0, 0]]).collect();
@@ -105,8 +105,8 @@ fn parallel_equals_serial_and_costs_three_gradients_per_iteration() {
     let base = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50)).unwrap();
     let rr = Sgrrld::new(base);
     let s = RunSettings { n_iter: 2_000, burn_in: 100, n_chains: 3, seed: 11, ..Default::default() };
-    let par = run_rr(&m, &rr, &[0.0; 3], &s).unwrap();
-    let ser = run_rr(&m, &rr, &[0.0; 3], &RunSettings { parallel: false, ..s }).unwrap();
+    let par = Runner::new(&m, &rr).start(&[0.0; 3]).settings(s).run().unwrap();
+    let ser = Runner::new(&m, &rr).start(&[0.0; 3]).settings(RunSettings { parallel: false, ..s }).run().unwrap();
     let bits = |e: &Estimate| e.stacked_draws().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&par.fine), bits(&ser.fine));
     assert_eq!(bits(&par.coarse), bits(&ser.coarse));
@@ -114,7 +114,7 @@ fn parallel_equals_serial_and_costs_three_gradients_per_iteration() {
         .num_threads(1)
         .build()
         .unwrap()
-        .install(|| run_rr(&m, &rr, &[0.0; 3], &s).unwrap());
+        .install(|| Runner::new(&m, &rr).start(&[0.0; 3]).settings(s).run().unwrap());
     assert_eq!(bits(&par.fine), bits(&one.fine));
     // Cost: per replicate, A takes 1 and B 2 minibatch gradients per iteration, plus one each at θ₀.
     assert_eq!(par.cost.datum_gradients, 3 * (3 * 2_000 + 2) * 50);
@@ -156,14 +156,21 @@ fn sgrrhmc_matches_the_exact_extrapolation() {
         let pick = |e: &Estimate| e.covariance().unwrap()[[0, 0]];
         match n {
             None => {
-                let out =
-                    run_rr(&m, &Sgrrhmc::new(Sghmc::new(settings, FullGradient::new()).unwrap()), &x0, &s).unwrap();
+                let out = Runner::new(&m, &Sgrrhmc::new(Sghmc::new(settings, FullGradient::new()).unwrap()))
+                    .start(&x0)
+                    .settings(s)
+                    .run()
+                    .unwrap();
                 rr_v = (0..R).map(|c| pick(&out.replicate(c).unwrap())).collect::<Vec<_>>();
                 rr_a = (0..R).map(|c| pick(&out.coarse.part(c).unwrap())).collect::<Vec<_>>();
                 b_v = (0..R).map(|c| pick(&out.fine.part(c).unwrap())).collect::<Vec<_>>();
             }
             Some(b) => {
-                let out = run_rr(&m, &Sgrrhmc::new(Sghmc::new(settings, Minibatch::new(b)).unwrap()), &x0, &s).unwrap();
+                let out = Runner::new(&m, &Sgrrhmc::new(Sghmc::new(settings, Minibatch::new(b)).unwrap()))
+                    .start(&x0)
+                    .settings(s)
+                    .run()
+                    .unwrap();
                 rr_v = (0..R).map(|c| pick(&out.replicate(c).unwrap())).collect::<Vec<_>>();
                 rr_a = (0..R).map(|c| pick(&out.coarse.part(c).unwrap())).collect::<Vec<_>>();
                 b_v = (0..R).map(|c| pick(&out.fine.part(c).unwrap())).collect::<Vec<_>>();
@@ -189,13 +196,13 @@ fn rr_errors_name_the_replicate() {
     let m = LinearGaussian::synthetic(100, 2, 1.0, 1.0, 1).unwrap();
     let rr = Sgrrld::new(Sgld::new(SgldSettings::constant(10.0), Minibatch::new(10)).unwrap());
     let s = RunSettings { n_iter: 1_000, burn_in: 1, n_chains: 2, ..Default::default() };
-    let e = run_rr(&m, &rr, &[1.0, 1.0], &s).unwrap_err();
+    let e = Runner::new(&m, &rr).start(&[1.0, 1.0]).settings(s).run().unwrap_err();
     assert!(matches!(e, Error::Chain { chain: 0, .. }));
     assert!(matches!(e.root(), Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. }));
-    let e = run_rr(&m, &rr, &[1.0], &s).unwrap_err();
+    let e = Runner::new(&m, &rr).start(&[1.0]).settings(s).run().unwrap_err();
     assert!(matches!(e.root(), Error::DimensionMismatch { .. }));
     assert!(matches!(
-        run_rr(&m, &rr, &[0.0, 0.0], &RunSettings { thin: 0, ..s }),
+        Runner::new(&m, &rr).start(&[0.0, 0.0]).settings(RunSettings { thin: 0, ..s }).run(),
         Err(Error::InvalidParameter { name: "thin", .. })
     ));
 }
@@ -220,7 +227,7 @@ fn extrapolated_convergence_reports_calibrated_monte_carlo_errors() {
     let runs = 400;
     for seed in 0..runs {
         let s = RunSettings { n_iter: 2_500, burn_in: 500, n_chains: 4, seed: 7_000 + seed, ..Default::default() };
-        let out = run_rr(&m, &rr, &[exact_mean + 2.0 * exact_sd], &s).unwrap();
+        let out = Runner::new(&m, &rr).start(&[exact_mean + 2.0 * exact_sd]).settings(s).run().unwrap();
         let conv = out.convergence().unwrap();
         let (mean, sd) = (out.estimate.mean().unwrap()[0], out.estimate.variance().unwrap()[0].sqrt());
         let (mcse_m, mcse_s) = (conv.max_mcse_mean * sd, conv.max_mcse_sd * sd);
@@ -251,7 +258,7 @@ fn extrapolated_summary_table_matches_the_exact_extrapolated_law() {
     let exact_sd = (2.0 * ula_var(lambda, gamma / 2.0) - ula_var(lambda, gamma)).sqrt();
     let rr = RichardsonRomberg::new(Sgld::lmc(SgldSettings::constant(gamma)).unwrap());
     let s = RunSettings { n_iter: 101_000, burn_in: 1_000, n_chains: 4, seed: 8_123, ..Default::default() };
-    let out = run_rr(&m, &rr, &[mu + 2.0 * exact_sd], &s).unwrap();
+    let out = Runner::new(&m, &rr).start(&[mu + 2.0 * exact_sd]).settings(s).run().unwrap();
     match diagnostics::summary(&out.estimate) {
         Err(Error::DimensionMismatch { what, .. }) => assert!(what.contains("RrOutput::summary_table"), "{what}"),
         other => panic!("expected a dimension mismatch naming RrOutput::summary_table, got {other:?}"),
@@ -291,8 +298,8 @@ fn replicates_start_where_they_are_told() {
     let mode = m.posterior_mean().to_vec();
     let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-5), Minibatch::new(50)).unwrap());
     let s = RunSettings { n_iter: 300, burn_in: 1, n_chains: 3, seed: 4, ..Default::default() };
-    let a = run_rr(&m, &rr, &mode, &s).unwrap();
-    let b = run_rr_chains(&m, &rr, &[mode.clone(), mode.clone(), mode.clone()], &s).unwrap();
+    let a = Runner::new(&m, &rr).start(&mode).settings(s).run().unwrap();
+    let b = Runner::new(&m, &rr).starts(&[mode.clone(), mode.clone(), mode.clone()]).settings(s).run().unwrap();
     for c in 0..3 {
         assert_eq!(a.fine.samples(c).unwrap().draws(), b.fine.samples(c).unwrap().draws());
         assert_eq!(a.coarse.samples(c).unwrap().draws(), b.coarse.samples(c).unwrap().draws());
@@ -301,7 +308,7 @@ fn replicates_start_where_they_are_told() {
     let starts: Vec<Vec<f64>> = (0..3)
         .map(|c| vec![mode[0] + 10.0 * (c as f64 - 1.0) * sd[0], mode[1] - 10.0 * (c as f64 - 1.0) * sd[1]])
         .collect();
-    let out = run_rr_chains(&m, &rr, &starts, &s).unwrap();
+    let out = Runner::new(&m, &rr).starts(&starts).settings(s).run().unwrap();
     for (c, start) in starts.iter().enumerate() {
         let first = out.coarse.samples(c).unwrap().draws().row(0).to_owned();
         for j in 0..2 {
@@ -315,7 +322,7 @@ fn replicates_start_where_they_are_told() {
     }
     // Started 20 sds apart and run for 300 small steps, the replicates disagree, and say so.
     assert!(!out.convergence().unwrap().converged);
-    match run_rr_chains(&m, &rr, &starts[..2], &s) {
+    match Runner::new(&m, &rr).starts(&starts[..2]).settings(s).run() {
         Err(Error::DimensionMismatch { what, expected: 3, got: 2 }) => assert!(what.contains("starting points")),
         other => panic!("expected a dimension mismatch, got {:?}", other.map(|_| ())),
     }

@@ -63,10 +63,15 @@ fn every_settings_struct_builds_the_documented_way() {
 }
 
 /// A program written against the previous release: settings by `..Default::default()`, the
-/// prelude, match arms with a wildcard. With the migration CHANGELOG.md lists for
-/// `AdaptiveSettings` (the only edit), it compiles and runs.
+/// old run functions (deprecated: they warn and give the same draws as the `Runner`), match arms
+/// with a wildcard. With the migrations CHANGELOG.md lists — `AdaptiveSettings`, and the names
+/// that left the prelude imported from the crate root — it compiles and runs.
+#[allow(deprecated)]
 mod previous_style {
     use sgmcmc::prelude::*;
+    // Left the prelude (CHANGELOG.md, 0.2.0): named at the root.
+    use sgmcmc::{AdaptiveSettings, Mala, MalaSettings, Metric, MlSgld, MlSgldSettings, RmseTarget};
+    use sgmcmc::{resume, run, run_chains, run_observed, run_rr};
 
     #[test]
     fn a_previous_release_program_compiles_and_runs() {
@@ -75,6 +80,18 @@ mod previous_style {
         let settings = RunSettings { n_iter: 2_000, burn_in: 1_000, n_chains: 2, ..Default::default() };
         let out = run_chains(&model, &sgld, &[[0.0, 0.0], [0.1, 0.1]], &settings).unwrap();
         assert!(out.estimate.mean().unwrap().iter().all(|m| m.is_finite()));
+        // The deprecated functions are the runner's, bit for bit.
+        let new = Runner::new(&model, &sgld).starts(&[[0.0, 0.0], [0.1, 0.1]]).settings(settings).run().unwrap();
+        assert_eq!(out.estimate.mean().unwrap(), new.estimate.mean().unwrap());
+        let budget = sgmcmc::observe::Budget::datum_gradients(60_000);
+        let stopped = run_observed(&model, &sgld, &[0.0, 0.0], &settings, &[&budget]).unwrap();
+        assert!(!stopped.is_complete());
+        let resumed = resume(&model, stopped, &[]).unwrap();
+        let whole = run(&model, &sgld, &[0.0, 0.0], &settings).unwrap();
+        assert_eq!(resumed.estimate.mean().unwrap(), whole.estimate.mean().unwrap());
+        let rr = run_rr(&model, &RichardsonRomberg::new(sgld.clone()), &[0.0, 0.0], &settings).unwrap();
+        let rr_new = Runner::new(&model, &RichardsonRomberg::new(sgld)).start(&[0.0, 0.0]).settings(settings).run();
+        assert_eq!(rr.estimate.mean().unwrap(), rr_new.unwrap().estimate.mean().unwrap());
         // MalaSettings built as before: it now adapts (CHANGELOG.md), within the burn-in.
         let mala = Mala::new(MalaSettings { step_size: 1e-3, ..Default::default() }).unwrap();
         assert!(run(&model, &mala, &[0.0, 0.0], &settings).is_ok());

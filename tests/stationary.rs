@@ -45,7 +45,7 @@ fn ula_matches_its_exact_stationary_covariance() {
     let exact = ula_stationary_cov(m.posterior_precision(), gamma);
     let lmc = Sgld::lmc(SgldSettings { step_size: StepSize::Constant(gamma) }).unwrap();
     let mu = m.posterior_mean().to_vec();
-    let out = run(&m, &lmc, &mu, &settings(20_000, 2_000, 1, 101)).unwrap();
+    let out = Runner::new(&m, &lmc).start(&mu).settings(settings(20_000, 2_000, 1, 101)).run().unwrap();
     assert_z("ULA vs (P(I - gamma P/2))^-1", &z_scores(&out.estimate, m.posterior_mean(), &exact), Z_LIMIT);
     // Power: ULA's law at this γ is far from the posterior, and the test sees it.
     let z_post = max_cov_z(&out.estimate, &m, m.posterior_covariance());
@@ -60,7 +60,7 @@ fn sgld_with_replacement_matches_exact_stationary_law() {
     let sgld =
         Sgld::new(SgldSettings { step_size: StepSize::Constant(gamma) }, Minibatch::with_replacement(n)).unwrap();
     let mu = m.posterior_mean().to_vec();
-    let out = run(&m, &sgld, &mu, &settings(40_000, 4_000, 2, 102)).unwrap();
+    let out = Runner::new(&m, &sgld).start(&mu).settings(settings(40_000, 4_000, 2, 102)).run().unwrap();
     assert_z("SGLD n=10 (with replacement) vs exact", &z_scores(&out.estimate, m.posterior_mean(), &exact), Z_LIMIT);
     // Power: the minibatch noise triples the variance here; a sampler that ignored it fails.
     let ula = ula_stationary_cov(m.posterior_precision(), gamma);
@@ -95,7 +95,7 @@ fn sgld_with_a_measured_noise_correction_matches_its_exact_law() {
         .with_whitening(Some(w.clone().into()))
         .with_gradient_noise(Some(noise.clone().into()));
     let mu = m.posterior_mean().to_vec();
-    let out = run(&m, &sgld, &mu, &settings(20_000, 2_000, 1, 108)).unwrap();
+    let out = Runner::new(&m, &sgld).start(&mu).settings(settings(20_000, 2_000, 1, 108)).run().unwrap();
     assert_z(
         "whitened SGLD n=10 with noise correction vs exact",
         &z_scores(&out.estimate, m.posterior_mean(), &exact),
@@ -126,7 +126,7 @@ fn sgld_without_replacement_matches_exact_stationary_law() {
     let sgld =
         Sgld::new(SgldSettings { step_size: StepSize::Constant(gamma) }, Minibatch::without_replacement(n)).unwrap();
     let mu = m.posterior_mean().to_vec();
-    let out = run(&m, &sgld, &mu, &settings(30_000, 3_000, 1, 103)).unwrap();
+    let out = Runner::new(&m, &sgld).start(&mu).settings(settings(30_000, 3_000, 1, 103)).run().unwrap();
     assert_z(
         "SGLD n=500 (without replacement) vs exact with finite-population correction",
         &z_scores(&out.estimate, m.posterior_mean(), &exact),
@@ -146,7 +146,7 @@ fn sghmc_matches_exact_stationary_law() {
     let s = SghmcSettings { step_size: StepSize::Constant(eta), friction: alpha, noise_estimate: 0.0 };
     let sghmc = Sghmc::new(s, Minibatch::new(n)).unwrap();
     let mu = m.posterior_mean().to_vec();
-    let out = run(&m, &sghmc, &mu, &settings(100_000, 10_000, 5, 104)).unwrap();
+    let out = Runner::new(&m, &sghmc).start(&mu).settings(settings(100_000, 10_000, 5, 104)).run().unwrap();
     assert_z("SGHMC n=10 vs exact", &z_scores(&out.estimate, m.posterior_mean(), &exact), Z_LIMIT);
     assert!(max_cov_z(&out.estimate, &m, m.posterior_covariance()) > Z_LIMIT);
 }
@@ -160,7 +160,7 @@ fn sgld_recovers_posterior_at_small_step() {
     let exact = sgld_stationary_cov(&NoiseModel::new(&m, Some((n, true))), gamma);
     let sgld = Sgld::new(SgldSettings { step_size: StepSize::Constant(gamma) }, Minibatch::new(n)).unwrap();
     let mu = m.posterior_mean().to_vec();
-    let out = run(&m, &sgld, &mu, &settings(400_000, 40_000, 20, 105)).unwrap();
+    let out = Runner::new(&m, &sgld).start(&mu).settings(settings(400_000, 40_000, 20, 105)).run().unwrap();
     let post = m.posterior_covariance();
     let rows = z_scores(&out.estimate, m.posterior_mean(), post);
     assert_z("SGLD (small step) vs posterior", &rows, Z_LIMIT);
@@ -182,7 +182,7 @@ fn sghmc_recovers_posterior_at_small_step() {
     let s = SghmcSettings { step_size: StepSize::Constant(eta), friction: alpha, noise_estimate: 0.0 };
     let sghmc = Sghmc::new(s, Minibatch::new(n)).unwrap();
     let mu = m.posterior_mean().to_vec();
-    let out = run(&m, &sghmc, &mu, &settings(400_000, 40_000, 20, 106)).unwrap();
+    let out = Runner::new(&m, &sghmc).start(&mu).settings(settings(400_000, 40_000, 20, 106)).run().unwrap();
     let post = m.posterior_covariance();
     let rows = z_scores(&out.estimate, m.posterior_mean(), post);
     assert_z("SGHMC (small step) vs posterior", &rows, Z_LIMIT);
@@ -200,7 +200,7 @@ fn mala_matches_posterior_exactly() {
     let gamma = 4e-4;
     let mala = Mala::new(MalaSettings::fixed(gamma)).unwrap();
     let mu = m.posterior_mean().to_vec();
-    let out = run(&m, &mala, &mu, &settings(20_000, 2_000, 1, 107)).unwrap();
+    let out = Runner::new(&m, &mala).start(&mu).settings(settings(20_000, 2_000, 1, 107)).run().unwrap();
     assert_z("MALA vs posterior", &z_scores(&out.estimate, m.posterior_mean(), m.posterior_covariance()), Z_LIMIT);
     let acc: f64 = out.chains.iter().map(|c| c.sampler.acceptance_rate()).sum::<f64>() / R as f64;
     eprintln!("MALA acceptance {acc:.3}");
@@ -218,15 +218,18 @@ fn mala_adaptation_reaches_target_acceptance() {
             .unwrap();
     let mu = m.posterior_mean().to_vec();
     let s = RunSettings { n_iter: 25_000, burn_in: 5_000, thin: 1, n_chains: 4, seed: 108, ..Default::default() };
-    let out = run(&m, &mala, &mu, &s).unwrap();
+    let out = Runner::new(&m, &mala).start(&mu).settings(s).run().unwrap();
     for c in &out.chains {
         // The acceptance after adaptation, as counted by the sampler itself, and checked again by
         // a fresh run at the adapted step size.
         let after = c.sampler.acceptance_rate_after_adaptation();
         assert!((after - 0.574).abs() < 0.08, "acceptance after adaptation {after}");
         let fixed = Mala::new(MalaSettings::fixed(c.sampler.step_size())).unwrap();
-        let o =
-            run(&m, &fixed, &mu, &RunSettings { n_iter: 20_000, burn_in: 1, seed: 109, ..Default::default() }).unwrap();
+        let o = Runner::new(&m, &fixed)
+            .start(&mu)
+            .settings(RunSettings { n_iter: 20_000, burn_in: 1, seed: 109, ..Default::default() })
+            .run()
+            .unwrap();
         let acc = o.chains[0].sampler.acceptance_rate();
         // 20 000 correlated accept/reject draws: Monte Carlo error ≈ 0.01; adaptation noise adds
         // some. A window of ±0.08 is several of those errors.
@@ -253,7 +256,7 @@ fn mala_with_an_adapted_diagonal_metric_is_exact() {
         Mala::new(MalaSettings { step_size: 1e-4, adapt_steps: 2_000, metric: Metric::Diagonal, ..Default::default() })
             .unwrap();
     let settings = RunSettings { n_iter: 22_000, burn_in: 2_000, n_chains: 4, seed: 5, ..Default::default() };
-    let out = run(&m, &mala, &[0.0, 0.0], &settings).unwrap();
+    let out = Runner::new(&m, &mala).start(&[0.0, 0.0]).settings(settings).run().unwrap();
     let cov = m.posterior_covariance();
     for j in 0..2 {
         let x = sgmcmc::diagnostics::chains_of(&out.estimate, |t| t[j]).unwrap();
@@ -282,7 +285,7 @@ fn sgnht_recovers_posterior_at_small_step() {
     let (n, h, a) = (100, 2.2e-4, 45.0);
     let sgnht = Sgnht::new(SgnhtSettings::constant(h, a), Minibatch::new(n)).unwrap();
     let mu = m.posterior_mean().to_vec();
-    let out = run(&m, &sgnht, &mu, &settings(400_000, 40_000, 20, 107)).unwrap();
+    let out = Runner::new(&m, &sgnht).start(&mu).settings(settings(400_000, 40_000, 20, 107)).run().unwrap();
     let post = m.posterior_covariance();
     let rows = z_scores(&out.estimate, m.posterior_mean(), post);
     assert_z("SGNHT (small step) vs posterior", &rows, Z_LIMIT);
@@ -353,7 +356,7 @@ fn cyclical_sgld_matches_its_exact_law_and_recovers_the_posterior() {
     let cs = CyclicalSettings { step_size0: 8e-6, cycle_len: 100_000, exploration: 0.25 };
     let csgld = CyclicalSgld::new(cs, Minibatch::new(n)).unwrap();
     let mu = m.posterior_mean().to_vec();
-    let out = run(&m, &csgld, &mu, &s).unwrap();
+    let out = Runner::new(&m, &csgld).start(&mu).settings(s).run().unwrap();
     // Only sampling draws are kept: 75 % of the recorded iterations.
     assert_eq!(out.estimate.samples(0).unwrap().len(), 15_000);
     let exact = csgld_kept_second_moment(&NoiseModel::new(&m, Some((n, true))), &cs, &s, false);

@@ -54,23 +54,40 @@ fn at_temperature_one_draws_are_bit_identical() {
     for t in [Temperature::default(), Temperature::posterior(1.0), Temperature::likelihood(1.0)] {
         let tm = Tempered::new(&m, t).unwrap();
         let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50)).unwrap();
-        let (a, b) = (run(&m, &sgld, &x0, &s).unwrap(), run(&tm, &sgld, &x0, &s).unwrap());
+        let (a, b) = (
+            Runner::new(&m, &sgld).start(&x0).settings(s).run().unwrap(),
+            Runner::new(&tm, &sgld).start(&x0).settings(s).run().unwrap(),
+        );
         assert_eq!(bits(&a.estimate), bits(&b.estimate), "SGLD at {t:?}");
         assert_eq!(a.cost, b.cost);
         let cvs = CvSettings { batch_size: 50, ..Default::default() };
         let cv = ControlVariate::at_mode(&m, &x0, &ModeSettings::default(), cvs).unwrap();
         let cvt = ControlVariate::at_mode(&tm, &x0, &ModeSettings::default(), cvs).unwrap();
         let (a, b) = (
-            run(&m, &Sgld::new(SgldSettings::constant(1e-4), cv).unwrap(), &x0, &s).unwrap(),
-            run(&tm, &Sgld::new(SgldSettings::constant(1e-4), cvt).unwrap(), &x0, &s).unwrap(),
+            Runner::new(&m, &Sgld::new(SgldSettings::constant(1e-4), cv).unwrap())
+                .start(&x0)
+                .settings(s)
+                .run()
+                .unwrap(),
+            Runner::new(&tm, &Sgld::new(SgldSettings::constant(1e-4), cvt).unwrap())
+                .start(&x0)
+                .settings(s)
+                .run()
+                .unwrap(),
         );
         assert_eq!(bits(&a.estimate), bits(&b.estimate), "SGLD-CV at {t:?}");
         assert_eq!(a.cost, b.cost);
         let sghmc = Sghmc::new(SghmcSettings::constant(1e-5, 0.1), Minibatch::new(50)).unwrap();
-        let (a, b) = (run(&m, &sghmc, &x0, &s).unwrap(), run(&tm, &sghmc, &x0, &s).unwrap());
+        let (a, b) = (
+            Runner::new(&m, &sghmc).start(&x0).settings(s).run().unwrap(),
+            Runner::new(&tm, &sghmc).start(&x0).settings(s).run().unwrap(),
+        );
         assert_eq!(bits(&a.estimate), bits(&b.estimate), "SGHMC at {t:?}");
         let mala = Mala::new(MalaSettings::default()).unwrap();
-        let (a, b) = (run(&m, &mala, &x0, &s).unwrap(), run(&tm, &mala, &x0, &s).unwrap());
+        let (a, b) = (
+            Runner::new(&m, &mala).start(&x0).settings(s).run().unwrap(),
+            Runner::new(&tm, &mala).start(&x0).settings(s).run().unwrap(),
+        );
         assert_eq!(bits(&a.estimate), bits(&b.estimate), "MALA at {t:?}");
         let w = |e: &Estimate| e.samples(0).unwrap().weights().to_vec();
         assert_eq!(w(&a.estimate), w(&b.estimate));
@@ -87,7 +104,11 @@ fn mala_variance_scales_with_the_temperature() {
     for (t, seed) in [(0.5, 301), (2.0, 302)] {
         let tm = Tempered::new(&m, Temperature::posterior(t)).unwrap();
         let mala = Mala::new(MalaSettings::fixed(4e-4 * t)).unwrap();
-        let out = run(&tm, &mala, mu.as_slice().unwrap(), &settings(12_000, 2_000, 1, seed)).unwrap();
+        let out = Runner::new(&tm, &mala)
+            .start(mu.as_slice().unwrap())
+            .settings(settings(12_000, 2_000, 1, seed))
+            .run()
+            .unwrap();
         let target = m.posterior_covariance() * t;
         assert_z(&format!("MALA at T = {t} vs T·Σ"), &z_scores(&out.estimate, &mu, &target), Z_LIMIT);
         let z_untempered = max_cov_z(&out.estimate, &mu, m.posterior_covariance());
@@ -114,7 +135,8 @@ fn likelihood_tempering_matches_its_exact_posterior() {
     // The default MALA (adapted step and dense metric): exact after its warm-up.
     let mala = Mala::new(MalaSettings::default()).unwrap();
     let mu = eq.posterior_mean().clone();
-    let out = run(&tm, &mala, mu.as_slice().unwrap(), &settings(12_000, 2_000, 1, 303)).unwrap();
+    let out =
+        Runner::new(&tm, &mala).start(mu.as_slice().unwrap()).settings(settings(12_000, 2_000, 1, 303)).run().unwrap();
     assert_z("MALA, likelihood at T = 5 000", &z_scores(&out.estimate, &mu, eq.posterior_covariance()), Z_LIMIT);
     // Power: the whole posterior at T = 5 000 has the untempered mean and 5 000·Σ; rejected.
     let whole = m.posterior_covariance() * 5_000.0;
@@ -135,7 +157,8 @@ fn tempered_sgld_matches_its_exact_stationary_law() {
     let exact = sgld_stationary_cov(&NoiseModel::new(&eq, Some((n, true))), gamma);
     let sgld = Sgld::new(SgldSettings::constant(gamma), Minibatch::with_replacement(n)).unwrap();
     let mu = eq.posterior_mean().clone();
-    let out = run(&tm, &sgld, mu.as_slice().unwrap(), &settings(40_000, 4_000, 2, 304)).unwrap();
+    let out =
+        Runner::new(&tm, &sgld).start(mu.as_slice().unwrap()).settings(settings(40_000, 4_000, 2, 304)).run().unwrap();
     assert_z("SGLD n=10, T = (2, 0.5) vs exact", &z_scores(&out.estimate, &mu, &exact), Z_LIMIT);
     let untempered = sgld_stationary_cov(&NoiseModel::new(&m, Some((n, true))), gamma);
     assert!(max_cov_z(&out.estimate, &mu, &untempered) > Z_LIMIT);

@@ -102,7 +102,7 @@ fn the_tuned_step_is_within_a_factor_3_of_the_best_step_at_the_same_budget() {
             seed: 12345,
             ..Default::default()
         };
-        let out = run(&lg, &s, &tuned.mode, &rs).unwrap();
+        let out = Runner::new(&lg, &s).start(&tuned.mode).settings(rs).run().unwrap();
         let mse = (0..40).map(|c| error(&out.estimate.part(c).unwrap(), &lg).powi(2)).sum::<f64>() / 40.0;
         eprintln!("  step {:.3e}: RMSE {:.4}", t.step_size, mse.sqrt());
         if mse < best.0 {
@@ -176,10 +176,10 @@ fn tune_predicts_the_planned_runs_effective_sample_size() {
     let mut measured = Vec::new();
     for seed in [701, 702, 703, 704] {
         let rs = RunSettings { n_iter: 1_200, burn_in: 1_000, n_chains: 4, seed, ..Default::default() };
-        let conv = run_chains(&lg, &short.sampler, &starts, &rs).unwrap().convergence().unwrap();
+        let conv = Runner::new(&lg, &short.sampler).starts(&starts).settings(rs).run().unwrap().convergence().unwrap();
         assert!(!conv.converged, "seed {seed}: {conv}");
         let rs = RunSettings { n_iter: 51_000, ..rs };
-        let conv = run_chains(&lg, &long.sampler, &starts, &rs).unwrap().convergence().unwrap();
+        let conv = Runner::new(&lg, &long.sampler).starts(&starts).settings(rs).run().unwrap().convergence().unwrap();
         eprintln!("seed {seed}: {conv}");
         measured.push(conv.min_ess_bulk);
     }
@@ -285,7 +285,7 @@ fn the_convergence_objective_raises_the_step_only_within_its_error_bound() {
         let (mut n, mut err) = (0, 0.0);
         for seed in 711..719 {
             let rs = RunSettings { n_iter: kept + 2_000, burn_in: 2_000, n_chains: 4, seed, ..Default::default() };
-            let out = run_chains(&lg, &t.sampler, &starts, &rs).unwrap();
+            let out = Runner::new(&lg, &t.sampler).starts(&starts).settings(rs).run().unwrap();
             let c = out.convergence().unwrap();
             let e = worst_error(&out.estimate, &lg);
             eprintln!("  {kept} x 4, seed {seed}, step {:.4e}: worst error {e:.3} sd, {c}", t.step_size);
@@ -388,7 +388,7 @@ fn the_gradient_noise_correction_removes_the_minibatch_variance_inflation() {
         let per_seed: Vec<Vec<f64>> = (711..719)
             .map(|seed| {
                 let rs = RunSettings { n_iter: 52_000, burn_in: 2_000, n_chains: 4, seed, ..Default::default() };
-                let out = run_chains(&lg, &tuned.sampler, &starts, &rs).unwrap();
+                let out = Runner::new(&lg, &tuned.sampler).starts(&starts).settings(rs).run().unwrap();
                 let v = out.estimate.variance().unwrap();
                 (0..d).map(|j| v[j] / law[[j, j]]).collect()
             })
@@ -421,7 +421,7 @@ fn pooled_variance_ratios<S: Sampler + Clone + Sync>(
     let per_seed: Vec<Vec<f64>> = seeds
         .map(|seed| {
             let rs = RunSettings { n_iter: 55_000, burn_in: 5_000, n_chains: 4, seed, ..Default::default() };
-            let out = run_chains(lg, sampler, starts, &rs).unwrap();
+            let out = Runner::new(lg, sampler).starts(starts).settings(rs).run().unwrap();
             let v = out.estimate.variance().unwrap();
             (0..d).map(|j| v[j] / var[j]).collect()
         })
@@ -552,7 +552,7 @@ fn an_uncorrected_minibatch_noise_is_not_confidently_wrong() {
         let tuned = tune(lg, sampler, &[0.0; 3], settings).unwrap();
         let starts = dispersed_starts(lg, &tuned.mode, 4, 2.0, 5).unwrap();
         let rs = RunSettings { n_iter: 55_000, burn_in: 5_000, n_chains: 4, seed: 712, ..Default::default() };
-        let out = run_chains(lg, &tuned.sampler, &starts, &rs).unwrap();
+        let out = Runner::new(lg, &tuned.sampler).starts(&starts).settings(rs).run().unwrap();
         let conv = out.convergence().unwrap();
         let worst = worst_error(&out.estimate, lg);
         eprintln!("{name}: step {:.3e}, worst error {worst:.3} sd, {conv}\n  {}", tuned.step_size, tuned.reason);
@@ -585,7 +585,7 @@ fn tune_predicts_the_planned_runs_worst_error() {
             .map(|k| {
                 let rs =
                     RunSettings { n_iter: 6_000, burn_in: 1_000, n_chains: 4, seed: 800 + k, ..Default::default() };
-                worst_error(&run_chains(&lg, &tuned.sampler, &starts, &rs).unwrap().estimate, &lg)
+                worst_error(&Runner::new(&lg, &tuned.sampler).starts(&starts).settings(rs).run().unwrap().estimate, &lg)
             })
             .collect();
         // The mean square's standard error from the runs themselves, relative, halved for the root.

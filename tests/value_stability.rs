@@ -40,7 +40,7 @@ fn settings() -> RunSettings {
 fn chain_bits<M: Model, S: Sampler>(model: &M, sampler: &S, theta0: &[f64]) -> Vec<u64> {
     let storage =
         if sampler_keeps_gradients(model, sampler, theta0) { Storage::SamplesAndGradients } else { Storage::Samples };
-    let out = run(model, sampler, theta0, &RunSettings { storage, ..settings() }).unwrap();
+    let out = Runner::new(model, sampler).start(theta0).settings(RunSettings { storage, ..settings() }).run().unwrap();
     estimate_bits(&out.estimate)
 }
 
@@ -64,7 +64,7 @@ fn estimate_bits(e: &Estimate) -> Vec<u64> {
 }
 
 fn rr_bits<M: Model, S: Discretisation>(model: &M, rr: &RichardsonRomberg<S>, theta0: &[f64]) -> Vec<u64> {
-    let out = run_rr(model, rr, theta0, &settings()).unwrap();
+    let out = Runner::new(model, rr).start(theta0).settings(settings()).run().unwrap();
     let mut bits = estimate_bits(&out.coarse);
     bits.extend(estimate_bits(&out.fine));
     bits

@@ -169,7 +169,11 @@ fn svrg_and_saga_count_their_cost_and_memory() {
     assert_eq!(Saga::table_bytes(2_000, 3), 48_000);
     // A memory limit below the table: a typed error at init, naming the table.
     let sgld = Sgld::new(SgldSettings::constant(1e-4), Saga::new(50).with_memory_limit(10_000)).unwrap();
-    let err = run(&model, &sgld, &[0.0; 3], &RunSettings { n_iter: 10, burn_in: 0, ..Default::default() }).unwrap_err();
+    let err = Runner::new(&model, &sgld)
+        .start(&[0.0; 3])
+        .settings(RunSettings { n_iter: 10, burn_in: 0, ..Default::default() })
+        .run()
+        .unwrap_err();
     assert!(
         matches!(err.root(), Error::OutOfMemory { what: "SAGA's gradient table", needed: 48_000, limit: Some(10_000) }),
         "{err}"
@@ -208,16 +212,27 @@ fn sgld_with_svrg_and_saga_recovers_the_posterior_mean() {
     let map = model.map().unwrap().to_vec();
     let rs = RunSettings { n_iter: 60_000, burn_in: 5_000, n_chains: 4, seed: 3, ..Default::default() };
     let mala = Mala::new(MalaSettings::fixed(2e-3)).unwrap();
-    let reference = run(&model, &mala, &map, &RunSettings { n_iter: 30_000, ..rs }).unwrap();
+    let reference =
+        Runner::new(&model, &mala).start(&map).settings(RunSettings { n_iter: 30_000, ..rs }).run().unwrap();
     let ref_summary = diagnostics::summary(&reference.estimate).unwrap();
     for (label, out) in [
         (
             "SVRG",
-            run(&model, &Sgld::new(SgldSettings::constant(2e-4), Svrg::new(20)).unwrap(), &map, &rs).unwrap().estimate,
+            Runner::new(&model, &Sgld::new(SgldSettings::constant(2e-4), Svrg::new(20)).unwrap())
+                .start(&map)
+                .settings(rs)
+                .run()
+                .unwrap()
+                .estimate,
         ),
         (
             "SAGA",
-            run(&model, &Sgld::new(SgldSettings::constant(2e-4), Saga::new(20)).unwrap(), &map, &rs).unwrap().estimate,
+            Runner::new(&model, &Sgld::new(SgldSettings::constant(2e-4), Saga::new(20)).unwrap())
+                .start(&map)
+                .settings(rs)
+                .run()
+                .unwrap()
+                .estimate,
         ),
     ] {
         let s = diagnostics::summary(&out).unwrap();

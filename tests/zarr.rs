@@ -5,13 +5,14 @@
 
 use sgmcmc::export::{ZarrTrace, write_zarr};
 use sgmcmc::prelude::*;
+use sgmcmc::{Constrained, Layout, Storage};
 use sgmcmc::{Error, Samples};
 
 fn out(storage: Storage) -> RunOutput<Sgld> {
     let model = LinearGaussian::synthetic(300, 3, 1.0, 10.0, 2).unwrap();
     let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(30)).unwrap();
     let s = RunSettings { n_iter: 700, burn_in: 200, n_chains: 3, storage, seed: 4, ..Default::default() };
-    run(&model, &sgld, &[0.0; 3], &s).unwrap()
+    Runner::new(&model, &sgld).start(&[0.0; 3]).settings(s).run().unwrap()
 }
 
 fn json(path: &std::path::Path) -> String {
@@ -97,7 +98,7 @@ fn a_named_block_trace_has_one_variable_per_block() {
     let model = Constrained::new(lg, layout.clone()).unwrap();
     let sgld = Sgld::new(SgldSettings::constant(1e-5), Minibatch::new(20)).unwrap();
     let s = RunSettings { n_iter: 400, burn_in: 100, n_chains: 2, seed: 9, ..Default::default() };
-    let o = run(&model, &sgld, &[0.0; 6], &s).unwrap();
+    let o = Runner::new(&model, &sgld).start(&[0.0; 6]).settings(s).run().unwrap();
     let dir = std::env::temp_dir().join(format!("sgmcmc_zarr_named_{}", std::process::id()));
     let path = dir.join("named.zarr");
     let trace = model.write_zarr(&path, &o.estimate).unwrap();

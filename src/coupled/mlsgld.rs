@@ -686,6 +686,7 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     ///
     /// ```
     /// use sgmcmc::prelude::*;
+    /// use sgmcmc::{RmseTarget};
     /// use sgmcmc::{AdaptiveSettings, MlSgld, MlSgldSettings};
     ///
     /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
@@ -746,6 +747,7 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     ///
     /// ```
     /// use sgmcmc::prelude::*;
+    /// use sgmcmc::{RmseTarget, tune::TuneSettings};
     /// use sgmcmc::{AdaptiveSettings, MlSgld, MlSgldSettings};
     ///
     /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;

@@ -8,6 +8,7 @@ use crate::models::model::Model;
 use crate::numeric::rng::{ChainRng, stream};
 use crate::run::observe::Observer;
 use crate::run::placement::{Distribute, Local};
+use crate::run::runner::Runner;
 use crate::run::{Divergence, Finished, Recorder, RunSettings, Unit, drive};
 use crate::samplers::{Discretisation, Sghmc, Sgld};
 use crate::trace::estimate::Estimate;
@@ -65,12 +66,12 @@ impl<S: Discretisation> RichardsonRomberg<S> {
     ///
     /// ```
     /// use sgmcmc::prelude::*;
-    /// use sgmcmc::{RichardsonRomberg, run_rr};
+    /// use sgmcmc::RichardsonRomberg;
     ///
     /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
     /// // SGRRLD: SGLD at γ and γ/2 with shared noise, extrapolated to 2π̂_{γ/2} − π̂_γ.
     /// let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100))?);
-    /// let out = run_rr(&model, &rr, &[0.0, 0.0], &RunSettings { n_iter: 3_000, burn_in: 500, ..Default::default() })?;
+    /// let out = Runner::new(&model, &rr).start(&[0.0, 0.0]).settings(RunSettings { n_iter: 3_000, burn_in: 500, ..Default::default() }).run()?;
     /// assert_eq!(out.estimate.mean()?.len(), 2);
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```
@@ -94,8 +95,9 @@ impl<S: Discretisation> RichardsonRomberg<S> {
     }
 }
 
-/// The result of [`run_rr`]; also its checkpoint ([`save`](Self::save), [`load`](Self::load),
-/// [`resume_rr`]).
+/// The result of a [`Runner`](crate::run::runner::Runner) of Richardson–Romberg replicates; also
+/// its checkpoint ([`save`](Self::save), [`load`](Self::load),
+/// [`Resume`](crate::run::runner::Resume)).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RrOutput<S> {
     /// The extrapolated (signed) estimate `2·π̂_{γ/2} − π̂_γ`, pooled over replicates.
@@ -402,18 +404,23 @@ impl<S: Discretisation> Unit for PairUnit<S> {
 /// the same either way.
 ///
 /// Errors: as [`run`](crate::run()), each wrapped in [`Error::Chain`] with the replicate index.
+#[deprecated(since = "0.2.0", note = "use `Runner::new(model, rr).start(theta0).settings(*settings).run()`")]
 pub fn run_rr<M: Model + ?Sized, S: Discretisation>(
     model: &M,
     rr: &RichardsonRomberg<S>,
     theta0: &[f64],
     settings: &RunSettings,
 ) -> Result<RrOutput<S>> {
-    run_rr_observed(model, rr, theta0, settings, &[])
+    Runner::new(model, rr).start(theta0).settings(*settings).run()
 }
 
 /// As [`run_rr`], with observers (see [`observe`](crate::run::observe)), which see each replicate as
 /// a chain (its cost is both chains'; its position chain B's) and may stop it: both chains of a
 /// stopped replicate stop at the same iteration, keeping their draws; [`resume_rr`] goes on.
+#[deprecated(
+    since = "0.2.0",
+    note = "use `Runner::new(model, rr).start(theta0).settings(*settings).observers(observers).run()`"
+)]
 pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
     model: &M,
     rr: &RichardsonRomberg<S>,
@@ -435,17 +442,19 @@ pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
 ///
 /// ```
 /// use sgmcmc::prelude::*;
-/// use sgmcmc::{RichardsonRomberg, run_rr_chains};
+/// use sgmcmc::{tune::dispersed_starts};
+/// use sgmcmc::RichardsonRomberg;
 ///
 /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
 /// let mode = model.posterior_mean().to_vec();
 /// let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100))?);
 /// let starts = dispersed_starts(&model, &mode, 4, 2.0, 7)?;
 /// let settings = RunSettings { n_iter: 5_000, burn_in: 1_000, n_chains: 4, ..Default::default() };
-/// let out = run_rr_chains(&model, &rr, &starts, &settings)?;
+/// let out = Runner::new(&model, &rr).starts(&starts).settings(settings).run()?;
 /// println!("{}", out.convergence()?);
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
+#[deprecated(since = "0.2.0", note = "use `Runner::new(model, rr).starts(starts).settings(*settings).run()`")]
 pub fn run_rr_chains<M: Model + ?Sized, S: Discretisation, I: AsRef<[f64]>>(
     model: &M,
     rr: &RichardsonRomberg<S>,
@@ -539,7 +548,17 @@ pub(crate) fn run_rr_subset<M: Model + ?Sized, S: Discretisation, I: AsRef<[f64]
 /// draws are bit-identical to an uninterrupted run's.
 ///
 /// Errors: as [`resume`](crate::resume()).
+#[deprecated(since = "0.2.0", note = "use `Resume::new(model, out).observers(observers).run()`")]
 pub fn resume_rr<M: Model + ?Sized, S: Discretisation>(
+    model: &M,
+    out: RrOutput<S>,
+    observers: &[&dyn Observer],
+) -> Result<RrOutput<S>> {
+    resume_rr_inner(model, out, observers)
+}
+
+/// The body of [`Resume::run`](crate::run::runner::Resume::run) for replicates.
+pub(crate) fn resume_rr_inner<M: Model + ?Sized, S: Discretisation>(
     model: &M,
     out: RrOutput<S>,
     observers: &[&dyn Observer],
@@ -861,14 +880,14 @@ impl std::fmt::Display for BiasReport {
 
 /// Estimates the bias that the step size (discretisation and minibatch noise) leaves in a run of
 /// `sampler`: each chain runs with a companion at half the step driven by the same Brownian path
-/// and independent minibatches of the same size (a Richardson–Romberg pair, [`run_rr`]); to first
+/// and independent minibatches of the same size (a Richardson–Romberg pair, run by the [`Runner`](crate::run::runner::Runner)); to first
 /// order in h, `π̂_h − π = 2 (π̂_h − π̂_{h/2})`, for the means and the sds, averaged over chains with
 /// standard errors from their spread. The run itself (chains at step h) is reported alongside,
 /// with the Monte Carlo error of its means, so that one table shows which error dominates. Needs
 /// a constant step and at least 2 chains (`settings.n_chains`) for the standard errors. Costs
 /// about three times the plain run.
 ///
-/// Errors: as [`run_rr`]; [`Error::NoSamples`] if a chain kept nothing.
+/// Errors: as a Richardson–Romberg run; [`Error::NoSamples`] if a chain kept nothing.
 ///
 /// ```
 /// use sgmcmc::prelude::*;
@@ -888,7 +907,7 @@ pub fn discretisation_bias<M: Model + ?Sized, S: Discretisation>(
     theta0: &[f64],
     settings: &RunSettings,
 ) -> Result<BiasReport> {
-    let out = run_rr(model, &RichardsonRomberg::new(sampler.clone()), theta0, settings)?;
+    let out = Runner::new(model, &RichardsonRomberg::new(sampler.clone())).start(theta0).settings(*settings).run()?;
     let d = out.coarse.dim();
     let k = out.coarse.n_parts();
     let none = || Error::NoSamples { reason: "a chain kept no draw" };

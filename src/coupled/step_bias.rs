@@ -6,7 +6,7 @@
 //! other and how precisely they estimate *their own* limit; a constant-step SG-MCMC chain's limit
 //! is not the posterior. [`step_bias`] estimates the gap: replicate pairs of
 //! [`RichardsonRomberg`] (the sampler at h and at h/2 on shared Brownian increments, see
-//! [`run_rr_chains`]), one pair per chain of the run, each started at its
+//! [`Runner`](crate::run::runner::Runner)), one pair per chain of the run, each started at its
 //! chain's last state, so that no burn-in is spent forgetting a start. For a bias `b(h) ≈ β h`,
 //! `2 (mean_h − mean_{h/2}) ≈ b(h)`, per coordinate for the mean and for the sd; the pairs'
 //! spread gives its standard error. [`convergence_with_bias`] folds it into the run's verdict:
@@ -18,9 +18,10 @@
 //! [`STEP_BIAS_COST`] = 0.25 of the run's iterations the companion runs 1/12 of them.
 
 use crate::cost::Cost;
-use crate::coupled::richardson::{RichardsonRomberg, run_rr_chains};
+use crate::coupled::richardson::RichardsonRomberg;
 use crate::error::{Error, Result};
 use crate::models::model::Model;
+use crate::run::runner::Runner;
 use crate::run::{RunOutput, RunSettings, Storage};
 use crate::samplers::Discretisation;
 use crate::trace::diagnostics::{
@@ -91,7 +92,7 @@ impl StepBias {
 /// discarded, seeded from the run's seed.
 ///
 /// Errors: [`Error::InvalidParameter`] unless `0 < cost ≤ 10`; [`Error::NoSamples`] if no chain
-/// of the run is left to start from; those of [`run_rr_chains`].
+/// of the run is left to start from; those of [`Runner`](crate::run::runner::Runner).
 pub fn step_bias<M: Model + ?Sized, S: Discretisation>(
     model: &M,
     sampler: &S,
@@ -152,7 +153,7 @@ pub(crate) fn companion<M: Model + ?Sized, S: Discretisation>(
         check_model: false,
         ..out.settings
     };
-    let rr = run_rr_chains(model, &RichardsonRomberg::new(sampler.clone()), &starts, &settings)?;
+    let rr = Runner::new(model, &RichardsonRomberg::new(sampler.clone())).starts(&starts).settings(settings).run()?;
     let mut b = pair_biases(&rr.coarse, &rr.fine)?;
     b.cost = rr.cost - rr.setup_cost;
     let run_gradients = out.cost.datum_gradients.saturating_sub(out.setup_cost.datum_gradients).max(1);

@@ -4,9 +4,10 @@
 //! and draws on [`tune`](crate::tune)'s mode, curvature, whitening and pilot plan.
 
 use crate::cost::Cost;
-use crate::coupled::richardson::{RichardsonRomberg, run_rr};
+use crate::coupled::richardson::RichardsonRomberg;
 use crate::error::{Error, Result};
 use crate::models::model::Model;
+use crate::run::runner::Runner;
 use crate::samplers::{Discretisation, Whitening};
 use crate::tune::{
     Curvature, Setup, Tunable, TuneSettings, discrepancy_fit_minimiser_scaled, exact_scores, moments_norm2, setup,
@@ -134,7 +135,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
             let mut outs = Vec::with_capacity(RR_REPLICATES);
             for (k, start) in starts.iter().enumerate() {
                 let rs = settings.pilot_run(1, thin, i as u64, k as u64);
-                match run_rr(model, &r, start, &rs) {
+                match Runner::new(model, &r).start(start).settings(rs).run() {
                     Ok(out) => outs.push(out),
                     Err(e) if e.is_divergence() => {
                         return Ok((h, None, Some(e.to_string()), Cost::default()));

@@ -55,7 +55,7 @@ struct Centre {
 ///
 /// Building it costs one full-gradient pass at the centre (N datum gradients), plus whatever
 /// found the centre (SGD or L-BFGS); that is [`setup_cost`](GradientEstimator::setup_cost),
-/// which [`run`](crate::run()) adds once to the run's cost. Each estimate then costs 2n datum
+/// which the [`Runner`](crate::run::runner::Runner) adds once to the run's cost. Each estimate then costs 2n datum
 /// gradients (n with cached centre gradients). Start chains at the centre, [`centre`](Self::centre):
 /// the optimisation replaces burn-in.
 ///
@@ -93,7 +93,7 @@ impl ControlVariate {
     /// // SGLD-CV: centre by SGD, then one full gradient there (both in the setup cost).
     /// let cv = ControlVariate::from_sgd(&model, &[0.0; 5], &SgdSettings::default(), CvSettings::default())?;
     /// let sgld_cv = Sgld::new(SgldSettings::constant(1e-5), cv)?;
-    /// let out = run(&model, &sgld_cv, &[0.0; 5], &RunSettings { n_iter: 2_000, burn_in: 500, ..Default::default() })?;
+    /// let out = Runner::new(&model, &sgld_cv).start(&[0.0; 5]).settings(RunSettings { n_iter: 2_000, burn_in: 500, ..Default::default() }).run()?;
     /// assert!(out.setup_cost.datum_gradients >= 10_000);
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```

@@ -27,6 +27,8 @@ use rand::Rng;
 /// The estimate is split into drawing randomness ([`resample`](Self::resample)) and evaluating
 /// on that draw ([`eval`](Self::eval)), so that a sampler can evaluate one minibatch at two points
 /// (HAMCMC needs this). [`estimate`](Self::estimate) does both.
+///
+#[doc = include_str!("../../docs/guide/estimators.md")]
 pub trait GradientEstimator: Clone + Send + Sync {
     /// Binds the estimator to `model`: validates its settings against the model (batch size
     /// against N, dimensions) and allocates its buffers. Called by a sampler's `init`; calling it
@@ -78,7 +80,7 @@ pub trait GradientEstimator: Clone + Send + Sync {
     }
 
     /// The one-off cost of building the estimator (e.g. a control variate's optimisation and
-    /// full-gradient pass), shared by all its clones; [`run`](crate::run()) adds it to a run's
+    /// full-gradient pass), shared by all its clones; the [`Runner`](crate::run::runner::Runner) adds it to a run's
     /// cost once. Default: nothing.
     fn setup_cost(&self) -> Cost {
         Cost::default()

@@ -107,6 +107,7 @@ pub struct ModelCheck {
 ///
 /// ```
 /// use sgmcmc::prelude::*;
+/// use sgmcmc::{check_model};
 ///
 /// let model = LogisticRegression::synthetic(1_000, 3, 10.0, 1)?;
 /// let report = check_model(&model, &[0.1, -0.2, 0.3], &sgmcmc::CheckSettings::default())?;

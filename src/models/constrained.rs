@@ -782,6 +782,7 @@ fn with_scratch<R>(d: usize, f: impl FnOnce(&mut [Vec<f64>; 4]) -> R) -> R {
 ///
 /// ```
 /// use sgmcmc::prelude::*;
+/// use sgmcmc::{Mala, MalaSettings};
 /// use sgmcmc::{Constrained, Layout, Result};
 ///
 /// /// Exponential data with rate λ > 0, prior Gamma(2, 1): posterior Gamma(2 + N, 1 + Σx).
@@ -807,13 +808,15 @@ fn with_scratch<R>(d: usize, f: impl FnOnce(&mut [Vec<f64>; 4]) -> R) -> R {
 /// let model = Constrained::new(Rate(data.clone()), Layout::new().positive("lambda", &[]))?;
 /// let mala = Mala::new(MalaSettings::default())?;
 /// let s = RunSettings { n_iter: 21_000, burn_in: 1_000, n_chains: 2, seed: 4, ..Default::default() };
-/// let out = run(&model, &mala, &[0.0], &s)?;
+/// let out = Runner::new(&model, &mala).start(&[0.0]).settings(s).run()?;
 /// let lambda = model.layout().constrain_estimate(&out.estimate)?;
 /// let exact = (2.0 + 20.0) / (1.0 + data.iter().sum::<f64>());
 /// assert!((lambda.mean()?[0] / exact - 1.0).abs() < 0.03);
 /// println!("{}", model.summary_table(&out.estimate)?);
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
+///
+#[doc = include_str!("../../docs/guide/constrained.md")]
 #[derive(Debug, Clone)]
 pub struct Constrained<M> {
     model: M,

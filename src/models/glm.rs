@@ -129,13 +129,14 @@ impl Default for GlmSettings {
 ///
 /// ```
 /// use sgmcmc::prelude::*;
+/// use sgmcmc::{Mala, MalaSettings};
 /// use sgmcmc::{Family, Glm, GlmSettings};
 ///
 /// let glm = Glm::synthetic(Family::Poisson, 2_000, 3, 1)?;
 /// let model = glm.constrained()?; // names b0, beta[0..3]
 /// let mala = Mala::new(MalaSettings::default())?;
 /// let s = RunSettings { n_iter: 3_000, burn_in: 1_000, n_chains: 2, ..Default::default() };
-/// let out = run(&model, &mala, &[0.0; 4], &s)?;
+/// let out = Runner::new(&model, &mala).start(&[0.0; 4]).settings(s).run()?;
 /// println!("{}", model.summary_table(&out.estimate)?);
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
@@ -291,6 +292,7 @@ impl Glm {
     ///
     /// ```
     /// use sgmcmc::prelude::*;
+    /// use sgmcmc::{GlmSettings};
     /// use sgmcmc::Family;
     ///
     /// let model = Glm::from_csv(Family::Logistic, "data/wdbc.csv", "benign", &GlmSettings::default())?;

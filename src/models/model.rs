@@ -67,6 +67,8 @@ use crate::error::{Error, Result};
 ///     }
 /// }
 /// ```
+///
+#[doc = include_str!("../../docs/guide/models.md")]
 pub trait Model: Sync {
     /// The dimension d of θ.
     fn dim(&self) -> usize;

@@ -99,17 +99,20 @@ impl Temperature {
 ///
 /// ```
 /// use sgmcmc::prelude::*;
+/// use sgmcmc::{Mala, MalaSettings, Temperature, Tempered};
 ///
 /// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 3)?;
 /// // The posterior at T = 0.5: variances halved.
 /// let cold = Tempered::new(&model, Temperature::posterior(0.5))?;
 /// let mala = Mala::new(MalaSettings::default())?;
 /// let s = RunSettings { n_iter: 11_000, burn_in: 1_000, n_chains: 2, seed: 1, ..Default::default() };
-/// let out = run(&cold, &mala, &[0.0, 0.0], &s)?;
+/// let out = Runner::new(&cold, &mala).start(&[0.0, 0.0]).settings(s).run()?;
 /// let (v, exact) = (out.estimate.covariance()?[[0, 0]], 0.5 * model.posterior_covariance()[[0, 0]]);
 /// assert!((v / exact - 1.0).abs() < 0.2, "{v} vs {exact}");
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
+///
+#[doc = include_str!("../../docs/guide/tempering.md")]
 #[derive(Debug, Clone)]
 pub struct Tempered<M> {
     model: M,

@@ -20,7 +20,7 @@
 //! altered file is [`Error::CorruptCheckpoint`]), then the kind of run and the sampler type
 //! ([`Error::CheckpointMismatch`]). Nothing in a file can make loading panic.
 //!
-//! Resuming ([`resume`](crate::resume()), [`resume_rr`](crate::resume_rr),
+//! Resuming ([`Resume`](crate::run::runner::Resume),
 //! [`MlSgld::advance_fixed`](crate::MlSgld::advance_fixed)) checks the model passed against the
 //! one the run was made with — its dimension, its number of data and a fingerprint of its data
 //! and prior (two weighted sums of the gradients of its first, middle and last datum and of its

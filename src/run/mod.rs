@@ -9,6 +9,7 @@ pub mod checkpoint;
 pub mod observe;
 pub(crate) mod placement;
 pub mod progress;
+pub mod runner;
 
 use crate::cost::Cost;
 use crate::error::{Error, Result};
@@ -16,6 +17,7 @@ use crate::models::model::Model;
 use crate::numeric::rng::{ChainRng, DEFAULT_SEED, stream};
 use crate::run::observe::{Control, Observer, Progress};
 use crate::run::placement::{Distribute, Local};
+use crate::run::runner::Runner;
 use crate::samplers::Sampler;
 use crate::trace::estimate::{Estimate, Moments, Part, Samples};
 use rayon::prelude::*;
@@ -221,8 +223,9 @@ pub struct ChainReport<S> {
     rng: ChainRng,
 }
 
-/// The result of [`run`]: the pooled estimate and a report per chain. It is also the run's
-/// checkpoint: [`save`](Self::save) it, [`load`](Self::load) it, and [`resume`] it.
+/// The result of a [`Runner`](crate::run::runner::Runner) of chains: the pooled estimate and a
+/// report per chain. It is also the run's checkpoint: [`save`](Self::save) it,
+/// [`load`](Self::load) it, and [`Resume`](crate::run::runner::Resume) it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunOutput<S> {
     /// The estimate pooled over chains; `estimate.part(i)` is the i-th chain that did not
@@ -246,8 +249,9 @@ pub struct RunOutput<S> {
 
 impl<S: Sampler + serde::Serialize + serde::de::DeserializeOwned> RunOutput<S> {
     /// Saves the run (every chain's sampler, estimator and generator state, the draws so far, the
-    /// cost) to `path`, in the [checkpoint format](crate::run::checkpoint). [`resume`](crate::resume())
-    /// a [`load`](Self::load)ed run to continue it bit-identically.
+    /// cost) to `path`, in the [checkpoint format](crate::run::checkpoint).
+    /// [`Resume`](crate::run::runner::Resume) a [`load`](Self::load)ed run to continue it
+    /// bit-identically.
     ///
     /// Errors: [`Error::Io`].
     pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
@@ -288,7 +292,7 @@ impl<S> RunOutput<S> {
     }
 
     /// Whether some chain ended before `settings.n_iter` iterations (stopped or diverged): the
-    /// run can then be [`resume`]d.
+    /// run can then be resumed ([`Resume`](crate::run::runner::Resume)).
     pub fn is_complete(&self) -> bool {
         self.chains.iter().all(|c| c.diverged || c.iterations >= self.settings.n_iter)
     }
@@ -307,21 +311,23 @@ impl<S> RunOutput<S> {
 ///
 /// ```
 /// use sgmcmc::prelude::*;
+/// use sgmcmc::{StepSize};
 ///
 /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 7).unwrap();
 /// let sgld = Sgld::new(SgldSettings { step_size: StepSize::Constant(1e-4) }, Minibatch::new(100)).unwrap();
 /// let settings = RunSettings { n_iter: 5_000, burn_in: 500, ..Default::default() };
-/// let out = run(&model, &sgld, &[0.0, 0.0], &settings).unwrap();
+/// let out = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(settings).run().unwrap();
 /// let mean = out.estimate.mean().unwrap();
 /// assert_eq!(mean.len(), 2);
 /// ```
+#[deprecated(since = "0.2.0", note = "use `Runner::new(model, sampler).start(theta0).settings(*settings).run()`")]
 pub fn run<M: Model + ?Sized, S: Sampler>(
     model: &M,
     sampler: &S,
     theta0: &[f64],
     settings: &RunSettings,
 ) -> Result<RunOutput<S>> {
-    run_observed(model, sampler, theta0, settings, &[])
+    Runner::new(model, sampler).start(theta0).settings(*settings).run()
 }
 
 /// As [`run`], with one starting point per chain (`inits.len()` must equal `n_chains`): a slice
@@ -342,19 +348,20 @@ pub fn run<M: Model + ?Sized, S: Sampler>(
 /// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50))?;
 /// let settings = RunSettings { n_iter: 2_000, burn_in: 500, n_chains: 4, ..Default::default() };
 /// let starts = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [-1.0, -1.0, -1.0]];
-/// let out = run_chains(&model, &sgld, &starts, &settings)?;
+/// let out = Runner::new(&model, &sgld).starts(&starts).settings(settings).run()?;
 /// assert_eq!(out.chains.len(), 4);
 /// let starts: Vec<Vec<f64>> = starts.iter().map(|s| s.to_vec()).collect();
-/// assert!(run_chains(&model, &sgld, &starts, &settings).is_ok());
+/// assert!(Runner::new(&model, &sgld).starts(&starts).settings(settings).run().is_ok());
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
+#[deprecated(since = "0.2.0", note = "use `Runner::new(model, sampler).starts(inits).settings(*settings).run()`")]
 pub fn run_chains<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
     model: &M,
     sampler: &S,
     inits: &[I],
     settings: &RunSettings,
 ) -> Result<RunOutput<S>> {
-    run_chains_observed(model, sampler, inits, settings, &[])
+    Runner::new(model, sampler).starts(inits).settings(*settings).run()
 }
 
 /// As [`run`], with observers (see [`observe`](crate::run::observe)): each is called at every chain's
@@ -364,6 +371,7 @@ pub fn run_chains<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
 ///
 /// ```
 /// use sgmcmc::prelude::*;
+/// use sgmcmc::{Resume};
 /// use sgmcmc::observe::Budget;
 ///
 /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 7)?;
@@ -371,15 +379,19 @@ pub fn run_chains<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
 /// let settings = RunSettings { n_iter: 5_000, burn_in: 500, n_chains: 2, ..Default::default() };
 /// // 200 000 datum gradients for the run, 100 000 per chain: each chain stops once its initial
 /// // gradient and 999 steps have cost 100 × 1 000.
-/// let out = run_observed(&model, &sgld, &[0.0, 0.0], &settings, &[&Budget::datum_gradients(200_000)])?;
+/// let out = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(settings).observers(&[&Budget::datum_gradients(200_000)]).run()?;
 /// assert!(!out.is_complete());
 /// assert_eq!(out.chains[0].iterations, 999);
 /// assert_eq!(out.cost.datum_gradients, 200_000);
 /// // Later: carry on to 5 000 iterations, as if it had never stopped.
-/// let done = resume(&model, out, &[])?;
+/// let done = Resume::new(&model, out).run()?;
 /// assert!(done.is_complete());
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
+#[deprecated(
+    since = "0.2.0",
+    note = "use `Runner::new(model, sampler).start(theta0).settings(*settings).observers(observers).run()`"
+)]
 pub fn run_observed<M: Model + ?Sized, S: Sampler>(
     model: &M,
     sampler: &S,
@@ -388,11 +400,15 @@ pub fn run_observed<M: Model + ?Sized, S: Sampler>(
     observers: &[&dyn Observer],
 ) -> Result<RunOutput<S>> {
     let inits = vec![theta0; settings.n_chains];
-    run_chains_observed(model, sampler, &inits, settings, observers)
+    Runner::new(model, sampler).starts(&inits).settings(*settings).observers(observers).run()
 }
 
 /// As [`run_observed`], with one starting point per chain (`inits.len()` must equal `n_chains`;
 /// anything that views as `&[f64]`, as [`run_chains`]).
+#[deprecated(
+    since = "0.2.0",
+    note = "use `Runner::new(model, sampler).starts(inits).settings(*settings).observers(observers).run()`"
+)]
 pub fn run_chains_observed<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
     model: &M,
     sampler: &S,
@@ -558,7 +574,17 @@ pub(crate) fn check_starts<M: Model + ?Sized, I: AsRef<[f64]>>(
 ///
 /// Errors: [`Error::DimensionMismatch`] if `model` does not have the run's dimension; invalid
 /// settings (`n_iter` below the iterations already done); then as [`run`].
+#[deprecated(since = "0.2.0", note = "use `Resume::new(model, run).observers(observers).run()`")]
 pub fn resume<M: Model + ?Sized, S: Sampler>(
+    model: &M,
+    run: RunOutput<S>,
+    observers: &[&dyn Observer],
+) -> Result<RunOutput<S>> {
+    resume_inner(model, run, observers)
+}
+
+/// The body of [`Resume::run`](crate::run::runner::Resume::run) for chains.
+pub(crate) fn resume_inner<M: Model + ?Sized, S: Sampler>(
     model: &M,
     run: RunOutput<S>,
     observers: &[&dyn Observer],

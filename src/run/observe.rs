@@ -5,7 +5,7 @@
 //! ([`observe`](Observer::observe)) and when it ends ([`finish`](Observer::finish)). Unlike
 //! argmin's, `init` and `observe` answer with a [`Control`]: [`Control::Stop`] ends that chain
 //! there, and the run returns everything drawn so far — a stopped run can be resumed later
-//! (see [`resume`](crate::resume)).
+//! (see [`Resume`](crate::run::runner::Resume)).
 //!
 //! Ready-made: [`Budget`] (datum-gradient budget), [`WallTime`], [`StopFlag`] (stop when the
 //! user asks, from any thread), [`StopWhen`] (a user condition), [`Every`] (a user function

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 7).unwrap();
 /// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100)).unwrap();
 /// let display = sgmcmc::progress::Terminal::new(1_000);
-/// run_observed(&model, &sgld, &[0.0, 0.0], &RunSettings::default(), &[&display]).unwrap();
+/// Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(RunSettings::default()).observers(&[&display]).run().unwrap();
 /// ```
 #[derive(Debug, Default)]
 pub struct Terminal {

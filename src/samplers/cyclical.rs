@@ -127,7 +127,7 @@ impl<E: GradientEstimator> Langevin<CyclicalKernel, E> {
     /// let model = LogisticRegression::synthetic(10_000, 5, 10.0, 1)?;
     /// // 4 000 iterations in 4 cycles, γ₀ = 2e-5, the first 60 % of each cycle exploring.
     /// let csgld = CyclicalSgld::new(CyclicalSettings::new(2e-5, 4_000, 4, 0.6), Minibatch::new(100))?;
-    /// let out = run(&model, &csgld, &[0.0; 5], &RunSettings { n_iter: 4_000, burn_in: 0, ..Default::default() })?;
+    /// let out = Runner::new(&model, &csgld).start(&[0.0; 5]).settings(RunSettings { n_iter: 4_000, burn_in: 0, ..Default::default() }).run()?;
     /// // Only sampling-stage draws are kept: 40 % of each 1 000-step cycle.
     /// assert_eq!(out.estimate.samples(0).unwrap().len(), 1_600);
     /// # Ok::<(), sgmcmc::Error>(())

@@ -113,12 +113,13 @@ impl<E: GradientEstimator> Hamcmc<E> {
     ///
     /// ```
     /// use sgmcmc::prelude::*;
+    /// use sgmcmc::{StepSize};
     /// use sgmcmc::{Hamcmc, HamcmcSettings};
     ///
     /// let model = LogisticRegression::synthetic(10_000, 5, 10.0, 1)?;
     /// let settings = HamcmcSettings { step_size: StepSize::Constant(1e-2), ..Default::default() };
     /// let hamcmc = Hamcmc::new(settings, Minibatch::new(100))?;
-    /// let out = run(&model, &hamcmc, &[0.0; 5], &RunSettings { n_iter: 3_000, burn_in: 1_000, ..Default::default() })?;
+    /// let out = Runner::new(&model, &hamcmc).start(&[0.0; 5]).settings(RunSettings { n_iter: 3_000, burn_in: 1_000, ..Default::default() }).run()?;
     /// assert!(out.estimate.is_finite());
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 /// SGLD with a fixed diagonal preconditioner `θ ← θ − h D ∇Ũ(θ) + √(2h D) ⊙ z`:
 ///
 /// ```
-/// use sgmcmc::{Error, Langevin, LangevinKernel, LinearGaussian, Minibatch, RunSettings, Result, run};
+/// use sgmcmc::{Error, Langevin, LangevinKernel, LinearGaussian, Minibatch, RunSettings, Result, Runner};
 ///
 /// #[derive(Debug, Clone)]
 /// struct DiagonalSgld { h: f64, diag: Vec<f64> }
@@ -45,7 +45,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 7)?;
 /// let sampler = Langevin::with_kernel(DiagonalSgld { h: 1e-4, diag: vec![1.0, 0.5] }, Minibatch::new(100));
-/// let out = run(&model, &sampler, &[0.0, 0.0], &RunSettings { n_iter: 2_000, burn_in: 500, ..Default::default() })?;
+/// let out = Runner::new(&model, &sampler).start(&[0.0, 0.0]).settings(RunSettings { n_iter: 2_000, burn_in: 500, ..Default::default() }).run()?;
 /// assert_eq!(out.estimate.mean()?.len(), 2);
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
@@ -184,7 +184,7 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
     /// let w = Whitening::from_covariance(model.posterior_mean().as_slice().unwrap(), model.posterior_covariance())?;
     /// // In whitened coordinates the posterior is N(0, I): a step of 0.05 suits every direction.
     /// let sgld = Sgld::new(SgldSettings::constant(0.05), Minibatch::new(100))?.with_whitening(Some(w.into()));
-    /// let out = run(&model, &sgld, &[0.0, 0.0], &RunSettings { n_iter: 3_000, burn_in: 500, ..Default::default() })?;
+    /// let out = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(RunSettings { n_iter: 3_000, burn_in: 500, ..Default::default() }).run()?;
     /// assert!(out.estimate.is_finite());
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```
@@ -223,7 +223,7 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
     /// let sgld = Sgld::new(SgldSettings::constant(0.05), mb)?
     ///     .with_whitening(Some(w.into()))
     ///     .with_gradient_noise(Some(noise.into()));
-    /// let out = run(&model, &sgld, &[0.0, 0.0], &RunSettings { n_iter: 3_000, burn_in: 500, ..Default::default() })?;
+    /// let out = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(RunSettings { n_iter: 3_000, burn_in: 500, ..Default::default() }).run()?;
     /// assert!(out.estimate.is_finite());
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```

@@ -152,12 +152,13 @@ impl Mala {
     ///
     /// ```
     /// use sgmcmc::prelude::*;
+    /// use sgmcmc::{Mala, MalaSettings};
     /// use sgmcmc::Metric;
     ///
     /// let model = LogisticRegression::synthetic(2_000, 3, 10.0, 1)?;
     /// // Step and a diagonal metric adapted during the first 1 000 iterations (kept out by burn-in).
     /// let mala = Mala::new(MalaSettings { adapt_steps: 1_000, metric: Metric::Diagonal, ..Default::default() })?;
-    /// let out = run(&model, &mala, &[0.0; 3], &RunSettings { n_iter: 3_000, burn_in: 1_000, ..Default::default() })?;
+    /// let out = Runner::new(&model, &mala).start(&[0.0; 3]).settings(RunSettings { n_iter: 3_000, burn_in: 1_000, ..Default::default() }).run()?;
     /// let rate = out.chains[0].sampler.acceptance_rate_after_adaptation();
     /// assert!(rate > 0.3 && rate < 0.9, "{rate}");
     /// # Ok::<(), sgmcmc::Error>(())

@@ -89,12 +89,14 @@ use rand::Rng;
 /// A sampler value is built from validated settings (so an invalid sampler cannot exist), then
 /// bound to a model and a starting point by [`init`](Self::init), which allocates every buffer;
 /// [`step`](Self::step) then allocates nothing. Running, burn-in, thinning, storage and parallel
-/// chains are written once on top of this trait in [`run`](crate::run()).
+/// chains are written once on top of this trait in the [`Runner`](crate::run::runner::Runner).
 ///
 /// Convention: after `init` and after every `step`, the sampler holds the current position
 /// `θ_k`, the gradient estimate it computed **at** `θ_k` (which the next step uses; ZV
 /// post-processing needs the pair), and the weight `θ_k` gets in estimators: the size of the
 /// step that leaves it, `γ_{k+1}` (Durmus et al. 2016, eq. 6; equal weights for a constant step).
+///
+#[doc = include_str!("../../docs/guide/samplers.md")]
 pub trait Sampler: Clone + Send + Sync {
     /// Binds the sampler to `model` and sets `θ₀ = theta0` (copied; the caller's slice is not
     /// changed). Validates the model against the settings (dimension, batch size against N),
@@ -114,7 +116,7 @@ pub trait Sampler: Clone + Send + Sync {
     }
 
     /// The weight of the current sample in the estimator `Σ w_k f(θ_k) / Σ w_k`. A weight of
-    /// exactly 0 means the draw is not kept: [`run`](crate::run()) does not record it.
+    /// exactly 0 means the draw is not kept: the [`Runner`](crate::run::runner::Runner) does not record it.
     fn weight(&self) -> f64 {
         1.0
     }
@@ -136,13 +138,13 @@ pub trait Sampler: Clone + Send + Sync {
     fn cost(&self) -> Cost;
 
     /// One-off setup cost shared by every clone (e.g. a control variate's centring), which
-    /// [`run`](crate::run()) counts once per run. Default: nothing.
+    /// the [`Runner`](crate::run::runner::Runner) counts once per run. Default: nothing.
     fn setup_cost(&self) -> Cost {
         Cost::default()
     }
 
     /// Iterations at the start during which the sampler adapts itself (its draws are not exact
-    /// then): [`run`](crate::run()) refuses a burn-in shorter than this. Default 0.
+    /// then): the [`Runner`](crate::run::runner::Runner) refuses a burn-in shorter than this. Default 0.
     fn adaptation_steps(&self) -> u64 {
         0
     }

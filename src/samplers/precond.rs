@@ -72,7 +72,7 @@ impl<E: GradientEstimator> Langevin<PreconditionedKernel, E> {
     /// // G = the posterior covariance: every direction moves at the same speed.
     /// let g = model.posterior_covariance().clone();
     /// let sampler = PreconditionedSgld::new(SgldSettings::constant(0.1), &g, Minibatch::new(100))?;
-    /// let out = run(&model, &sampler, &[0.0, 0.0], &RunSettings { n_iter: 3_000, burn_in: 500, ..Default::default() })?;
+    /// let out = Runner::new(&model, &sampler).start(&[0.0, 0.0]).settings(RunSettings { n_iter: 3_000, burn_in: 500, ..Default::default() }).run()?;
     /// assert!(out.estimate.is_finite());
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```

@@ -137,12 +137,13 @@ impl<E: GradientEstimator> Langevin<PsgldKernel, E> {
     ///
     /// ```
     /// use sgmcmc::prelude::*;
+    /// use sgmcmc::{StepSize};
     /// use sgmcmc::{Psgld, PsgldSettings};
     ///
     /// let model = LogisticRegression::synthetic(10_000, 5, 10.0, 1)?;
     /// let settings = PsgldSettings { step_size: StepSize::Constant(1e-7), ..Default::default() };
     /// let psgld = Psgld::new(settings, Minibatch::new(100))?;
-    /// let out = run(&model, &psgld, &[0.0; 5], &RunSettings { n_iter: 3_000, burn_in: 1_000, ..Default::default() })?;
+    /// let out = Runner::new(&model, &psgld).start(&[0.0; 5]).settings(RunSettings { n_iter: 3_000, burn_in: 1_000, ..Default::default() }).run()?;
     /// assert!(out.estimate.is_finite());
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```

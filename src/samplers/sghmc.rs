@@ -130,7 +130,7 @@ impl<E: GradientEstimator> Langevin<SghmcKernel, E> {
     /// let model = LogisticRegression::synthetic(10_000, 5, 10.0, 1)?;
     /// // Learning rate η = 1e-6 (time step √η), friction α = 0.1.
     /// let sghmc = Sghmc::new(SghmcSettings::constant(1e-6, 0.1), Minibatch::new(100))?;
-    /// let out = run(&model, &sghmc, &[0.0; 5], &RunSettings { n_iter: 3_000, burn_in: 1_000, ..Default::default() })?;
+    /// let out = Runner::new(&model, &sghmc).start(&[0.0; 5]).settings(RunSettings { n_iter: 3_000, burn_in: 1_000, ..Default::default() }).run()?;
     /// assert!(out.estimate.is_finite());
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```

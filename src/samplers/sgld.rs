@@ -100,7 +100,7 @@ impl<E: GradientEstimator> Langevin<SgldKernel, E> {
     /// let model = LogisticRegression::synthetic(10_000, 5, 10.0, 1)?;
     /// let sgld = Sgld::new(SgldSettings::constant(1e-5), Minibatch::new(100))?;
     /// let settings = RunSettings { n_iter: 3_000, burn_in: 1_000, n_chains: 2, ..Default::default() };
-    /// let out = run(&model, &sgld, &[0.0; 5], &settings)?;
+    /// let out = Runner::new(&model, &sgld).start(&[0.0; 5]).settings(settings).run()?;
     /// assert_eq!(out.estimate.mean()?.len(), 5);
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```
@@ -123,7 +123,7 @@ impl Langevin<SgldKernel, FullGradient> {
     ///
     /// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 1)?;
     /// let lmc = Sgld::lmc(SgldSettings::constant(1e-4))?; // every step a full pass
-    /// let out = run(&model, &lmc, &[0.0, 0.0], &RunSettings { n_iter: 2_000, burn_in: 500, ..Default::default() })?;
+    /// let out = Runner::new(&model, &lmc).start(&[0.0, 0.0]).settings(RunSettings { n_iter: 2_000, burn_in: 500, ..Default::default() }).run()?;
     /// assert_eq!(out.cost.datum_gradients, 500 * 2_001);
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```

@@ -116,7 +116,7 @@ impl<E: GradientEstimator> Langevin<SgnhtKernel, E> {
     ///
     /// let model = LogisticRegression::synthetic(10_000, 5, 10.0, 1)?;
     /// let sgnht = Sgnht::new(SgnhtSettings::constant(1e-3, 1.0), Minibatch::new(100))?;
-    /// let out = run(&model, &sgnht, &[0.0; 5], &RunSettings { n_iter: 3_000, burn_in: 1_000, ..Default::default() })?;
+    /// let out = Runner::new(&model, &sgnht).start(&[0.0; 5]).settings(RunSettings { n_iter: 3_000, burn_in: 1_000, ..Default::default() }).run()?;
     /// assert!(out.estimate.is_finite());
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```

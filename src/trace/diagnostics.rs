@@ -24,6 +24,8 @@
 //!   take unweighted draws; [`summary`] of an [`Estimate`] and [`summary_of_weighted_draws`] use the
 //!   weights (weighted mean and sd, delta-method ESS/MCSE, weighted R̂), so the summary's mean is
 //!   [`Estimate::mean`]'s.
+//!
+#![doc = include_str!("../../docs/guide/diagnostics.md")]
 
 use crate::error::{Error, Result, check_len};
 use crate::trace::estimate::Estimate;
@@ -906,10 +908,11 @@ fn per_chain(est: &Estimate, row: impl Fn(&crate::trace::estimate::Samples) -> V
 ///
 /// ```
 /// use sgmcmc::prelude::*;
+/// use sgmcmc::{diagnostics};
 ///
 /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
 /// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100))?;
-/// let out = run(&model, &sgld, &[0.0, 0.0], &RunSettings { n_iter: 4_000, burn_in: 1_000, n_chains: 4, ..Default::default() })?;
+/// let out = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(RunSettings { n_iter: 4_000, burn_in: 1_000, n_chains: 4, ..Default::default() }).run()?;
 /// for (j, s) in diagnostics::summary(&out.estimate)?.iter().enumerate() {
 ///     println!("θ{j}: mean {:.4} sd {:.4} ESS {:.0} R̂ {:.3}", s.mean, s.sd, s.ess_bulk, s.rhat);
 /// }
@@ -933,11 +936,12 @@ pub fn summary_with(est: &Estimate, convention: Convention) -> Result<Vec<Summar
 ///
 /// ```
 /// use sgmcmc::prelude::*;
+/// use sgmcmc::{diagnostics};
 ///
 /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
 /// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100))?;
 /// let settings = RunSettings { n_iter: 4_000, burn_in: 1_000, n_chains: 4, ..Default::default() };
-/// let out = run(&model, &sgld, &[0.0, 0.0], &settings)?;
+/// let out = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(settings).run()?;
 /// let table = diagnostics::summary_table(&out.estimate)?.with_names(&["intercept", "slope"])?;
 /// println!("{table}");
 /// assert_eq!(table.rows.len(), 2);

@@ -7,6 +7,8 @@
 //! import numpy as np, arviz as az
 //! idata = az.from_dict(posterior={"theta": np.load("draws.npy")})   # (chain, draw, dim)
 //! ```
+//!
+#![doc = include_str!("../../docs/guide/zarr.md")]
 
 use crate::error::{Error, Result};
 use crate::trace::estimate::Estimate;
@@ -66,11 +68,12 @@ fn io(path: &Path, e: impl std::fmt::Display) -> Error {
 ///
 /// ```
 /// use sgmcmc::prelude::*;
+/// use sgmcmc::{export};
 ///
 /// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 3)?;
 /// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50))?;
 /// let settings = RunSettings { n_iter: 2_000, burn_in: 500, n_chains: 2, ..Default::default() };
-/// let out = run(&model, &sgld, &[0.0, 0.0], &settings)?;
+/// let out = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(settings).run()?;
 /// let dir = std::env::temp_dir().join("sgmcmc_write_npy_doc");
 /// let files = export::write_npy(&dir, &out.estimate)?;
 /// // In Python: draws = np.load(".../draws.npy"); az.from_dict(posterior={"theta": draws})

@@ -403,12 +403,13 @@ impl ZarrTrace {
 /// different lengths, no chain); [`Error::Io`].
 ///
 /// ```
+/// use sgmcmc::export;
 /// use sgmcmc::prelude::*;
 ///
 /// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 3)?;
 /// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50))?;
 /// let settings = RunSettings { n_iter: 2_000, burn_in: 500, n_chains: 2, ..Default::default() };
-/// let out = run(&model, &sgld, &[0.0, 0.0], &settings)?;
+/// let out = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(settings).run()?;
 /// let path = std::env::temp_dir().join("sgmcmc_write_zarr_doc.zarr");
 /// // In Python: az.from_datatree(xarray.open_datatree(path, engine="zarr"))
 /// let trace = export::write_zarr(&path, &out.estimate)?;

@@ -84,6 +84,8 @@
 //! example's calendar-year regression the KSD fit chose a third of the best step for SGLD and
 //! pSGLD at 5 000 × 4 draws (errors 1.64× and 1.66× the best): the slowest coordinate (log σ)
 //! needed more draws than the average said. The per-coordinate prediction follows the worst one.
+//!
+#![doc = include_str!("../../docs/guide/tuning.md")]
 
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
@@ -93,7 +95,8 @@ use crate::models::hessian::{Hessian, dense_hessian, hessian_columns};
 use crate::models::model::{Model, check_shape};
 use crate::numeric::rng::{fill_standard_normal, stream};
 use crate::numeric::schedule::StepSize;
-use crate::run::{RunSettings, Storage, run};
+use crate::run::runner::Runner;
+use crate::run::{RunSettings, Storage};
 use crate::samplers::{
     GradientNoise, Hamcmc, HamcmcSettings, Langevin, PsgldKernel, PsgldSettings, Sampler, SghmcKernel, SghmcSettings,
     SgldKernel, SgldSettings, SgnhtKernel, SgnhtSettings, Whitening,
@@ -1098,13 +1101,14 @@ pub struct Tuned<S> {
 ///
 /// ```
 /// use sgmcmc::prelude::*;
+/// use sgmcmc::{tune::TuneSettings, tune::tune};
 ///
 /// let model = LogisticRegression::synthetic(5_000, 3, 10.0, 1)?;
 /// let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50))?;
 /// let settings = TuneSettings { pilot_iterations: 1_000, pilot_burn_in: 200, ..Default::default() };
 /// let tuned = tune(&model, &sgld, &[0.0; 3], &settings)?;
 /// println!("{}", tuned.reason);
-/// let out = run(&model, &tuned.sampler, &tuned.mode, &RunSettings::default())?;
+/// let out = Runner::new(&model, &tuned.sampler).start(&tuned.mode).settings(RunSettings::default()).run()?;
 /// assert!(out.estimate.is_finite());
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
@@ -1537,7 +1541,7 @@ fn visited_noise<M: Model + ?Sized, S: Tunable>(
     for round in 0..VISITED_NOISE_ROUNDS {
         let h = current.step_limit().map_or(step, |l| step.min(l));
         let rs = settings.pilot_run(settings.pilot_chains, settings.pilot_thin(), 0x7669_7369 + round, 0);
-        let out = match run(model, &current.with_step_size(h)?, mode, &rs) {
+        let out = match Runner::new(model, &current.with_step_size(h)?).start(mode).settings(rs).run() {
             Ok(out) => out,
             Err(e) if e.is_divergence() => return Ok(None),
             Err(e) => return Err(e),
@@ -2155,6 +2159,7 @@ pub struct Preconditioned<S> {
 ///
 /// ```
 /// use sgmcmc::prelude::*;
+/// use sgmcmc::{tune::TuneSettings};
 /// use sgmcmc::tune::precondition;
 ///
 /// let model = LogisticRegression::synthetic(2_000, 3, 10.0, 1)?;
@@ -2403,7 +2408,7 @@ fn pilot<M: Model + ?Sized, S: Tunable>(
     let s = sampler.with_step_size(step)?;
     let kept = settings.pilot_iterations - settings.pilot_burn_in;
     let rs = settings.pilot_run(settings.pilot_chains, settings.pilot_thin(), index, 0);
-    let out = match run(model, &s, mode, &rs) {
+    let out = match Runner::new(model, &s).start(mode).settings(rs).run() {
         Ok(out) => out,
         Err(e) => {
             if e.is_divergence() {
@@ -2638,13 +2643,14 @@ fn ksd_scaling(dense: Option<&Array2<f64>>, diag: &[f64]) -> (Vec<f64>, Laplace)
 ///
 /// ```
 /// use sgmcmc::prelude::*;
+/// use sgmcmc::{tune::dispersed_starts, find_mode};
 ///
 /// let model = LogisticRegression::synthetic(1_000, 3, 10.0, 1)?;
 /// let mode = find_mode(&model, &[0.0; 3], &ModeSettings::default())?.theta;
 /// let starts = dispersed_starts(&model, &mode, 4, 2.0, 7)?;
 /// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50))?;
 /// let settings = RunSettings { n_iter: 2_000, burn_in: 500, n_chains: 4, ..Default::default() };
-/// let out = run_chains(&model, &sgld, &starts, &settings)?;
+/// let out = Runner::new(&model, &sgld).starts(&starts).settings(settings).run()?;
 /// assert_eq!(out.chains.len(), 4);
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```

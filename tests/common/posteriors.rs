@@ -9,11 +9,10 @@
 #![allow(dead_code, clippy::needless_range_loop)]
 
 use crate::support::normals;
+use sgmcmc::Runner;
 use sgmcmc::ndarray::{Array1, Array2};
 use sgmcmc::rng::stream;
-use sgmcmc::{
-    Error, LogisticRegression, Mala, MalaSettings, Model, Result, RunSettings, Whitening, diagnostics, run_chains,
-};
+use sgmcmc::{Error, LogisticRegression, Mala, MalaSettings, Model, Result, RunSettings, Whitening, diagnostics};
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
@@ -463,7 +462,7 @@ pub fn reference<M: Model>(model: &M, mode: &[f64], n_iter: u64, seed: u64, spre
     })?;
     let starts: Vec<Vec<f64>> = (0..4).map(|c| vec![spread * c as f64 - 1.5 * spread; d]).collect();
     let settings = RunSettings { n_iter, burn_in: 2_000, n_chains: 4, seed, ..Default::default() };
-    let out = run_chains(&wm, &mala, &starts, &settings)?;
+    let out = Runner::new(&wm, &mala).starts(&starts).settings(settings).run()?;
     let draws = out.estimate.stacked_draws()?;
     let mut theta = Array2::zeros(draws.dim());
     let mut t = vec![0.0; d];

@@ -34,7 +34,7 @@ pub type NllFn = dyn Fn(&[Tensor], &[Tensor]) -> candle_core::Result<Tensor> + S
 /// # Threads
 ///
 /// candle's CPU matrix products use `RAYON_NUM_THREADS` threads (default: the physical cores).
-/// For many chains in parallel ([`run_chains`](crate::run_chains)), either set
+/// For many chains in parallel (the [`Runner`](crate::run::runner::Runner)), either set
 /// `RAYON_NUM_THREADS=1` in the environment and run chains one after another, or leave it and
 /// let rayon's work stealing share the cores between chains and products; do not run more chains
 /// than cores with `RAYON_NUM_THREADS` > 1 (oversubscription). Results do not depend on the number

@@ -15,6 +15,8 @@
 //!
 //! [`Prior`] is the closed-form prior the candle adapter adds to its likelihood (forward-mode
 //! users write theirs generically, as part of the density).
+//!
+#![doc = include_str!("../../../docs/guide/ad.md")]
 
 use crate::error::{Result, check_positive};
 use std::sync::Arc;

@@ -1,0 +1,284 @@
+//! [`Runner`] and [`Resume`]: the one entry point of the engine, as a builder in the style of
+//! argmin's `Executor`. Name the model and the method (a [`Sampler`] or a
+//! [`RichardsonRomberg`] pair of one), then what differs from the defaults — where the chains
+//! start, the [`RunSettings`], observers (progress, budgets, early stops) — and call
+//! [`run`](Runner::run). A stopped or saved run goes on with [`Resume`]; over the ranks of an MPI
+//! job the same builder ends in `run_on(&cluster)` (module `distributed`, feature `mpi`).
+//!
+//! | you want | call |
+//! | --- | --- |
+//! | chains of a sampler from one start | `Runner::new(&m, &s).start(&θ₀).settings(st).run()` |
+//! | one start per chain | `.starts(&starts)` instead of `.start(..)` |
+//! | observers: progress, a budget, a stop rule | `.observer(&o)` (as many as you like) |
+//! | Richardson–Romberg pairs | `Runner::new(&m, &RichardsonRomberg::new(s))…run()` → [`RrOutput`] |
+//! | go on after a stop, or from a checkpoint | `Resume::new(&m, out).run()` |
+//! | chains spread over MPI ranks | `….run_on(&cluster)` (feature `mpi`) |
+//!
+//! It replaces the functions `run`, `run_chains`, `run_observed`, `run_chains_observed`,
+//! `resume`, `run_rr`, `run_rr_observed`, `run_rr_chains`, `resume_rr`, `run_chains_mpi` and
+//! `run_rr_mpi`, which stay one release as deprecated wrappers (CHANGELOG.md gives the
+//! migration). The draws are theirs, bit for bit.
+//!
+//! For the tuned path — mode, tuning for exactly this run, preconditioning, dispersed starts,
+//! the run and its verdict in one call — use [`Sample`](crate::sample::Sample), which ends in
+//! this runner.
+//!
+#![doc = include_str!("../../docs/guide/running.md")]
+
+use crate::coupled::richardson::{RichardsonRomberg, RrOutput, resume_rr_inner, run_rr_chains_on};
+use crate::error::{Error, Result};
+use crate::models::model::Model;
+use crate::run::observe::Observer;
+use crate::run::placement::Local;
+use crate::run::{RunOutput, RunSettings, resume_inner, run_chains_on};
+use crate::samplers::{Discretisation, Sampler};
+
+/// Where the chains of a [`Runner`] start.
+#[derive(Debug, Clone)]
+enum Starts<'a> {
+    /// Not said yet: [`Runner::run`] refuses to guess.
+    Unset,
+    /// Every chain at one point.
+    One(&'a [f64]),
+    /// One point per chain.
+    PerChain(Vec<&'a [f64]>),
+}
+
+/// A run of `model` with `method` — chains of a [`Sampler`], or replicate pairs of a
+/// [`RichardsonRomberg`] — configured step by step and started with [`run`](Self::run) (see the
+/// [module docs](crate::runner)).
+///
+/// Chain c (or replicate c) draws from the stream `(seed, [c, …])`, so the draws do not depend
+/// on the number of threads or ranks. Nothing of the model, the method or the starts is changed.
+///
+/// ```
+/// use sgmcmc::prelude::*;
+/// use sgmcmc::{Resume};
+/// use sgmcmc::observe::Budget;
+///
+/// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 7)?;
+/// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100))?;
+/// let settings = RunSettings { n_iter: 5_000, burn_in: 500, n_chains: 2, ..Default::default() };
+/// // 200 000 datum gradients for the whole run: each chain stops after 999 steps.
+/// let budget = Budget::datum_gradients(200_000);
+/// let out = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(settings).observer(&budget).run()?;
+/// assert!(!out.is_complete());
+/// assert_eq!(out.chains[0].iterations, 999);
+/// // Later: carry on to 5 000 iterations, as if it had never stopped.
+/// let done = Resume::new(&model, out).run()?;
+/// assert!(done.is_complete());
+///
+/// // Richardson–Romberg pairs, one start per replicate: the same builder.
+/// let rr = RichardsonRomberg::new(sgld);
+/// let starts = [[0.5, 0.0], [0.0, 0.5]];
+/// let out = Runner::new(&model, &rr).starts(&starts).settings(settings).run()?;
+/// assert_eq!(out.iterations, vec![5_000, 5_000]);
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
+#[derive(Clone)]
+#[must_use = "a Runner does nothing until `run` is called"]
+pub struct Runner<'a, M: ?Sized, S> {
+    model: &'a M,
+    method: &'a S,
+    starts: Starts<'a>,
+    settings: RunSettings,
+    observers: Vec<&'a dyn Observer>,
+}
+
+impl<M: ?Sized, S> std::fmt::Debug for Runner<'_, M, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("method", &std::any::type_name::<S>())
+            .field("starts", &self.starts)
+            .field("settings", &self.settings)
+            .field("observers", &self.observers.len())
+            .finish()
+    }
+}
+
+impl<'a, M: ?Sized, S> Runner<'a, M, S> {
+    /// A run of `model` with `method` (a [`Sampler`] or a [`RichardsonRomberg`]), with
+    /// [`RunSettings::default`] and no observer. Say where the chains start before
+    /// [`run`](Self::run).
+    pub fn new(model: &'a M, method: &'a S) -> Self {
+        Runner { model, method, starts: Starts::Unset, settings: RunSettings::default(), observers: Vec::new() }
+    }
+
+    /// Every chain (or replicate) starts at `theta0`.
+    pub fn start(mut self, theta0: &'a [f64]) -> Self {
+        self.starts = Starts::One(theta0);
+        self
+    }
+
+    /// Chain (or replicate) c starts at `starts[c]`: one start per chain (`settings.n_chains`), a
+    /// slice of anything that views as `&[f64]` (`&[[f64; D]; C]`, `&Vec<Vec<f64>>`, …). Start
+    /// them dispersed around the mode ([`dispersed_starts`](crate::tune::dispersed_starts)) so that
+    /// split-R̂ can see chains that have not forgotten where they began.
+    pub fn starts<I: AsRef<[f64]>>(mut self, starts: &'a [I]) -> Self {
+        self.starts = Starts::PerChain(starts.iter().map(AsRef::as_ref).collect());
+        self
+    }
+
+    /// The run's settings (iterations, burn-in, thinning, chains, seed, storage, …). Default
+    /// [`RunSettings::default`].
+    pub fn settings(mut self, settings: RunSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Adds an observer (see [`observe`](crate::run::observe)): it is called at every chain's
+    /// start, every [`interval`](Observer::interval) iterations and at its end, from the thread
+    /// running that chain, and may stop it. A stopped chain keeps exactly the draws recorded up
+    /// to the iteration where it stopped; [`Resume`] goes on. A Richardson–Romberg replicate is
+    /// seen as a chain (its cost both chains', its position the fine chain's); both of its chains
+    /// stop at the same iteration.
+    pub fn observer(mut self, observer: &'a dyn Observer) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    /// Adds several observers, in order (as [`observer`](Self::observer) each).
+    pub fn observers(mut self, observers: &[&'a dyn Observer]) -> Self {
+        self.observers.extend_from_slice(observers);
+        self
+    }
+
+    /// The starts as one slice per chain (a single start repeated `n_chains` times).
+    pub(crate) fn chain_starts(&self) -> Result<Vec<&'a [f64]>> {
+        match &self.starts {
+            Starts::Unset => Err(Error::invalid(
+                "start",
+                "none",
+                "say where the chains start: .start(&theta0) or .starts(&one_per_chain) (Sample finds the mode and disperses starts for you)",
+            )),
+            Starts::One(theta0) => Ok(vec![*theta0; self.settings.n_chains]),
+            Starts::PerChain(starts) => Ok(starts.clone()),
+        }
+    }
+
+    /// The parts the placement-specific `run`s need.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn parts(&self) -> (&'a M, &'a S, &RunSettings, &[&'a dyn Observer]) {
+        (self.model, self.method, &self.settings, &self.observers)
+    }
+}
+
+impl<M: Model + ?Sized, S: Sampler> Runner<'_, M, S> {
+    /// Runs `settings.n_chains` chains of the sampler in this process (in parallel on the rayon
+    /// pool if `settings.parallel`; the same draws either way).
+    ///
+    /// Each chain is a clone of the sampler, bound by [`Sampler::init`] at its start and driven
+    /// by the generator [`stream`](crate::rng::stream)`(seed, [c])`. After `burn_in`
+    /// iterations every `thin`-th position is recorded with the sampler's
+    /// [`weight`](Sampler::weight) (and its gradient for
+    /// [`Storage::SamplesAndGradients`](crate::Storage::SamplesAndGradients)).
+    ///
+    /// A panic inside a chain (the model's code panicking, say) is not an error value: it
+    /// propagates to the caller once the chains running at that moment have finished, and the
+    /// run's output is lost. Models should return errors through [`Model::grad_data_sum`].
+    ///
+    /// Errors: no start given, or not one per chain ([`Error::DimensionMismatch`]); invalid
+    /// settings; [`Error::MemoryLimit`]; the model check at the starts; anything `init` or
+    /// `step` returns, wrapped in [`Error::Chain`] with the chain's index (the lowest failing
+    /// index when several fail); [`Error::NotStored`] if gradients are to be stored but the
+    /// sampler keeps none.
+    pub fn run(self) -> Result<RunOutput<S>> {
+        let starts = self.chain_starts()?;
+        run_chains_on(&Local, self.model, self.method, &starts, &self.settings, &self.observers)
+    }
+}
+
+impl<M: Model + ?Sized, S: Discretisation> Runner<'_, M, RichardsonRomberg<S>> {
+    /// Runs `settings.n_chains` Richardson–Romberg replicates (coupled pairs at steps γ and
+    /// γ/2) in this process, and returns the extrapolated estimate with both chains' (see
+    /// [`RichardsonRomberg`]).
+    ///
+    /// `n_iter`, `burn_in` and `thin` count iterations of chain A (chain B does twice as many
+    /// steps; both of its draws in a kept iteration are kept). Replicate c uses the streams
+    /// `(seed, [c, 0])` for the shared increments and `(seed, [c, 1])`, `(seed, [c, 2])` for the
+    /// minibatches of A and B (and `(seed, [c, 3])` for A's increments under independent
+    /// coupling).
+    ///
+    /// Errors: as for chains of a sampler, each wrapped in [`Error::Chain`] with the replicate.
+    pub fn run(self) -> Result<RrOutput<S>> {
+        let starts = self.chain_starts()?;
+        run_rr_chains_on(&Local, self.model, self.method, &starts, &self.settings, &self.observers)
+    }
+}
+
+/// A stopped run (an observer stopped it, or it was [`load`](RunOutput::load)ed from a
+/// checkpoint) that goes on up to its `settings.n_iter` iterations per chain — raise that field
+/// first to extend a finished run. The draws are **bit-identical** to those of an uninterrupted
+/// run with the same settings: each chain carries its sampler state, its generator and its
+/// recorder. Works for [`RunOutput`] and [`RrOutput`] alike.
+///
+/// ```
+/// use sgmcmc::prelude::*;
+/// use sgmcmc::{Resume};
+/// use sgmcmc::observe::Budget;
+///
+/// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 7)?;
+/// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50))?;
+/// let settings = RunSettings { n_iter: 2_000, burn_in: 500, ..Default::default() };
+/// let whole = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(settings).run()?;
+/// let stopped =
+///     Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(settings).observer(&Budget::datum_gradients(35_000)).run()?;
+/// let resumed = Resume::new(&model, stopped).run()?;
+/// assert_eq!(resumed.estimate.mean()?, whole.estimate.mean()?);
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
+#[must_use = "a Resume does nothing until `run` is called"]
+pub struct Resume<'a, M: ?Sized, O> {
+    model: &'a M,
+    output: O,
+    observers: Vec<&'a dyn Observer>,
+}
+
+impl<M: ?Sized, O> std::fmt::Debug for Resume<'_, M, O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resume")
+            .field("output", &std::any::type_name::<O>())
+            .field("observers", &self.observers.len())
+            .finish()
+    }
+}
+
+impl<'a, M: ?Sized, O> Resume<'a, M, O> {
+    /// Resumes `output` (a [`RunOutput`] or an [`RrOutput`]) on `model`, which must be the
+    /// run's (same dimension, data size and data fingerprint).
+    pub fn new(model: &'a M, output: O) -> Self {
+        Resume { model, output, observers: Vec::new() }
+    }
+
+    /// Adds an observer, as [`Runner::observer`].
+    pub fn observer(mut self, observer: &'a dyn Observer) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    /// Adds several observers, in order.
+    pub fn observers(mut self, observers: &[&'a dyn Observer]) -> Self {
+        self.observers.extend_from_slice(observers);
+        self
+    }
+}
+
+impl<M: Model + ?Sized, S: Sampler> Resume<'_, M, RunOutput<S>> {
+    /// Continues the chains.
+    ///
+    /// Errors: [`Error::DimensionMismatch`] or [`Error::CheckpointMismatch`] if `model` is not
+    /// the run's; invalid settings (`n_iter` below the iterations already done); then as
+    /// [`Runner::run`].
+    pub fn run(self) -> Result<RunOutput<S>> {
+        resume_inner(self.model, self.output, &self.observers)
+    }
+}
+
+impl<M: Model + ?Sized, S: Discretisation> Resume<'_, M, RrOutput<S>> {
+    /// Continues the replicates.
+    ///
+    /// Errors: as for a [`RunOutput`]; a run with diverged replicates cannot be resumed.
+    pub fn run(self) -> Result<RrOutput<S>> {
+        resume_rr_inner(self.model, self.output, &self.observers)
+    }
+}
