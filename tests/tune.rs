@@ -606,3 +606,40 @@ fn tune_predicts_the_planned_runs_worst_error() {
         assert!(ratio >= std::f64::consts::FRAC_1_SQRT_2 - 3.0 * se, "correction {correct}: {rms} vs {predicted}");
     }
 }
+
+/// `tune_rr` runs the same candidate grid as `tune`: a grid that cannot bracket its best
+/// discrepancy (two candidates) is extended by factors of 2, exactly as many times as
+/// `max_extensions` allows while it stays unbracketed, and not at all with 0 (before, `tune_rr`
+/// ignored the setting and fitted whatever the initial grid gave).
+#[test]
+fn tune_rr_honours_max_extensions() {
+    let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 5).unwrap();
+    let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::default(), Minibatch::new(100)).unwrap());
+    let steps = |max_extensions: usize| -> Vec<f64> {
+        let settings = TuneSettings {
+            factors: vec![0.25, 0.5],
+            max_extensions,
+            pilot_iterations: 1_000,
+            pilot_burn_in: 200,
+            ..Default::default()
+        };
+        match tune_rr(&model, &rr, &[0.0, 0.0], &settings) {
+            Ok(t) => t.trials.iter().map(|t| t.step_size).collect(),
+            // Too few candidates to fit: the grid as it stood.
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let none = steps(0);
+    assert_eq!(none.len(), 2, "{none:?}");
+    let one = steps(1);
+    assert_eq!(one.len(), 3, "two candidates cannot bracket a minimum: one extension must run ({one:?})");
+    let three = steps(3);
+    // Two scored candidates on each side of the best need at least five: all three run.
+    assert_eq!(three.len(), 5, "{three:?}");
+    // The initial candidates are kept, and every extension halves the smallest step or doubles
+    // the largest one.
+    for w in three.windows(2) {
+        assert!((w[1] / w[0] - 2.0).abs() < 1e-12, "not a doubling grid: {three:?}");
+    }
+    assert!(none.iter().all(|h| three.contains(h)), "{none:?} not in {three:?}");
+}

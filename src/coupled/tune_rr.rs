@@ -10,9 +10,9 @@ use crate::models::model::Model;
 use crate::run::runner::Runner;
 use crate::samplers::{Discretisation, Whitening};
 use crate::tune::{
-    Curvature, Setup, Tunable, TuneSettings, discrepancy_fit_minimiser_scaled, exact_scores, moments_norm2, setup,
+    Curvature, GridPilot, Setup, Tunable, TuneSettings, discrepancy_fit_minimiser_scaled, exact_scores, moments_norm2,
+    pilot_grid, setup,
 };
-use rayon::prelude::*;
 use std::sync::Arc;
 
 /// One candidate of [`tune_rr`].
@@ -72,6 +72,37 @@ pub struct TunedRr<S> {
 /// Replicates of each Richardson–Romberg pilot (their spread gives the Monte Carlo error).
 const RR_REPLICATES: usize = 4;
 
+/// One Richardson–Romberg pilot of [`tune_rr`]: its step, what it measured (`None` if it
+/// failed, with the reason), its cost.
+struct RrPilot {
+    step: f64,
+    measured: Option<RrMeasured>,
+    failure: Option<String>,
+    cost: Cost,
+}
+
+/// What a Richardson–Romberg pilot measured, per standardised mean and variance q.
+struct RrMeasured {
+    /// The first-order differences `D_q = π̂_{h/2}(q) − π̂_h(q)` (pooled over the replicates).
+    diff: Vec<f64>,
+    /// Their standard errors, from the replicates' own differences.
+    diff_se: Vec<f64>,
+    /// The extrapolated estimate of every q, per replicate.
+    reps: Vec<Vec<f64>>,
+    /// The squared Stein moment discrepancy of the extrapolated measure: the score.
+    discrepancy2: f64,
+}
+
+impl GridPilot for RrPilot {
+    fn step_size(&self) -> f64 {
+        self.step
+    }
+
+    fn score(&self) -> Option<f64> {
+        self.measured.as_ref().map(|m| m.discrepancy2)
+    }
+}
+
 /// Chooses the step of a Richardson–Romberg extrapolation from an estimate of its error, not from
 /// its IMQ KSD (the KSD of a signed-weight measure is not comparable across steps).
 ///
@@ -85,7 +116,10 @@ const RR_REPLICATES: usize = 4;
 /// draws), and they estimate the extrapolation's errors of each mean and sd in posterior sds —
 /// remaining bias, Monte Carlo error and what has not relaxed together. The winner minimises
 /// `D²(h) ≈ a/h + b·h⁴ + c` fitted to all candidates (the extrapolation removes the first-order
-/// bias), clamped to the grid; the smallest discrepancy when the fit is not convex.
+/// bias), clamped to the grid; the smallest discrepancy when the fit is not convex. The grid is
+/// [`tune`](crate::tune::tune)'s: extended by factors of 2 until two scored candidates lie on each
+/// side of the smallest discrepancy, at most [`TuneSettings::max_extensions`] times, never above
+/// a step that failed.
 ///
 /// Each [`RrTrial`] also records the bias estimate of the first-order differences
 /// `D_q(h) = π̂_{h/2}(q) − π̂_h(q) ≈ a h/2 + (3/4) b h²` of the standardised means and variances q
@@ -119,71 +153,62 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     let unit: Vec<f64> = laplace.sd.iter().map(|s| 1.0 / s).collect();
     let d = mode.len();
     let starts = laplace.draws(&mode, RR_REPLICATES, settings.seed)?;
-    // Per candidate: (step, (D_q, RR estimate per replicate per q, RR Stein moment discrepancy²))
-    // or a failure.
-    type Pilot = (f64, Option<(Vec<f64>, Vec<f64>, Vec<Vec<f64>>, f64)>, Option<String>, Cost);
     let kept = settings.pilot_iterations - settings.pilot_burn_in;
     let thin = settings.pilot_thin();
-    let mut pilots: Vec<Pilot> = settings
-        .factors
-        .par_iter()
-        .enumerate()
-        .map(|(i, f)| -> Result<Pilot> {
-            let h = centre * f;
-            let r = RichardsonRomberg::with_coupling(base.with_step_size(h)?, rr.coupling());
-            // One replicate pair per dispersed start (the same starts for every candidate).
-            let mut outs = Vec::with_capacity(RR_REPLICATES);
-            for (k, start) in starts.iter().enumerate() {
-                let rs = settings.pilot_run(1, thin, i as u64, k as u64);
-                match Runner::new(model, &r).start(start).settings(rs).run() {
-                    Ok(out) => outs.push(out),
-                    Err(e) if e.is_divergence() => {
-                        return Ok((h, None, Some(e.to_string()), Cost::default()));
-                    }
-                    Err(e) => return Err(e),
-                }
+    let pilot_at = |h: f64, i: u64| -> Result<RrPilot> {
+        let failed = |why: String, cost: Cost| RrPilot { step: h, measured: None, failure: Some(why), cost };
+        let r = RichardsonRomberg::with_coupling(base.with_step_size(h)?, rr.coupling());
+        // One replicate pair per dispersed start (the same starts for every candidate).
+        let mut outs = Vec::with_capacity(RR_REPLICATES);
+        for (k, start) in starts.iter().enumerate() {
+            let rs = settings.pilot_run(1, thin, i, k as u64);
+            match Runner::new(model, &r).start(start).settings(rs).run() {
+                Ok(out) => outs.push(out),
+                Err(e) if e.is_divergence() => return Ok(failed(e.to_string(), Cost::default())),
+                Err(e) => return Err(e),
             }
-            // Standardised means and variances q.
-            let q = |e: &crate::trace::estimate::Estimate| -> Result<Vec<f64>> {
-                let (m, v) = (e.mean()?, e.variance()?);
-                Ok((0..d).map(|j| m[j] * unit[j]).chain((0..d).map(|j| v[j] * unit[j] * unit[j])).collect())
-            };
-            let fine = q(&crate::trace::estimate::Estimate::combine(outs.iter().map(|o| o.fine.clone()))?)?;
-            let coarse = q(&crate::trace::estimate::Estimate::combine(outs.iter().map(|o| o.coarse.clone()))?)?;
-            let diff: Vec<f64> = fine.iter().zip(&coarse).map(|(a, b)| a - b).collect();
-            // The standard error of each difference, from the replicates' own differences.
-            let per = outs.iter().map(|o| Ok(q(&o.fine)?.iter().zip(q(&o.coarse)?).map(|(a, b)| a - b).collect()));
-            let per: Vec<Vec<f64>> = per.collect::<Result<_>>()?;
-            let r = per.len() as f64;
-            let diff_se: Vec<f64> = (0..2 * d)
-                .map(|k| {
-                    let m = per.iter().map(|p| p[k]).sum::<f64>() / r;
-                    (per.iter().map(|p| (p[k] - m).powi(2)).sum::<f64>() / (r - 1.0) / r).sqrt()
-                })
-                .collect();
-            let reps = outs.iter().map(|o| q(&o.estimate)).collect::<Result<Vec<_>>>()?;
-            let mut spent = outs.iter().fold(Cost::default(), |c, o| c + (o.cost - o.setup_cost));
-            // The Stein moment vectors of the extrapolated measure 2·π̂_{h/2} − π̂_h (linear in the
-            // measure), averaged over the replicates, with exact scores at the thinned draws.
-            let (mut m, mut mm) = (vec![0.0; d], vec![0.0; d]);
-            for o in &outs {
-                for (w, e) in [(2.0, &o.fine), (-1.0, &o.coarse)] {
-                    let x = e.stacked_draws()?;
-                    spent.datum_gradients += (x.nrows() * model.n_data()) as u64;
-                    let Some(sc) = exact_scores(model, x.view()) else {
-                        return Ok((h, None, Some("non-finite score at a draw".into()), spent));
-                    };
-                    let (a, b) = laplace.moment_vectors(x.view(), sc.view(), &mode);
-                    let r = RR_REPLICATES as f64;
-                    m.iter_mut().zip(&a).for_each(|(m, a)| *m += w * a / r);
-                    mm.iter_mut().zip(&b).for_each(|(m, b)| *m += w * b / r);
-                }
+        }
+        // Standardised means and variances q.
+        let q = |e: &crate::trace::estimate::Estimate| -> Result<Vec<f64>> {
+            let (m, v) = (e.mean()?, e.variance()?);
+            Ok((0..d).map(|j| m[j] * unit[j]).chain((0..d).map(|j| v[j] * unit[j] * unit[j])).collect())
+        };
+        let fine = q(&crate::trace::estimate::Estimate::combine(outs.iter().map(|o| o.fine.clone()))?)?;
+        let coarse = q(&crate::trace::estimate::Estimate::combine(outs.iter().map(|o| o.coarse.clone()))?)?;
+        let diff: Vec<f64> = fine.iter().zip(&coarse).map(|(a, b)| a - b).collect();
+        // The standard error of each difference, from the replicates' own differences.
+        let per = outs.iter().map(|o| Ok(q(&o.fine)?.iter().zip(q(&o.coarse)?).map(|(a, b)| a - b).collect()));
+        let per: Vec<Vec<f64>> = per.collect::<Result<_>>()?;
+        let r = per.len() as f64;
+        let diff_se: Vec<f64> = (0..2 * d)
+            .map(|k| {
+                let m = per.iter().map(|p| p[k]).sum::<f64>() / r;
+                (per.iter().map(|p| (p[k] - m).powi(2)).sum::<f64>() / (r - 1.0) / r).sqrt()
+            })
+            .collect();
+        let reps = outs.iter().map(|o| q(&o.estimate)).collect::<Result<Vec<_>>>()?;
+        let mut spent = outs.iter().fold(Cost::default(), |c, o| c + (o.cost - o.setup_cost));
+        // The Stein moment vectors of the extrapolated measure 2·π̂_{h/2} − π̂_h (linear in the
+        // measure), averaged over the replicates, with exact scores at the thinned draws.
+        let (mut m, mut mm) = (vec![0.0; d], vec![0.0; d]);
+        for o in &outs {
+            for (w, e) in [(2.0, &o.fine), (-1.0, &o.coarse)] {
+                let x = e.stacked_draws()?;
+                spent.datum_gradients += (x.nrows() * model.n_data()) as u64;
+                let Some(sc) = exact_scores(model, x.view()) else {
+                    return Ok(failed("non-finite score at a draw".into(), spent));
+                };
+                let (a, b) = laplace.moment_vectors(x.view(), sc.view(), &mode);
+                let r = RR_REPLICATES as f64;
+                m.iter_mut().zip(&a).for_each(|(m, a)| *m += w * a / r);
+                mm.iter_mut().zip(&b).for_each(|(m, b)| *m += w * b / r);
             }
-            Ok((h, Some((diff, diff_se, reps, moments_norm2(&(m, mm)))), None, spent))
-        })
-        .collect::<Result<_>>()?;
-    pilots.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let ok: Vec<&Pilot> = pilots.iter().filter(|p| p.1.is_some()).collect();
+        }
+        let measured = RrMeasured { diff, diff_se, reps, discrepancy2: moments_norm2(&(m, mm)) };
+        Ok(RrPilot { step: h, measured: Some(measured), failure: None, cost: spent })
+    };
+    let pilots: Vec<RrPilot> = pilot_grid(centre, settings, None, pilot_at)?;
+    let ok: Vec<&RrPilot> = pilots.iter().filter(|p| p.measured.is_some()).collect();
     if ok.len() < 2 {
         return Err(Error::NotConverged { what: "tune_rr", iterations: pilots.len() as u64, residual: f64::NAN });
     }
@@ -193,8 +218,8 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     // With each slope, its standard error from those of the two differences.
     let slope_at = |i: usize| -> Vec<(f64, f64)> {
         let j = if i + 1 < ok.len() { i + 1 } else { i - 1 };
-        let (hi, (di, si)) = (ok[i].0, ok[i].1.as_ref().map(|p| (&p.0, &p.1)).expect("filtered"));
-        let (hj, (dj, sj)) = (ok[j].0, ok[j].1.as_ref().map(|p| (&p.0, &p.1)).expect("filtered"));
+        let (hi, (di, si)) = (ok[i].step, ok[i].measured.as_ref().map(|p| (&p.diff, &p.diff_se)).expect("filtered"));
+        let (hj, (dj, sj)) = (ok[j].step, ok[j].measured.as_ref().map(|p| (&p.diff, &p.diff_se)).expect("filtered"));
         (0..nq)
             .map(|k| {
                 let slope = (dj[k] / hj - di[k] / hi) / (hj - hi);
@@ -211,9 +236,9 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     let mut safe: Vec<bool> = Vec::with_capacity(pilots.len());
     let mut best: Option<(usize, f64)> = None;
     let mut ok_index = 0;
-    for (i, (h, data, failure, c)) in pilots.iter().enumerate() {
+    for (i, RrPilot { step: h, measured, failure, cost: c }) in pilots.iter().enumerate() {
         cost += *c;
-        let Some((diff, _, reps, moments)) = data else {
+        let Some(RrMeasured { diff, reps, discrepancy2: moments, .. }) = measured else {
             safe.push(false);
             trials.push(RrTrial {
                 step_size: *h,
@@ -294,8 +319,8 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
          safe candidates (no mean or variance with an estimated remaining bias above both the planned run's Monte \
          Carlo error and 4 standard errors of the estimates) up to {largest_safe:.3e}; smallest \
          Stein moment discrepancy of the extrapolation {:.3e} (sd units) at {:.3e} (estimated remaining bias there {:.3e}, \
-         pilot Monte Carlo error {:.3e}), of {} candidate steps around the curvature step {centre:.3e} (λ_max = {:.4e}); {} \
-         failed; preconditioning: {preconditioning}",
+         pilot Monte Carlo error {:.3e}), of {} candidate steps around the curvature step {centre:.3e} (λ_max = {:.4e}; grid extended {} \
+         time(s)); {} failed; preconditioning: {preconditioning}",
         settings.planned_run.iterations,
         settings.planned_run.chains,
         score.sqrt(),
@@ -304,6 +329,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         trials[bi].mc_error.unwrap_or(f64::NAN),
         trials.len(),
         curv.lambda_max,
+        trials.len() - settings.factors.len(),
         trials.iter().filter(|t| t.failure.is_some()).count()
     );
     Ok(TunedRr {

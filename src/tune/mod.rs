@@ -1167,48 +1167,9 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         Some(l) if l < centre / 2.0 => centre.min(l / top_factor),
         _ => centre,
     };
-    let mut trials: Vec<Trial> = settings
-        .factors
-        .par_iter()
-        .enumerate()
-        .map(|(i, f)| pilot(model, sampler, &mode, (&scale, &laplace), grid_centre * f, i as u64, settings))
-        .collect::<Result<_>>()?;
-    trials.sort_by(|a, b| a.step_size.total_cmp(&b.step_size));
-    let best_of = |trials: &[Trial]| {
-        trials.iter().enumerate().filter_map(|(i, t)| t.ksd.map(|k| (i, k))).min_by(|a, b| a.1.total_cmp(&b.1))
-    };
-    // The fit needs the minimum bracketed: extend the grid by factors of 2 until two scored
-    // candidates lie on each side of the smallest KSD (never above a step that failed).
-    let mut extensions = 0;
-    while extensions < settings.max_extensions {
-        let Some((i, _)) = best_of(&trials) else { break };
-        let below = trials[..i].iter().filter(|t| t.ksd.is_some()).count();
-        let above = trials[i + 1..].iter().filter(|t| t.ksd.is_some()).count();
-        let top_failed = trials.last().is_some_and(|t| t.ksd.is_none());
-        let down = below < 2;
-        let step = if down {
-            trials[0].step_size / 2.0
-        } else if above < 2 && !top_failed && limit.is_none_or(|l| trials[trials.len() - 1].step_size * 2.0 <= l) {
-            trials[trials.len() - 1].step_size * 2.0
-        } else {
-            break;
-        };
-        let t = pilot(
-            model,
-            sampler,
-            &mode,
-            (&scale, &laplace),
-            step,
-            (settings.factors.len() + extensions) as u64,
-            settings,
-        )?;
-        if down {
-            trials.insert(0, t);
-        } else {
-            trials.push(t);
-        }
-        extensions += 1;
-    }
+    let pilot_at = |h: f64, index: u64| pilot(model, sampler, &mode, (&scale, &laplace), h, index, settings);
+    let trials: Vec<Trial> = pilot_grid(grid_centre, settings, limit, pilot_at)?;
+    let extensions = trials.len() - settings.factors.len();
     for t in &trials {
         cost += t.cost;
     }
@@ -1241,7 +1202,7 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
             out.iter_mut().zip(steps).for_each(|(o, h)| *o += misfit * h / (2.0 * l));
         }
     };
-    let argmin = best_of(&trials).ok_or(Error::NotConverged {
+    let argmin = best_scored(&trials).ok_or(Error::NotConverged {
         what: "tune",
         iterations: trials.len() as u64,
         residual: f64::NAN,
@@ -1475,6 +1436,76 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         predicted_rhat,
         predicted_error,
     })
+}
+
+/// A pilot as the candidate grid sees it: the step it ran at and its score (smaller is better;
+/// `None` for a pilot that failed). [`Trial`] for [`tune`], the Richardson–Romberg pilots of
+/// [`tune_rr`](crate::tune_rr).
+pub(crate) trait GridPilot {
+    /// The step the pilot ran at.
+    fn step_size(&self) -> f64;
+    /// Its score, `None` if it failed.
+    fn score(&self) -> Option<f64>;
+}
+
+impl GridPilot for Trial {
+    fn step_size(&self) -> f64 {
+        self.step_size
+    }
+
+    fn score(&self) -> Option<f64> {
+        self.ksd
+    }
+}
+
+/// The index and score of the best-scored pilot.
+pub(crate) fn best_scored<P: GridPilot>(pilots: &[P]) -> Option<(usize, f64)> {
+    pilots.iter().enumerate().filter_map(|(i, p)| p.score().map(|k| (i, k))).min_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// The candidate grid of [`tune`] and [`tune_rr`](crate::tune_rr), run once for both: the
+/// pilots at `centre × factor` for each of [`TuneSettings::factors`] in parallel (pilot i gets
+/// index i for its random streams), sorted by step, failures kept as pilots without a score.
+/// Then, so that a fit has its minimum bracketed, the grid is extended by factors of 2 until two
+/// scored candidates lie on each side of the best score: below the smallest step while fewer than
+/// two scored candidates are below the best, else above the largest while fewer than two are
+/// above it — never above a step that failed, nor above `limit` — at most
+/// [`TuneSettings::max_extensions`] times (extension e gets index `factors.len() + e`).
+///
+/// `pilot(h, index)` runs one pilot; its errors (not a failed pilot: a failure is a pilot with
+/// no score) stop the grid.
+pub(crate) fn pilot_grid<P, F>(centre: f64, settings: &TuneSettings, limit: Option<f64>, pilot: F) -> Result<Vec<P>>
+where
+    P: GridPilot + Send,
+    F: Fn(f64, u64) -> Result<P> + Sync,
+{
+    let mut pilots: Vec<P> =
+        settings.factors.par_iter().enumerate().map(|(i, f)| pilot(centre * f, i as u64)).collect::<Result<_>>()?;
+    pilots.sort_by(|a, b| a.step_size().total_cmp(&b.step_size()));
+    let mut extensions = 0;
+    while extensions < settings.max_extensions {
+        let Some((i, _)) = best_scored(&pilots) else { break };
+        let below = pilots[..i].iter().filter(|p| p.score().is_some()).count();
+        let above = pilots[i + 1..].iter().filter(|p| p.score().is_some()).count();
+        let top = pilots[pilots.len() - 1].step_size();
+        let top_failed = pilots.last().is_some_and(|p| p.score().is_none());
+        let down = below < 2;
+        let step = if down {
+            pilots[0].step_size() / 2.0
+        } else if above < 2 && !top_failed && limit.is_none_or(|l| top * 2.0 <= l) {
+            top * 2.0
+        } else {
+            break;
+        };
+        let p = pilot(step, (settings.factors.len() + extensions) as u64)?;
+        if down {
+            pilots.insert(0, p);
+        } else {
+            pilots.push(p);
+        }
+        extensions += 1;
+    }
+    Ok(pilots)
 }
 
 /// A noise-corrected sampler whose gradient noise was measured again where its chains go (see
