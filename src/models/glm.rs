@@ -10,6 +10,9 @@ use crate::numeric::rng::stream;
 use ndarray::{Array1, Array2};
 use rand::RngExt;
 
+mod special;
+use special::*;
+
 /// The response distribution and link of a [`Glm`]. With `η = b₀ + xᵀβ + offset`:
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
@@ -755,89 +758,5 @@ impl Model for Glm {
     }
 }
 
-/// The inverse Mills ratio `φ(z)/Φ(z)`, accurate in both tails.
-fn mills(z: f64) -> f64 {
-    if z > -30.0 {
-        let phi = (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt();
-        phi / (0.5 * libm::erfc(-z / std::f64::consts::SQRT_2))
-    } else {
-        // Φ(z)/φ(z) = (1/x)(1 − 1/x² + 3/x⁴ − 15/x⁶ + …), x = −z.
-        let x = -z;
-        let x2 = x * x;
-        x / (1.0 - 1.0 / x2 + 3.0 / (x2 * x2) - 15.0 / (x2 * x2 * x2))
-    }
-}
-
-/// `log Φ(z)`, accurate in both tails.
-fn log_phi(z: f64) -> f64 {
-    if z > -30.0 {
-        (0.5 * libm::erfc(-z / std::f64::consts::SQRT_2)).ln()
-    } else {
-        -0.5 * z * z - 0.5 * (2.0 * std::f64::consts::PI).ln() - mills(z).ln()
-    }
-}
-
-/// The digamma function ψ(x), x > 0: recurrence up to x ≥ 12, then the asymptotic series
-/// (next term below 3e-15 there).
-fn digamma(mut x: f64) -> f64 {
-    let mut acc = 0.0;
-    while x < 12.0 {
-        acc -= 1.0 / x;
-        x += 1.0;
-    }
-    let f = 1.0 / (x * x);
-    acc + x.ln()
-        - 0.5 / x
-        - f * (1.0 / 12.0 - f * (1.0 / 120.0 - f * (1.0 / 252.0 - f * (1.0 / 240.0 - f * (1.0 / 132.0)))))
-}
-
-/// The trigamma function ψ'(x), x > 0, likewise.
-fn trigamma(mut x: f64) -> f64 {
-    let mut acc = 0.0;
-    while x < 12.0 {
-        acc += 1.0 / (x * x);
-        x += 1.0;
-    }
-    let f = 1.0 / (x * x);
-    acc + 1.0 / x
-        + f / 2.0
-        + f / x * (1.0 / 6.0 - f * (1.0 / 30.0 - f * (1.0 / 42.0 - f * (1.0 / 30.0 - f * (5.0 / 66.0)))))
-}
-
-/// A Poisson(λ) draw: inversion by sequential search for λ < 30, the normal approximation
-/// rounded (only for synthetic data) above.
-fn poisson<R: rand::Rng + ?Sized>(lam: f64, rng: &mut R) -> f64 {
-    if lam < 30.0 {
-        let (mut k, mut p, u) = (0.0, (-lam).exp(), rng.random::<f64>());
-        let mut cdf = p;
-        while u > cdf && k < 1_000.0 {
-            k += 1.0;
-            p *= lam / k;
-            cdf += p;
-        }
-        k
-    } else {
-        (lam + lam.sqrt() * standard_normal(rng)).round().max(0.0)
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn special_functions() {
-        // ψ(1) = −γ, ψ(0.5) = −γ − 2 ln 2, ψ'(1) = π²/6, ψ'(0.5) = π²/2.
-        let g = 0.577_215_664_901_532_9;
-        assert!((digamma(1.0) + g).abs() < 1e-14);
-        assert!((digamma(0.5) + g + 2.0 * 2f64.ln()).abs() < 1e-14);
-        let pi2 = std::f64::consts::PI.powi(2);
-        assert!((trigamma(1.0) - pi2 / 6.0).abs() < 1e-13);
-        assert!((trigamma(0.5) - pi2 / 2.0).abs() < 1e-13);
-        // Both branches of the Mills ratio and log Φ agree at the switch.
-        let (a, b) = (mills(-29.999_999), mills(-30.000_001));
-        assert!((a - b).abs() / a < 1e-6, "{a} {b}");
-        let (a, b) = (log_phi(-29.999_999), log_phi(-30.000_001));
-        assert!((a - b).abs() / a.abs() < 1e-6, "{a} {b}");
-    }
-}
+mod tests;

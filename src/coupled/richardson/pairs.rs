@@ -1,0 +1,500 @@
+//! Coupled pairs as units of the engine: a replicate's two chains on shared increments, the
+//! replicates on a placement (merged in replicate order), resuming, and the deprecated run functions.
+
+use super::*;
+
+/// One chain of a pair: A (`fine = false`) takes full steps driven by `(z₁ + z₂)/√2`, B takes
+/// two half steps driven by `z₁`, `z₂`; both draw `z₁, z₂` from their copy of the noise stream.
+#[derive(Debug, Clone)]
+pub(super) struct CoupledChain<S> {
+    pub(super) sampler: S,
+    pub(super) noise: ChainRng,
+    pub(super) rng: ChainRng,
+    pub(super) recorder: Option<Recorder>,
+    pub(super) z: SharedIncrements,
+    pub(super) fine: bool,
+    pub(super) iteration: u64,
+}
+
+impl<S: Discretisation> CoupledChain<S> {
+    pub(super) fn start<M: Model + ?Sized>(&mut self, model: &M, theta0: &[f64], settings: &RunSettings) -> Result<()> {
+        self.sampler.init(model, theta0, &mut self.rng)?;
+        let per = if self.fine { 2 } else { 1 };
+        self.recorder = Some(Recorder::new(settings, model.dim(), per, self.sampler.gradient().is_some())?);
+        self.z = SharedIncrements::new(model.dim());
+        Ok(())
+    }
+
+    pub(super) fn advance<M: Model + ?Sized>(&mut self, model: &M, to: u64, settings: &RunSettings) -> Result<()> {
+        let rec = self.recorder.as_mut().ok_or(Error::NotInitialised)?;
+        let (s, z) = (&mut self.sampler, &mut self.z);
+        for k in self.iteration + 1..=to {
+            z.draw(&mut self.noise);
+            let keep = settings.keeps(k);
+            let w = s.time_step(k + 1);
+            if self.fine {
+                s.step_fraction(model, k, 0.5, &z.z1, &mut self.rng)?;
+                if keep {
+                    rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients, Some(0.5 * w));
+                }
+                s.step_fraction(model, k, 0.5, &z.z2, &mut self.rng)?;
+            } else {
+                s.step_fraction(model, k, 1.0, &z.coarse, &mut self.rng)?;
+            }
+            if keep {
+                let step = if self.fine { 0.5 * w } else { w };
+                rec.record(s.position(), w, s.gradient(), s.cost().datum_gradients, Some(step));
+            }
+            self.iteration = k;
+        }
+        Ok(())
+    }
+}
+
+/// A replicate: the pair of coupled chains, driven by the crate's runner.
+pub(super) struct PairUnit<S> {
+    pub(super) index: usize,
+    pub(super) a: CoupledChain<S>,
+    pub(super) b: CoupledChain<S>,
+    pub(super) theta0: Vec<f64>,
+    pub(super) started: bool,
+    pub(super) parallel: bool,
+    pub(super) wall: Duration,
+}
+
+impl<S: Discretisation> Unit for PairUnit<S> {
+    fn index(&self) -> usize {
+        self.index
+    }
+
+    fn start<M: Model + ?Sized>(&mut self, model: &M, settings: &RunSettings) -> Result<()> {
+        if !self.started {
+            self.a.start(model, &self.theta0, settings)?;
+            self.b.start(model, &self.theta0, settings)?;
+            self.started = true;
+        }
+        Ok(())
+    }
+
+    /// The two chains are independent given the noise: long blocks run on two threads.
+    fn advance<M: Model + ?Sized>(&mut self, model: &M, to: u64, settings: &RunSettings) -> Result<()> {
+        let (a, b) = (&mut self.a, &mut self.b);
+        let (ra, rb) = if self.parallel && to - a.iteration.min(b.iteration) >= 64 {
+            rayon::join(|| a.advance(model, to, settings), || b.advance(model, to, settings))
+        } else {
+            (a.advance(model, to, settings), b.advance(model, to, settings))
+        };
+        ra.and(rb)
+    }
+
+    fn iteration(&self) -> u64 {
+        self.a.iteration.min(self.b.iteration)
+    }
+
+    fn cost(&self) -> Cost {
+        self.a.sampler.cost() + self.b.sampler.cost()
+    }
+
+    fn position(&self) -> &[f64] {
+        self.b.sampler.position()
+    }
+
+    fn weight(&self) -> f64 {
+        self.b.sampler.time_step(self.b.iteration + 1)
+    }
+
+    fn wall_mut(&mut self) -> &mut Duration {
+        &mut self.wall
+    }
+}
+
+/// Runs `settings.n_chains` independent replicates of the coupled pair, all started at `theta0`,
+/// on the crate's runner.
+///
+/// `n_iter`, `burn_in` and `thin` count iterations of chain A (chain B does twice as many steps;
+/// both of its draws in a kept iteration are kept). Replicate c uses the streams
+/// `(seed, [c, 0])` for the shared increments and `(seed, [c, 1])`, `(seed, [c, 2])` for the
+/// minibatches of A and B (and `(seed, [c, 3])` for A's increments under independent coupling).
+/// With `parallel`, replicates and the two chains of each run on the rayon pool; the results are
+/// the same either way.
+///
+/// Errors: as [`run`](crate::run()), each wrapped in [`Error::Chain`] with the replicate index.
+#[deprecated(since = "0.2.0", note = "use `Runner::new(model, rr).start(theta0).settings(*settings).run()`")]
+pub fn run_rr<M: Model + ?Sized, S: Discretisation>(
+    model: &M,
+    rr: &RichardsonRomberg<S>,
+    theta0: &[f64],
+    settings: &RunSettings,
+) -> Result<RrOutput<S>> {
+    Runner::new(model, rr).start(theta0).settings(*settings).run()
+}
+
+/// As [`run_rr`], with observers (see [`observe`](crate::run::observe)), which see each replicate as
+/// a chain (its cost is both chains'; its position chain B's) and may stop it: both chains of a
+/// stopped replicate stop at the same iteration, keeping their draws; [`resume_rr`] goes on.
+#[deprecated(
+    since = "0.2.0",
+    note = "use `Runner::new(model, rr).start(theta0).settings(*settings).observers(observers).run()`"
+)]
+pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
+    model: &M,
+    rr: &RichardsonRomberg<S>,
+    theta0: &[f64],
+    settings: &RunSettings,
+    observers: &[&dyn Observer],
+) -> Result<RrOutput<S>> {
+    run_rr_chains_on(&Local, model, rr, &vec![theta0; settings.n_chains], settings, observers)
+}
+
+/// As [`run_rr`], replicate c started at `starts[c]` (both chains of a pair start together),
+/// one start per replicate (`settings.n_chains`): start them dispersed around the mode
+/// ([`dispersed_starts`](crate::tune::dispersed_starts)) so that the split-R̂ of
+/// [`RrOutput::convergence`] can see replicates that have not forgotten where they began —
+/// replicates started at one point can agree with each other and all be wrong. With every start
+/// equal to θ₀ the draws are [`run_rr`]'s, bit for bit.
+///
+/// Errors: [`Error::DimensionMismatch`] unless there is one start per replicate; as [`run_rr`].
+///
+/// ```
+/// use sgmcmc::prelude::*;
+/// use sgmcmc::{tune::dispersed_starts};
+/// use sgmcmc::RichardsonRomberg;
+///
+/// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
+/// let mode = model.posterior_mean().to_vec();
+/// let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100))?);
+/// let starts = dispersed_starts(&model, &mode, 4, 2.0, 7)?;
+/// let settings = RunSettings { n_iter: 5_000, burn_in: 1_000, n_chains: 4, ..Default::default() };
+/// let out = Runner::new(&model, &rr).starts(&starts).settings(settings).run()?;
+/// println!("{}", out.convergence()?);
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
+#[deprecated(since = "0.2.0", note = "use `Runner::new(model, rr).starts(starts).settings(*settings).run()`")]
+pub fn run_rr_chains<M: Model + ?Sized, S: Discretisation, I: AsRef<[f64]>>(
+    model: &M,
+    rr: &RichardsonRomberg<S>,
+    starts: &[I],
+    settings: &RunSettings,
+) -> Result<RrOutput<S>> {
+    run_rr_chains_on(&Local, model, rr, starts, settings, &[])
+}
+
+/// [`run_rr_observed`] / [`run_rr_chains`] on a placement, one start per replicate: the
+/// replicates placed here run, and over ranks every process gets the whole run
+/// (`distributed::run_rr_mpi`). The one runner of replicates.
+pub(crate) fn run_rr_chains_on<P, M, S, I>(
+    p: &P,
+    model: &M,
+    rr: &RichardsonRomberg<S>,
+    starts: &[I],
+    settings: &RunSettings,
+    observers: &[&dyn Observer],
+) -> Result<RrOutput<S>>
+where
+    P: Distribute<RrOutput<S>>,
+    M: Model + ?Sized,
+    S: Discretisation,
+    I: AsRef<[f64]>,
+{
+    p.distribute(
+        settings.n_chains,
+        |units| run_rr_subset(model, rr, starts, settings, observers, units),
+        merge_rr_subsets,
+    )
+}
+
+/// The replicates `selected` (increasing indices below `n_chains`) of the run
+/// [`run_rr_observed`] would make, with the same streams: the output holds only those
+/// replicates, in that order. The MPI runner spreads replicates over ranks with it and merges
+/// the outputs with [`merge_rr_subsets`].
+pub(crate) fn run_rr_subset<M: Model + ?Sized, S: Discretisation, I: AsRef<[f64]>>(
+    model: &M,
+    rr: &RichardsonRomberg<S>,
+    starts: &[I],
+    settings: &RunSettings,
+    observers: &[&dyn Observer],
+    selected: &[usize],
+) -> Result<RrOutput<S>> {
+    settings.validate()?;
+    check_len("number of starting points (n_chains)", settings.n_chains, starts.len())?;
+    let d = model.dim();
+    // Chain A keeps one draw per recorded iteration, chain B two.
+    settings.check_memory(d, 3)?;
+    let chain = |fine: bool, noise: ChainRng, rng: ChainRng| CoupledChain {
+        sampler: rr.base.clone(),
+        noise,
+        rng,
+        recorder: None,
+        z: SharedIncrements::default(),
+        fine,
+        iteration: 0,
+    };
+    let units: Vec<PairUnit<S>> = selected
+        .iter()
+        .map(|&c| c as u64)
+        .map(|c| {
+            let noise_a = match rr.coupling {
+                NoiseCoupling::Shared => stream(settings.seed, &[c, 0]),
+                NoiseCoupling::Independent => stream(settings.seed, &[c, 3]),
+            };
+            PairUnit {
+                index: c as usize,
+                a: chain(false, noise_a, stream(settings.seed, &[c, 1])),
+                b: chain(true, stream(settings.seed, &[c, 0]), stream(settings.seed, &[c, 2])),
+                theta0: starts[c as usize].as_ref().to_vec(),
+                started: false,
+                parallel: settings.parallel,
+                wall: Duration::ZERO,
+            }
+        })
+        .collect();
+    if settings.check_model {
+        crate::run::check_starts(model, starts, selected)?;
+    }
+    let setup_cost = rr.base.setup_cost();
+    let start = Instant::now();
+    let done = drive(model, units, settings, observers, start)?;
+    let wall = start.elapsed();
+    let fingerprint = crate::run::checkpoint::ModelFingerprint::of(model);
+    assemble(done, settings, setup_cost, rr.coupling, wall, Duration::ZERO, fingerprint)
+}
+
+/// Continues a stopped (or loaded) Richardson–Romberg run up to `out.settings.n_iter`; the
+/// draws are bit-identical to an uninterrupted run's.
+///
+/// Errors: as [`resume`](crate::resume()).
+#[deprecated(since = "0.2.0", note = "use `Resume::new(model, out).observers(observers).run()`")]
+pub fn resume_rr<M: Model + ?Sized, S: Discretisation>(
+    model: &M,
+    out: RrOutput<S>,
+    observers: &[&dyn Observer],
+) -> Result<RrOutput<S>> {
+    resume_rr_inner(model, out, observers)
+}
+
+/// The body of [`Resume::run`](crate::run::runner::Resume::run) for replicates.
+pub(crate) fn resume_rr_inner<M: Model + ?Sized, S: Discretisation>(
+    model: &M,
+    out: RrOutput<S>,
+    observers: &[&dyn Observer],
+) -> Result<RrOutput<S>> {
+    let settings = out.settings;
+    settings.validate()?;
+    check_len("model dimension (resumed run)", out.model.dim, model.dim())?;
+    out.model.check(model)?;
+    settings.check_memory(out.model.dim, 3)?;
+    if !out.divergences.is_empty() {
+        return Err(Error::invalid(
+            "divergences",
+            out.divergences.len(),
+            "a run with diverged replicates cannot be resumed",
+        ));
+    }
+    if out.iterations.iter().any(|&k| k > settings.n_iter) {
+        return Err(Error::invalid("n_iter", settings.n_iter, "is below the iterations a replicate has already done"));
+    }
+    let n = out.chains.len();
+    if out.streams.len() != n || out.iterations.len() != n {
+        return Err(Error::CorruptCheckpoint { reason: "replicate records of different lengths".into() });
+    }
+    let d = model.dim();
+    let fingerprint = out.model;
+    let mut coarse = out.coarse.into_parts().into_iter();
+    let mut fine = out.fine.into_parts().into_iter();
+    let mut units = Vec::with_capacity(n);
+    for (c, (((a, b), streams), k)) in out.chains.into_iter().zip(out.streams).zip(out.iterations).enumerate() {
+        let [noise_a, rng_a, noise_b, rng_b] = streams;
+        let rec_a = Recorder::from_part(&settings, d, 1, a.gradient().is_some(), coarse.next())?;
+        let rec_b = Recorder::from_part(&settings, d, 2, b.gradient().is_some(), fine.next())?;
+        let mk = |sampler: S, noise, rng, recorder, fine| CoupledChain {
+            sampler,
+            noise,
+            rng,
+            recorder: Some(recorder),
+            z: SharedIncrements::new(d),
+            fine,
+            iteration: k,
+        };
+        units.push(PairUnit {
+            index: c,
+            a: mk(a, noise_a, rng_a, rec_a, false),
+            b: mk(b, noise_b, rng_b, rec_b, true),
+            theta0: Vec::new(),
+            started: true,
+            parallel: settings.parallel,
+            wall: Duration::ZERO,
+        });
+    }
+    let start = Instant::now();
+    let done = drive(model, units, &settings, observers, start)?;
+    assemble(done, &settings, out.setup_cost, out.coupling, start.elapsed(), out.wall_time, fingerprint)
+}
+
+/// One replicate that did not diverge: its two estimates, final states, streams and
+/// iterations.
+pub(super) struct Replicate<S> {
+    pub(super) coarse: Estimate,
+    pub(super) fine: Estimate,
+    pub(super) chains: (S, S),
+    pub(super) streams: [ChainRng; 4],
+    pub(super) iterations: u64,
+}
+
+/// What every Richardson–Romberg output is built from.
+pub(super) struct RrParts<S> {
+    pub(super) replicates: Vec<Replicate<S>>,
+    pub(super) divergences: Vec<Divergence>,
+    pub(super) cost: Cost,
+    pub(super) setup_cost: Cost,
+    pub(super) wall_time: Duration,
+    pub(super) settings: RunSettings,
+    pub(super) coupling: NoiseCoupling,
+    pub(super) model: crate::run::checkpoint::ModelFingerprint,
+}
+
+impl<S> RrParts<S> {
+    /// The output: replicates in index order, the extrapolated estimate `2π̂_{γ/2} − π̂_γ`
+    /// (B carries weight +γ on each of its two draws per iteration, A carries −γ: total Σγ).
+    /// Errors: the first divergence's error if no replicate is left.
+    pub(super) fn into_output(self) -> Result<RrOutput<S>> {
+        if self.replicates.is_empty() {
+            return Err(self
+                .divergences
+                .first()
+                .map(Divergence::to_error)
+                .unwrap_or(Error::NoSamples { reason: "no replicate" }));
+        }
+        let n = self.replicates.len();
+        let (mut coarse, mut fine, mut chains, mut streams, mut iterations) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for r in self.replicates {
+            coarse.push(r.coarse);
+            fine.push(r.fine);
+            chains.push(r.chains);
+            streams.push(r.streams);
+            iterations.push(r.iterations);
+        }
+        let coarse = Estimate::combine(coarse)?;
+        let fine = Estimate::combine(fine)?;
+        let estimate = Estimate::combine([fine.clone(), coarse.clone().scaled(-1.0)])?;
+        Ok(RrOutput {
+            estimate,
+            coarse,
+            fine,
+            chains,
+            cost: self.cost,
+            setup_cost: self.setup_cost,
+            wall_time: self.wall_time,
+            settings: self.settings,
+            iterations,
+            divergences: self.divergences,
+            streams,
+            coupling: self.coupling,
+            model: self.model,
+        })
+    }
+}
+
+/// Merges the outputs of [`run_rr_subset`] over disjoint subsets that together cover every
+/// replicate into the output of the whole run, replicates in index order: the estimates are
+/// built exactly as a single process builds them (bit-identical), costs summed (setup once),
+/// the wall time the longest part's.
+pub(crate) fn merge_rr_subsets<S>(parts: Vec<(Vec<usize>, RrOutput<S>)>) -> Result<RrOutput<S>> {
+    let mut reps: Vec<(usize, Option<Replicate<S>>)> = Vec::new();
+    let mut divergences = Vec::new();
+    let mut head = None;
+    let mut cost = Cost::default();
+    let mut wall = Duration::ZERO;
+    for (subset, out) in parts {
+        head.get_or_insert((out.settings, out.setup_cost, out.coupling, out.model));
+        cost += out.cost - out.setup_cost;
+        wall = wall.max(out.wall_time);
+        let diverged: Vec<usize> = out.divergences.iter().map(|d| d.chain).collect();
+        divergences.extend(out.divergences);
+        let mut healthy = out
+            .coarse
+            .into_parts()
+            .into_iter()
+            .zip(out.fine.into_parts())
+            .zip(out.chains)
+            .zip(out.streams)
+            .zip(out.iterations);
+        for c in subset {
+            if diverged.contains(&c) {
+                reps.push((c, None));
+                continue;
+            }
+            let ((((coarse, fine), chains), streams), iterations) = healthy.next().ok_or_else(|| {
+                Error::CorruptCheckpoint { reason: "a part has fewer replicates than its subset".into() }
+            })?;
+            reps.push((c, Some(Replicate { coarse, fine, chains, streams, iterations })));
+        }
+    }
+    let (settings, setup_cost, coupling, model) = head.ok_or(Error::NoSamples { reason: "no replicate" })?;
+    reps.sort_by_key(|r| r.0);
+    if reps.len() != settings.n_chains || reps.iter().enumerate().any(|(i, r)| r.0 != i) {
+        return Err(Error::CorruptCheckpoint { reason: "the parts do not cover every replicate once".into() });
+    }
+    divergences.sort_by_key(|d: &Divergence| d.chain);
+    RrParts {
+        replicates: reps.into_iter().filter_map(|r| r.1).collect(),
+        divergences,
+        cost: cost + setup_cost,
+        setup_cost,
+        wall_time: wall,
+        settings,
+        coupling,
+        model,
+    }
+    .into_output()
+}
+
+pub(super) fn assemble<S: Discretisation>(
+    done: Vec<Finished<PairUnit<S>>>,
+    settings: &RunSettings,
+    setup_cost: Cost,
+    coupling: NoiseCoupling,
+    wall: Duration,
+    wall_before: Duration,
+    model: crate::run::checkpoint::ModelFingerprint,
+) -> Result<RrOutput<S>> {
+    let (mut replicates, mut divergences) = (Vec::new(), Vec::new());
+    let mut cost = setup_cost;
+    for f in done {
+        let (u, div) = match f {
+            Finished::Ran(u, _) => (u, None),
+            Finished::Diverged(u, div) => (u, Some(div)),
+        };
+        cost += u.a.sampler.cost() + u.b.sampler.cost();
+        let (ea, eb) = (u.a.recorder.map(Recorder::finish), u.b.recorder.map(Recorder::finish));
+        match div {
+            Some(mut div) => {
+                div.draws.extend(ea.into_iter().chain(eb));
+                divergences.push(div);
+            }
+            None => replicates.push(Replicate {
+                coarse: ea.ok_or(Error::NotInitialised)?,
+                fine: eb.ok_or(Error::NotInitialised)?,
+                iterations: u.a.iteration.min(u.b.iteration),
+                streams: [u.a.noise, u.a.rng, u.b.noise, u.b.rng],
+                chains: (u.a.sampler, u.b.sampler),
+            }),
+        }
+    }
+    RrParts {
+        replicates,
+        divergences,
+        cost,
+        setup_cost,
+        wall_time: wall_before + wall,
+        settings: *settings,
+        coupling,
+        model,
+    }
+    .into_output()
+}
