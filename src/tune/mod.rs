@@ -120,6 +120,7 @@ mod predict;
 pub use predict::*;
 mod geometry;
 pub use geometry::*;
+mod reason;
 
 /// The predicted smallest ESS [`Objective::Convergence`] asks of a planned run:
 /// [`CONVERGENCE_MARGIN`] × the larger of [`ESS_MIN`](crate::diagnostics::ESS_MIN) and the ESS at
@@ -127,38 +128,6 @@ pub use geometry::*;
 fn convergence_ess(planned: &PlannedRun, d: usize) -> f64 {
     CONVERGENCE_MARGIN
         * crate::trace::diagnostics::ESS_MIN.max(ess_for_rhat(crate::trace::diagnostics::RHAT_MAX, planned, d))
-}
-
-/// ", e.g. to about N × chains kept iterations", the planned length at which the error model's
-/// own accuracy step predicts the ESS [`Objective::Convergence`] asks (empty without a model
-/// that saw bias).
-fn longer(model: &Option<ErrorModel>, planned: &PlannedRun, d: usize) -> String {
-    let Some(m) = model.as_ref().filter(|m| m.bias_seen && m.beta2 > 0.0) else { return String::new() };
-    let ok = |iterations: u64| {
-        let p = PlannedRun { iterations, ..*planned };
-        m.min_ess(m.accuracy_step(p.draws()), p.draws()) >= convergence_ess(&p, d)
-    };
-    let mut n = planned.iterations.max(1).saturating_mul(2);
-    for _ in 0..40 {
-        if ok(n) {
-            // Bisect between the last length that failed and n, then round up to two
-            // significant digits.
-            let (mut lo, mut hi) = ((n / 2).max(planned.iterations), n);
-            while hi - lo > (hi / 64).max(1) {
-                let mid = lo + (hi - lo) / 2;
-                if ok(mid) { hi = mid } else { lo = mid }
-            }
-            let unit = 10u64.pow((hi as f64).log10().floor().max(1.0) as u32 - 1);
-            let n = hi.div_ceil(unit).saturating_mul(unit);
-            return format!(
-                ", e.g. to about {n} x {} kept iterations, where its own step predicts ESS ≥ {:.0}",
-                planned.chains,
-                convergence_ess(&PlannedRun { iterations: n, ..*planned }, d)
-            );
-        }
-        n = n.saturating_mul(2);
-    }
-    String::new()
 }
 
 /// Chooses `sampler`'s constant step size for `model` from `theta0` without the user's help (see
@@ -188,65 +157,22 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     settings: &TuneSettings,
 ) -> Result<Tuned<S>> {
     let started = std::time::Instant::now();
+    // 1. Mode, curvature, whitening and the centre step (shared with tune_rr).
     let Setup { mode, curv, centre, scale, laplace, base, whitening, mut preconditioning, mut cost } =
         setup(model, sampler, theta0, settings)?;
-    let base = match (&whitening, settings.correct_gradient_noise) {
-        (Some(_), true) if mode.len() > DENSE_WHITENING_MAX_DIM => {
-            preconditioning.push_str(&format!(
-                "; gradient noise not corrected: d = {} > {DENSE_WHITENING_MAX_DIM} (its dense covariance would cost \
-                 {} multiply-adds per step, against the whitening's {})",
-                mode.len(),
-                2 * mode.len() * mode.len(),
-                2 * mode.len()
-            ));
-            base
-        }
-        (Some(w), true) => {
-            let points = (200 * mode.len()).clamp(GRADIENT_NOISE_POINTS_MIN, GRADIENT_NOISE_POINTS_MAX);
-            let mut spent = Cost::default();
-            match base.noise_corrected(model, w, points, settings.seed, &mut spent)? {
-                Some((corrected, noise)) => {
-                    let l = noise.eigenvalues();
-                    preconditioning.push_str(&format!(
-                        "; gradient noise corrected: whitened noise covariance eigenvalues [{:.3e}, {:.3e}] \
-                         ({}; {} datum gradients), {} multiply-adds per step ({} under pSGLD's metric)",
-                        l.first().copied().unwrap_or(0.0),
-                        l.last().copied().unwrap_or(0.0),
-                        noise.summary(),
-                        spent.datum_gradients,
-                        noise.flops_per_step(),
-                        noise.flops_per_step() * 2,
-                    ));
-                    cost += spent;
-                    corrected
-                }
-                None => base,
-            }
-        }
-        _ => base,
-    };
-    let sampler = &base;
-    // A noise-corrected sampler's steps stay where its correction is complete (above the limit
-    // the injected noise cannot shrink further and the bias grows faster than the pilots' linear
-    // model of it). Where the minibatch noise dominates — the limit below half the curvature
-    // step, a whitened noise variance above 4 — the candidates stop at the limit.
-    let limit = sampler.step_limit().filter(|l| l.is_finite() && *l > 0.0);
-    let top_factor = settings.factors.iter().copied().fold(0.0, f64::max);
-    let grid_centre = match limit {
-        Some(l) if l < centre / 2.0 => centre.min(l / top_factor),
-        _ => centre,
-    };
-    let pilot_at = |h: f64, index: u64| pilot(model, sampler, &mode, (&scale, &laplace), h, index, settings);
+    // 2. The gradient-noise correction, measured at Laplace draws.
+    let base = correct_gradient_noise(model, base, &whitening, mode.len(), settings, &mut preconditioning, &mut cost)?;
+    // 3. The pilot grid, capped where the correction stops being complete.
+    let limit = positive_step_limit(&base);
+    let grid_centre = grid_centre(centre, limit, &settings.factors);
+    let pilot_at = |h: f64, index: u64| pilot(model, &base, &mode, (&scale, &laplace), h, index, settings);
     let trials: Vec<Trial> = pilot_grid(grid_centre, settings, limit, pilot_at)?;
-    let extensions = trials.len() - settings.factors.len();
     for t in &trials {
         cost += t.cost;
     }
-    // The gradient noise where the chains go (its Laplace-draw measurement can be far from it on
-    // a skewed posterior): at the draws of the pilot closest to the posterior; and the margin
-    // below its limit.
+    // 4. The gradient noise measured again where the chains go.
     let visited = match (&whitening, limit) {
-        (Some(w), Some(l)) => visited_noise(model, sampler, w, &mode, &trials, l, settings, &mut cost)?,
+        (Some(w), Some(l)) => visited_noise(model, &base, w, &mode, &trials, l, settings, &mut cost)?,
         _ => None,
     };
     let visited_sampler;
@@ -254,241 +180,57 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         Some(v) => {
             preconditioning.push_str(&v.note);
             visited_sampler = v.sampler;
-            let limit = visited_sampler.step_limit().filter(|l| l.is_finite() && *l > 0.0);
-            (&visited_sampler, limit, v.misfit)
+            (&visited_sampler, positive_step_limit(&visited_sampler), v.misfit)
         }
-        None => (sampler, limit, 0.0),
+        None => (&base, limit, 0.0),
     };
-    // No step at the limit itself: a margin leaves injected noise in every direction, so that a
-    // state where the minibatch noise is smaller than its average still gets noise.
+    // 5. The step: the error model's minimiser for the planned run (or the KSD fit), never above
+    // the margin below the correction's limit, then the objective.
     let cap = limit.map(|l| l * CORRECTION_MARGIN);
-    // The sd bias the correction leaves: its own approximation (pSGLD's series), and its misfit
-    // to the noise where the chains go, `c(h) ΔV/2` with the weight `c(h) = h/(limit λ_max)` and
-    // ΔV = misfit × λ_max.
-    let residuals = |steps: &[f64], out: &mut [f64]| {
-        sampler.correction_residuals(steps, out);
-        if let Some(l) = limit.filter(|_| misfit > 0.0) {
-            out.iter_mut().zip(steps).for_each(|(o, h)| *o += misfit * h / (2.0 * l));
-        }
-    };
+    let residuals = Residuals { sampler, limit, misfit };
     let argmin = best_scored(&trials).ok_or(Error::NotConverged {
         what: "tune",
         iterations: trials.len() as u64,
         residual: f64::NAN,
     })?;
-    let edge = argmin.0 == 0 || argmin.0 == trials.len() - 1;
-    let failed = trials.iter().filter(|t| t.failure.is_some()).count();
-    // The scored candidates `(h, D)` and their KSD standard errors, index for index.
-    let (scored, ses): (Vec<(f64, f64)>, Vec<f64>) =
-        trials.iter().filter_map(|t| t.ksd.map(|k| ((t.step_size, k), t.ksd_se.unwrap_or(f64::NAN)))).unzip();
-    // The pilots' Monte Carlo term scaled to the planned run: D²(h) ≈ r·a/h + b·h² + c with r the
-    // ratio of the pilots' kept draws to the run's.
-    let pilot_draws = ((settings.pilot_iterations - settings.pilot_burn_in) * settings.pilot_chains as u64) as f64;
-    let ratio = pilot_draws / settings.planned_run.draws();
-    // The predicted error of the planned run, from the pilots' per-coordinate Monte Carlo and
-    // bias measurements; when no pilot showed bias, the KSD fit.
-    let thin = settings.pilot_thin() as f64;
-    let h_ksd = trials[argmin.0].step_size;
     let planned = settings.planned_run;
+    let pilot_draws = ((settings.pilot_iterations - settings.pilot_burn_in) * settings.pilot_chains as u64) as f64;
+    let h_ksd = trials[argmin.0].step_size;
+    let thin = settings.pilot_thin() as f64;
     let model = error_model_step(&trials, h_ksd, pilot_draws, thin, planned.draws(), 2, sampler.mixing_exponent());
-    // The model that predicts the chosen step's error, and whether the approximate correction's
-    // residual joins its bias (None: no pilot showed bias, so no error is predicted).
-    let mut predictor: Option<(ErrorModel, bool)> = None;
-    let (step, how) = match &model {
-        Some(m) if m.bias_seen => (
-            m.step,
-            format!(
-                "the minimiser of the planned run's predicted worst error in posterior sds, max_j β_j² h² + K h^(−γ)/N \
-                 (N = {} x {} kept draws; from the pilots' per-coordinate Stein moment errors and autocorrelation \
-                 times: max β² = {:.3e}, γ = {:.2} ({}), K = {:.3e}){}",
-                planned.iterations,
-                planned.chains,
-                m.beta2,
-                m.gamma,
-                if sampler.mixing_exponent().is_some() { "the sampler's diffusion limit" } else { "fitted" },
-                m.k_mc,
-                if m.clamped { " (at an end of the searched range)" } else { "" }
-            ),
-        ),
-        // The grid capped at a noise-corrected sampler's limit (the noise-dominated case): below
-        // it the correction leaves the exact-gradient scheme's discretisation bias, at least
-        // whitened ULA's on a Gaussian (sd factor 1/√(1 − h/2) ≈ 1 + h/4), which pilots at these
-        // small steps rarely resolve: the error model with β² at least that floor, up to the limit.
-        Some(m) if grid_centre < centre => {
-            let slope = sampler.exact_gradient_bias_slope();
-            let floor = slope * slope;
-            let beta2 = if m.bias_seen { m.beta2.max(floor) } else { floor };
-            let top = scored.iter().map(|&(h, _)| h).fold(0.0, f64::max);
-            let top = cap.map_or(top, |c| top.min(c));
-            let floor_model = ErrorModel { beta2, ..*m };
-            predictor = Some((floor_model, true));
-            // An approximate correction: its residual bias joins the floor's, minimised on a log
-            // grid of 2 001 steps over four decades below the limit (0.46 % apart).
-            let grid: Vec<f64> = (0..=2000).map(|i| top * 10f64.powf(-4.0 * (1.0 - i as f64 / 2000.0))).collect();
-            let mut residual = vec![0.0; grid.len()];
-            residuals(&grid, &mut residual);
-            let (h, at_h, at_top) = if residual[grid.len() - 1] > 0.0 {
-                let (i, _) = grid
-                    .iter()
-                    .zip(&residual)
-                    .map(|(&h, &r)| floor_model.predicted_error2_with(h, planned.draws(), r))
-                    .enumerate()
-                    .min_by(|a, b| a.1.total_cmp(&b.1))
-                    .unwrap_or((grid.len() - 1, 0.0));
-                (grid[i], residual[i], residual[grid.len() - 1])
-            } else {
-                (floor_model.accuracy_step(planned.draws()).min(top), 0.0, 0.0)
-            };
-            (
-                h,
-                format!(
-                    "the minimiser of the planned run's predicted worst error in posterior sds, max_j β_j² h² + K \
-                     h^(−γ)/N, up to the gradient-noise correction's limit {top:.3e} (N = {} x {} kept draws; β² = \
-                     {beta2:.3e}: {}, K = {:.3e}, γ = {:.2}{})",
-                    planned.iterations,
-                    planned.chains,
-                    if m.bias_seen && m.beta2 > floor {
-                        "from the pilots' per-coordinate Stein moment errors".to_string()
-                    } else {
-                        format!(
-                            "the floor ({slope:.4e})² of the exact-gradient scheme's sd bias on a whitened Gaussian{}",
-                            if m.bias_seen { ", above the pilots' estimate" } else { "; no pilot showed a bias" }
-                        )
-                    },
-                    m.k_mc,
-                    m.gamma,
-                    if at_top > 0.0 {
-                        format!(
-                            "; plus the approximate correction's own sd bias, {at_h:.2e} at this step, {at_top:.2e} at \
-                             the limit"
-                        )
-                    } else {
-                        String::new()
-                    },
-                ),
-            )
-        }
-        // No pilot showed bias: the KSD fit (as before the error model).
-        _ => ksd_fit_step(&scored, &ses, h_ksd, ratio, &planned),
-    };
-    if let Some(m) = model.as_ref().filter(|m| m.bias_seen && predictor.is_none()) {
-        predictor = Some((*m, true));
-    }
-    // Never above the margin below the limit of a gradient-noise correction.
+    let capped_grid = grid_centre < centre;
+    let (step, how, predictor) =
+        choose_step(&model, &trials, h_ksd, pilot_draws, settings, capped_grid, cap, &residuals);
     let (step, how) = match cap {
-        Some(c) if step > c => (
-            c,
-            format!(
-                "{how}; lowered from {step:.4e} to {CORRECTION_MARGIN} x the gradient-noise correction's limit \
-                 ({c:.4e})"
-            ),
-        ),
+        Some(c) if step > c => (c, reason::lowered_to_margin(&how, step, c)),
         _ => (step, how),
     };
     let d = mode.len();
-    // Under Objective::Convergence, the smallest step at which the planned run's predicted ESS
-    // meets the verdict's needs (with the margin), if its predicted error stays within
-    // CONVERGENCE_ERROR_RATIO of the accuracy step's and within the pilots' stable range.
     let (step, how) = match (&model, settings.objective) {
-        (Some(m), Objective::Convergence) => {
-            let need = convergence_ess(&planned, d);
-            let h_need = m.step_for_ess(need, planned.draws());
-            let hi = trials.iter().filter(|t| t.ksd.is_some()).map(|t| t.step_size).fold(0.0, f64::max);
-            let (e0, e1) = (m.predicted_error(step, planned.draws()), m.predicted_error(h_need, planned.draws()));
-            if h_need <= step {
-                (step, format!("{how}; the objective Convergence (predicted ESS ≥ {need:.0}) keeps it"))
-            } else if !m.bias_seen {
-                (
-                    step,
-                    format!(
-                        "{how}; the objective Convergence did not raise it: a predicted smallest ESS of {need:.0} needs \
-                         {h_need:.4e}, but no pilot showed a bias to predict that step's error from"
-                    ),
-                )
-            } else if h_need <= hi && e1 <= CONVERGENCE_ERROR_RATIO * e0 {
-                (
-                    h_need,
-                    format!(
-                        "objective Convergence: raised {:.2}x from {step:.4e} to the smallest step whose predicted \
-                         smallest ESS is {need:.0} ({CONVERGENCE_MARGIN} x what the verdict needs), at a predicted worst \
-                         error {e1:.3} sd against {e0:.3} ({how})",
-                        h_need / step,
-                    ),
-                )
-            } else {
-                (
-                    step,
-                    format!(
-                        "{how}; the objective Convergence did not raise it: a predicted smallest ESS of {need:.0} needs \
-                         {h_need:.4e}, {}",
-                        if h_need > hi {
-                            format!("above the largest stable pilot step {hi:.4e}")
-                        } else {
-                            format!(
-                                "whose predicted worst error {e1:.3} sd is {:.2}x this step's {e0:.3} (the objective \
-                                 allows {CONVERGENCE_ERROR_RATIO}x)",
-                                e1 / e0
-                            )
-                        }
-                    ),
-                )
-            }
-        }
+        (Some(m), Objective::Convergence) => objective_convergence(m, step, how, &trials, &planned, d),
         _ => (step, how),
     };
-    // The planned run's smallest ESS at the chosen step, from the pilots' autocorrelation times,
-    // and the largest split-R̂ that ESS leaves.
+    // 6. What the planned run will show at that step: its smallest ESS, largest split-R̂ and
+    // worst error.
     let predicted_ess = model.as_ref().map(|m| m.min_ess(step, planned.draws()));
     let predicted_rhat = predicted_ess.map(|ess| predicted_max_rhat(ess, &planned, d));
     let predicted_error = predictor.map(|(m, with_residual)| {
-        let mut residual = [0.0];
-        if with_residual {
-            residuals(&[step], &mut residual);
-        }
-        m.predicted_error2_with(step, planned.draws(), residual[0]).sqrt()
+        let residual = if with_residual { residuals.at(step) } else { 0.0 };
+        m.predicted_error2_with(step, planned.draws(), residual).sqrt()
     });
-    let how = match predicted_error {
-        Some(e) => format!("{how}; predicted worst error of the planned run {e:.3} sd"),
-        None => how,
-    };
-    let how = match (predicted_ess, predicted_rhat) {
-        (Some(ess), _) if ess < crate::trace::diagnostics::ESS_MIN => format!(
-            "{how}; predicted smallest ESS of the planned run {ess:.0} — below the {:.0} the convergence verdict asks: \
-             expect NOT CONVERGED at this length (run longer{}, or lower the gradient noise: a larger \
-             minibatch, or control variates if the estimator has none)",
-            crate::trace::diagnostics::ESS_MIN,
-            longer(&model, &planned, d)
-        ),
-        (Some(ess), Some(r)) if r > crate::trace::diagnostics::RHAT_MAX => format!(
-            "{how}; predicted smallest ESS of the planned run {ess:.0} and largest split-R̂ {r:.3} — above the {} the \
-             convergence verdict asks (that needs an ESS of about {:.0}): expect NOT CONVERGED at this length (run \
-             longer{}, or lower the gradient noise: a larger minibatch, or control variates if the estimator has none)",
-            crate::trace::diagnostics::RHAT_MAX,
-            ess_for_rhat(crate::trace::diagnostics::RHAT_MAX, &planned, d),
-            longer(&model, &planned, d)
-        ),
-        (Some(ess), Some(r)) => {
-            format!("{how}; predicted smallest ESS of the planned run {ess:.0}, largest split-R̂ {r:.3}")
-        }
-        _ => how,
-    };
-    let capped = match limit {
-        Some(l) if grid_centre < centre => format!(
-            " (capped at {l:.3e}, where the gradient-noise correction stops being complete: the grid centred on {grid_centre:.3e})"
-        ),
-        _ => String::new(),
-    };
-    let reason = format!(
-        "step {step:.4e}: {how}; smallest KSD {:.4e} at {:.3e}, of {} candidate steps {:.3e} … {:.3e} around the curvature step {centre:.3e}{capped} \
-         (λ_max = {:.4e}); {failed} failed; grid extended {extensions} time(s){}; preconditioning: {preconditioning}",
-        argmin.1,
-        trials[argmin.0].step_size,
-        trials.len(),
-        trials.first().map_or(f64::NAN, |t| t.step_size),
-        trials.last().map_or(f64::NAN, |t| t.step_size),
-        curv.lambda_max,
-        if edge { "; the smallest KSD is still at an end of the grid" } else { "" },
-    );
+    let how = reason::with_predictions(how, predicted_error, predicted_ess, predicted_rhat, &model, &planned, d);
+    let reason = reason::summary(&reason::Summary {
+        step,
+        how: &how,
+        trials: &trials,
+        argmin,
+        centre,
+        grid_centre,
+        limit,
+        lambda_max: curv.lambda_max,
+        extensions: trials.len() - settings.factors.len(),
+        preconditioning: &preconditioning,
+    });
     Ok(Tuned {
         sampler: sampler.with_step_size(step)?,
         step_size: step,
@@ -505,6 +247,184 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         predicted_rhat,
         predicted_error,
     })
+}
+
+/// A sampler's gradient-noise correction limit ([`Tunable::step_limit`]) when it has a finite,
+/// positive one.
+fn positive_step_limit<S: Tunable>(sampler: &S) -> Option<f64> {
+    sampler.step_limit().filter(|l| l.is_finite() && *l > 0.0)
+}
+
+/// The centre of the candidate grid: the curvature step, or, where a noise-corrected sampler's
+/// limit is below half of it (the minibatch noise dominates), the step that puts the grid's top
+/// candidate at the limit. Above the limit the injected noise cannot shrink further and the bias
+/// grows faster than the pilots' linear model of it.
+fn grid_centre(centre: f64, limit: Option<f64>, factors: &[f64]) -> f64 {
+    let top_factor = factors.iter().copied().fold(0.0, f64::max);
+    match limit {
+        Some(l) if l < centre / 2.0 => centre.min(l / top_factor),
+        _ => centre,
+    }
+}
+
+/// Step 2 of [`tune`]: a whitened sampler that takes a gradient-noise correction gets it,
+/// measured at Laplace draws (up to d = [`DENSE_WHITENING_MAX_DIM`]); the preconditioning line
+/// says what was measured or why not.
+fn correct_gradient_noise<M: Model + ?Sized, S: Tunable>(
+    model: &M,
+    base: S,
+    whitening: &Option<Arc<Whitening>>,
+    d: usize,
+    settings: &TuneSettings,
+    preconditioning: &mut String,
+    cost: &mut Cost,
+) -> Result<S> {
+    match (whitening, settings.correct_gradient_noise) {
+        (Some(_), true) if d > DENSE_WHITENING_MAX_DIM => {
+            preconditioning.push_str(&reason::noise_not_corrected(d));
+            Ok(base)
+        }
+        (Some(w), true) => {
+            let points = (200 * d).clamp(GRADIENT_NOISE_POINTS_MIN, GRADIENT_NOISE_POINTS_MAX);
+            let mut spent = Cost::default();
+            match base.noise_corrected(model, w, points, settings.seed, &mut spent)? {
+                Some((corrected, noise)) => {
+                    preconditioning.push_str(&reason::noise_corrected(&noise, &spent));
+                    *cost += spent;
+                    Ok(corrected)
+                }
+                None => Ok(base),
+            }
+        }
+        _ => Ok(base),
+    }
+}
+
+/// The sd bias a gradient-noise correction leaves at a step: its own approximation (pSGLD's
+/// series), and its misfit to the noise where the chains go, `c(h) ΔV/2` with the weight
+/// `c(h) = h/(limit λ_max)` and ΔV = misfit × λ_max.
+struct Residuals<'a, S> {
+    sampler: &'a S,
+    limit: Option<f64>,
+    misfit: f64,
+}
+
+impl<S: Tunable> Residuals<'_, S> {
+    /// The residuals at `steps`, into `out`.
+    fn fill(&self, steps: &[f64], out: &mut [f64]) {
+        self.sampler.correction_residuals(steps, out);
+        if let Some(l) = self.limit.filter(|_| self.misfit > 0.0) {
+            out.iter_mut().zip(steps).for_each(|(o, h)| *o += self.misfit * h / (2.0 * l));
+        }
+    }
+
+    /// The residual at one step.
+    fn at(&self, step: f64) -> f64 {
+        let mut r = [0.0];
+        self.fill(&[step], &mut r);
+        r[0]
+    }
+}
+
+/// Step 5 of [`tune`]: the step for the planned run and how it was chosen, with the error model
+/// that predicts its error (and whether the correction's residual joins that error's bias;
+/// `None`: no pilot showed bias, so no error is predicted).
+#[allow(clippy::too_many_arguments)]
+fn choose_step<S: Tunable>(
+    model: &Option<ErrorModel>,
+    trials: &[Trial],
+    h_ksd: f64,
+    pilot_draws: f64,
+    settings: &TuneSettings,
+    capped_grid: bool,
+    cap: Option<f64>,
+    residuals: &Residuals<'_, S>,
+) -> (f64, String, Option<(ErrorModel, bool)>) {
+    let planned = settings.planned_run;
+    // The scored candidates `(h, D)` and their KSD standard errors, index for index.
+    let (scored, ses): (Vec<(f64, f64)>, Vec<f64>) =
+        trials.iter().filter_map(|t| t.ksd.map(|k| ((t.step_size, k), t.ksd_se.unwrap_or(f64::NAN)))).unzip();
+    match model {
+        Some(m) if m.bias_seen => {
+            (m.step, reason::error_model(m, &planned, residuals.sampler.mixing_exponent().is_some()), Some((*m, true)))
+        }
+        Some(m) if capped_grid => {
+            let top = scored.iter().map(|&(h, _)| h).fold(0.0, f64::max);
+            noise_floor_step(m, top, cap, &planned, residuals)
+        }
+        // No pilot showed bias: the KSD fit, its Monte Carlo term scaled to the planned run
+        // (D²(h) ≈ r·a/h + b·h² + c, r the ratio of the pilots' kept draws to the run's).
+        _ => {
+            let (h, how) = ksd_fit_step(&scored, &ses, h_ksd, pilot_draws / planned.draws(), &planned);
+            (h, how, None)
+        }
+    }
+}
+
+/// The grid capped at a noise-corrected sampler's limit (the noise-dominated case): below it the
+/// correction leaves the exact-gradient scheme's discretisation bias, at least whitened ULA's on
+/// a Gaussian (sd factor 1/√(1 − h/2) ≈ 1 + h/4), which pilots at these small steps rarely
+/// resolve: the error model with β² at least that floor, up to the limit. An approximate
+/// correction's residual bias joins the floor's, minimised on a log grid of 2 001 steps over four
+/// decades below the limit (0.46 % apart).
+fn noise_floor_step<S: Tunable>(
+    m: &ErrorModel,
+    top: f64,
+    cap: Option<f64>,
+    planned: &PlannedRun,
+    residuals: &Residuals<'_, S>,
+) -> (f64, String, Option<(ErrorModel, bool)>) {
+    let slope = residuals.sampler.exact_gradient_bias_slope();
+    let floor = slope * slope;
+    let beta2 = if m.bias_seen { m.beta2.max(floor) } else { floor };
+    let top = cap.map_or(top, |c| top.min(c));
+    let floor_model = ErrorModel { beta2, ..*m };
+    let grid: Vec<f64> = (0..=2000).map(|i| top * 10f64.powf(-4.0 * (1.0 - i as f64 / 2000.0))).collect();
+    let mut residual = vec![0.0; grid.len()];
+    residuals.fill(&grid, &mut residual);
+    let (h, at_h, at_top) = if residual[grid.len() - 1] > 0.0 {
+        let (i, _) = grid
+            .iter()
+            .zip(&residual)
+            .map(|(&h, &r)| floor_model.predicted_error2_with(h, planned.draws(), r))
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap_or((grid.len() - 1, 0.0));
+        (grid[i], residual[i], residual[grid.len() - 1])
+    } else {
+        (floor_model.accuracy_step(planned.draws()).min(top), 0.0, 0.0)
+    };
+    let how = reason::noise_floor(m, planned, top, beta2, floor, slope, at_h, at_top);
+    (h, how, Some((floor_model, true)))
+}
+
+/// Under [`Objective::Convergence`], the smallest step at which the planned run's predicted ESS
+/// meets the verdict's needs (with [`CONVERGENCE_MARGIN`]), if its predicted error stays within
+/// [`CONVERGENCE_ERROR_RATIO`] of the accuracy step's and within the pilots' stable range.
+fn objective_convergence(
+    m: &ErrorModel,
+    step: f64,
+    how: String,
+    trials: &[Trial],
+    planned: &PlannedRun,
+    d: usize,
+) -> (f64, String) {
+    let need = convergence_ess(planned, d);
+    let h_need = m.step_for_ess(need, planned.draws());
+    let hi = trials.iter().filter(|t| t.ksd.is_some()).map(|t| t.step_size).fold(0.0, f64::max);
+    let (e0, e1) = (m.predicted_error(step, planned.draws()), m.predicted_error(h_need, planned.draws()));
+    let outcome = if h_need <= step {
+        reason::Objective::Kept
+    } else if !m.bias_seen {
+        reason::Objective::NoBias
+    } else if h_need <= hi && e1 <= CONVERGENCE_ERROR_RATIO * e0 {
+        reason::Objective::Raised
+    } else {
+        reason::Objective::Refused { above_stable: h_need > hi, hi }
+    };
+    let raised = matches!(outcome, reason::Objective::Raised);
+    let how = reason::objective(&how, &outcome, step, h_need, need, e0, e1);
+    (if raised { h_need } else { step }, how)
 }
 
 /// A noise-corrected sampler whose gradient noise was measured again where its chains go (see

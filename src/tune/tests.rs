@@ -1,3 +1,6 @@
+use super::reason::longer;
+use super::*;
+
 /// The suggested length (see `longer`) is one at which the error model's own accuracy step
 /// predicts the ESS `Objective::Convergence` asks, within the bisection's 1/64 and the
 /// rounding to two digits of the shortest such length; absurd plans do not overflow.
@@ -30,8 +33,6 @@ fn the_suggested_length_converges_by_the_model_and_is_not_much_longer() {
     assert_eq!(longer(&Some(ErrorModel { bias_seen: false, ..m }), &planned, 3), "");
     assert_eq!(longer(&None, &planned, 3), "");
 }
-
-use super::*;
 
 #[test]
 fn the_fit_recovers_the_minimiser_of_its_model() {
