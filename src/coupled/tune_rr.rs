@@ -103,66 +103,33 @@ impl GridPilot for RrPilot {
     }
 }
 
-/// Chooses the step of a Richardson–Romberg extrapolation from an estimate of its error, not from
-/// its IMQ KSD (the KSD of a signed-weight measure is not comparable across steps).
-///
-/// After the mode, curvature and the base sampler's centre step (as [`tune`](crate::tune::tune)), each candidate
-/// `h = centre × factor` runs a pilot of 4 replicate pairs, each from its own draw of the Laplace
-/// approximation `N(θ̂, ∇²U(θ̂)⁻¹)` (the same draws for every candidate, so that what a pilot
-/// too short for its step has not forgotten of its start shows). The step is chosen on the
-/// **Stein moment discrepancy of the extrapolated measure** `2 π̂_{h/2} − π̂_h`: the moment
-/// identities of [`TuneSettings::moment_weight`] are linear in the measure, so the signed
-/// combination's are the same combination of the two chains' (exact scores at the thinned
-/// draws), and they estimate the extrapolation's errors of each mean and sd in posterior sds —
-/// remaining bias, Monte Carlo error and what has not relaxed together. The winner minimises
-/// `D²(h) ≈ a/h + b·h⁴ + c` fitted to all candidates (the extrapolation removes the first-order
-/// bias), clamped to the grid; the smallest discrepancy when the fit is not convex. The grid is
-/// [`tune`](crate::tune::tune)'s: extended by factors of 2 until two scored candidates lie on each
-/// side of the smallest discrepancy, at most [`TuneSettings::max_extensions`] times, never above
-/// a step that failed.
-///
-/// Each [`RrTrial`] also records the bias estimate of the first-order differences
-/// `D_q(h) = π̂_{h/2}(q) − π̂_h(q) ≈ a h/2 + (3/4) b h²` of the standardised means and variances q
-/// (remaining bias `−b h²/2` from the slope of `D_q/h` to the next candidate) and the replicates'
-/// Monte Carlo error. Chosen on those alone, the step came out up to 4× too small on the
-/// ill-conditioned posterior of the `tune_logistic` example: a pilot whose chains have not
-/// relaxed has small differences and a small spread.
-///
-/// **Safety**: the step returned is never above the largest candidate that its bias estimate
-/// does not call biased. A candidate is called biased when, for some standardised mean or
-/// variance, the estimated remaining bias is above both the planned run's Monte Carlo error of
-/// that quantity ([`TuneSettings::planned_run`]; the pilot's replicate error scaled by the
-/// square root of the ratio of draws) and four standard errors of the estimates (RMS over the
-/// quantities, [`RrTrial::bias_se`]: a pilot cannot call a step biased by less than it can
-/// measure). If the fit's minimiser is above the
-/// largest safe candidate, the step is lowered to it and the reason says so.
-///
-/// Errors: as [`tune`](crate::tune::tune); [`Error::NotConverged`] (`"tune_rr"`) when fewer than two candidates ran
-/// (no fit is possible), or when no candidate is safe.
-pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
-    model: &M,
-    rr: &RichardsonRomberg<S>,
-    theta0: &[f64],
-    settings: &TuneSettings,
-) -> Result<TunedRr<S>> {
-    let started = std::time::Instant::now();
-    let Setup { mode, curv, centre, scale: _, laplace, base, whitening, preconditioning, mut cost } =
-        setup(model, rr.base(), theta0, settings)?;
-    // Means and variances are measured in the Laplace approximation's marginal sds (not the
-    // conditional ones 1/√Hⱼⱼ, far smaller on a correlated posterior).
-    let unit: Vec<f64> = laplace.sd.iter().map(|s| 1.0 / s).collect();
-    let d = mode.len();
-    let starts = laplace.draws(&mode, RR_REPLICATES, settings.seed)?;
-    let kept = settings.pilot_iterations - settings.pilot_burn_in;
-    let thin = settings.pilot_thin();
-    let pilot_at = |h: f64, i: u64| -> Result<RrPilot> {
+/// What every Richardson–Romberg pilot of [`tune_rr`] shares: the model, the base sampler, the
+/// replicates' dispersed starts and the units of the standardised means and variances.
+struct RrPlan<'a, M: ?Sized, S> {
+    model: &'a M,
+    base: &'a S,
+    coupling: crate::coupled::richardson::NoiseCoupling,
+    starts: Vec<Vec<f64>>,
+    /// 1 / the Laplace approximation's marginal sds.
+    unit: Vec<f64>,
+    laplace: &'a crate::tune::Laplace,
+    mode: &'a [f64],
+    settings: &'a TuneSettings,
+    thin: u64,
+    d: usize,
+}
+
+impl<M: Model + ?Sized, S: Tunable + Discretisation> RrPlan<'_, M, S> {
+    /// The pilot at step `h` (chain A's), index `i` for its streams: one replicate pair per start;
+    /// a divergence or a non-finite score is a failed pilot, not an error.
+    fn pilot(&self, h: f64, i: u64) -> Result<RrPilot> {
         let failed = |why: String, cost: Cost| RrPilot { step: h, measured: None, failure: Some(why), cost };
-        let r = RichardsonRomberg::with_coupling(base.with_step_size(h)?, rr.coupling());
-        // One replicate pair per dispersed start (the same starts for every candidate).
+        let r = RichardsonRomberg::with_coupling(self.base.with_step_size(h)?, self.coupling);
+        // One replicate pair per dispersed start (the same self.starts for every candidate).
         let mut outs = Vec::with_capacity(RR_REPLICATES);
-        for (k, start) in starts.iter().enumerate() {
-            let rs = settings.pilot_run(1, thin, i, k as u64);
-            match Runner::new(model, &r).start(start).settings(rs).run() {
+        for (k, start) in self.starts.iter().enumerate() {
+            let rs = self.settings.pilot_run(1, self.thin, i, k as u64);
+            match Runner::new(self.model, &r).start(start).settings(rs).run() {
                 Ok(out) => outs.push(out),
                 Err(e) if e.is_divergence() => return Ok(failed(e.to_string(), Cost::default())),
                 Err(e) => return Err(e),
@@ -171,7 +138,10 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         // Standardised means and variances q.
         let q = |e: &crate::trace::estimate::Estimate| -> Result<Vec<f64>> {
             let (m, v) = (e.mean()?, e.variance()?);
-            Ok((0..d).map(|j| m[j] * unit[j]).chain((0..d).map(|j| v[j] * unit[j] * unit[j])).collect())
+            Ok((0..self.d)
+                .map(|j| m[j] * self.unit[j])
+                .chain((0..self.d).map(|j| v[j] * self.unit[j] * self.unit[j]))
+                .collect())
         };
         let fine = q(&crate::trace::estimate::Estimate::combine(outs.iter().map(|o| o.fine.clone()))?)?;
         let coarse = q(&crate::trace::estimate::Estimate::combine(outs.iter().map(|o| o.coarse.clone()))?)?;
@@ -180,7 +150,7 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         let per = outs.iter().map(|o| Ok(q(&o.fine)?.iter().zip(q(&o.coarse)?).map(|(a, b)| a - b).collect()));
         let per: Vec<Vec<f64>> = per.collect::<Result<_>>()?;
         let r = per.len() as f64;
-        let diff_se: Vec<f64> = (0..2 * d)
+        let diff_se: Vec<f64> = (0..2 * self.d)
             .map(|k| {
                 let m = per.iter().map(|p| p[k]).sum::<f64>() / r;
                 (per.iter().map(|p| (p[k] - m).powi(2)).sum::<f64>() / (r - 1.0) / r).sqrt()
@@ -190,15 +160,15 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         let mut spent = outs.iter().fold(Cost::default(), |c, o| c + (o.cost - o.setup_cost));
         // The Stein moment vectors of the extrapolated measure 2·π̂_{h/2} − π̂_h (linear in the
         // measure), averaged over the replicates, with exact scores at the thinned draws.
-        let (mut m, mut mm) = (vec![0.0; d], vec![0.0; d]);
+        let (mut m, mut mm) = (vec![0.0; self.d], vec![0.0; self.d]);
         for o in &outs {
             for (w, e) in [(2.0, &o.fine), (-1.0, &o.coarse)] {
                 let x = e.stacked_draws()?;
-                spent.datum_gradients += (x.nrows() * model.n_data()) as u64;
-                let Some(sc) = exact_scores(model, x.view()) else {
+                spent.datum_gradients += (x.nrows() * self.model.n_data()) as u64;
+                let Some(sc) = exact_scores(self.model, x.view()) else {
                     return Ok(failed("non-finite score at a draw".into(), spent));
                 };
-                let (a, b) = laplace.moment_vectors(x.view(), sc.view(), &mode);
+                let (a, b) = self.laplace.moment_vectors(x.view(), sc.view(), self.mode);
                 let r = RR_REPLICATES as f64;
                 m.iter_mut().zip(&a).for_each(|(m, a)| *m += w * a / r);
                 mm.iter_mut().zip(&b).for_each(|(m, b)| *m += w * b / r);
@@ -206,8 +176,27 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         }
         let measured = RrMeasured { diff, diff_se, reps, discrepancy2: moments_norm2(&(m, mm)) };
         Ok(RrPilot { step: h, measured: Some(measured), failure: None, cost: spent })
-    };
-    let pilots: Vec<RrPilot> = pilot_grid(centre, settings, None, pilot_at)?;
+    }
+}
+
+/// The pilots of [`tune_rr`] scored.
+struct Scored {
+    /// One per pilot, in increasing step order.
+    trials: Vec<RrTrial>,
+    /// Whether each trial's bias estimate calls it safe for the planned run.
+    safe: Vec<bool>,
+    /// The index and squared discrepancy of the best-scored trial.
+    best: Option<(usize, f64)>,
+    /// The pilots' cost.
+    cost: Cost,
+}
+
+/// The pilots of [`tune_rr`] as trials: each one's first-order difference, estimated remaining
+/// bias (from the slope of `D_q/h` to its next successful neighbour) with its noise, Monte Carlo
+/// error and discrepancy; whether its bias estimate calls it safe for the planned run (`ratio` =
+/// pilot draws / planned draws); the best-scored one; and the pilots' cost.
+fn score_trials(pilots: &[RrPilot], ratio: f64, d: usize) -> Result<Scored> {
+    let mut cost = Cost::default();
     let ok: Vec<&RrPilot> = pilots.iter().filter(|p| p.measured.is_some()).collect();
     if ok.len() < 2 {
         return Err(Error::NotConverged { what: "tune_rr", iterations: pilots.len() as u64, residual: f64::NAN });
@@ -231,8 +220,6 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     let mut trials = Vec::with_capacity(pilots.len());
     // The planned run's Monte Carlo error, scaled from the pilot's replicates (variance ratio of
     // draws); whether each trial's estimate calls it biased.
-    let pilot_draws = (RR_REPLICATES as u64 * kept) as f64;
-    let ratio = pilot_draws / settings.planned_run.draws();
     let mut safe: Vec<bool> = Vec::with_capacity(pilots.len());
     let mut best: Option<(usize, f64)> = None;
     let mut ok_index = 0;
@@ -288,6 +275,77 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
             cost: *c,
         });
     }
+    Ok(Scored { trials, safe, best, cost })
+}
+
+/// Chooses the step of a Richardson–Romberg extrapolation from an estimate of its error, not from
+/// its IMQ KSD (the KSD of a signed-weight measure is not comparable across steps).
+///
+/// After the mode, curvature and the base sampler's centre step (as [`tune`](crate::tune::tune)), each candidate
+/// `h = centre × factor` runs a pilot of 4 replicate pairs, each from its own draw of the Laplace
+/// approximation `N(θ̂, ∇²U(θ̂)⁻¹)` (the same draws for every candidate, so that what a pilot
+/// too short for its step has not forgotten of its start shows). The step is chosen on the
+/// **Stein moment discrepancy of the extrapolated measure** `2 π̂_{h/2} − π̂_h`: the moment
+/// identities of [`TuneSettings::moment_weight`] are linear in the measure, so the signed
+/// combination's are the same combination of the two chains' (exact scores at the thinned
+/// draws), and they estimate the extrapolation's errors of each mean and sd in posterior sds —
+/// remaining bias, Monte Carlo error and what has not relaxed together. The winner minimises
+/// `D²(h) ≈ a/h + b·h⁴ + c` fitted to all candidates (the extrapolation removes the first-order
+/// bias), clamped to the grid; the smallest discrepancy when the fit is not convex. The grid is
+/// [`tune`](crate::tune::tune)'s: extended by factors of 2 until two scored candidates lie on each
+/// side of the smallest discrepancy, at most [`TuneSettings::max_extensions`] times, never above
+/// a step that failed.
+///
+/// Each [`RrTrial`] also records the bias estimate of the first-order differences
+/// `D_q(h) = π̂_{h/2}(q) − π̂_h(q) ≈ a h/2 + (3/4) b h²` of the standardised means and variances q
+/// (remaining bias `−b h²/2` from the slope of `D_q/h` to the next candidate) and the replicates'
+/// Monte Carlo error. Chosen on those alone, the step came out up to 4× too small on the
+/// ill-conditioned posterior of the `tune_logistic` example: a pilot whose chains have not
+/// relaxed has small differences and a small spread.
+///
+/// **Safety**: the step returned is never above the largest candidate that its bias estimate
+/// does not call biased. A candidate is called biased when, for some standardised mean or
+/// variance, the estimated remaining bias is above both the planned run's Monte Carlo error of
+/// that quantity ([`TuneSettings::planned_run`]; the pilot's replicate error scaled by the
+/// square root of the ratio of draws) and four standard errors of the estimates (RMS over the
+/// quantities, [`RrTrial::bias_se`]: a pilot cannot call a step biased by less than it can
+/// measure). If the fit's minimiser is above the
+/// largest safe candidate, the step is lowered to it and the reason says so.
+///
+/// Errors: as [`tune`](crate::tune::tune); [`Error::NotConverged`] (`"tune_rr"`) when fewer than two candidates ran
+/// (no fit is possible), or when no candidate is safe.
+pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
+    model: &M,
+    rr: &RichardsonRomberg<S>,
+    theta0: &[f64],
+    settings: &TuneSettings,
+) -> Result<TunedRr<S>> {
+    let started = std::time::Instant::now();
+    let Setup { mode, curv, centre, scale: _, laplace, base, whitening, preconditioning, mut cost } =
+        setup(model, rr.base(), theta0, settings)?;
+    let kept = settings.pilot_iterations - settings.pilot_burn_in;
+    // Means and variances are measured in the Laplace approximation's marginal sds (not the
+    // conditional ones 1/√Hⱼⱼ, far smaller on a correlated posterior).
+    let d = mode.len();
+    let plan = RrPlan {
+        model,
+        base: &base,
+        coupling: rr.coupling(),
+        starts: laplace.draws(&mode, RR_REPLICATES, settings.seed)?,
+        unit: laplace.sd.iter().map(|s| 1.0 / s).collect(),
+        laplace: &laplace,
+        mode: &mode,
+        settings,
+        thin: settings.pilot_thin(),
+        d: mode.len(),
+    };
+    let pilots: Vec<RrPilot> = pilot_grid(centre, settings, None, |h, i| plan.pilot(h, i))?;
+    // The planned run's Monte Carlo error is scaled from the pilots' replicates by the ratio of
+    // draws.
+    let pilot_draws = (RR_REPLICATES as u64 * kept) as f64;
+    let ratio = pilot_draws / settings.planned_run.draws();
+    let Scored { trials, safe, best, cost: pilot_cost } = score_trials(&pilots, ratio, d)?;
+    cost += pilot_cost;
     let (bi, score) = best.expect("at least two candidates ran");
     let largest_safe = trials.iter().zip(&safe).filter(|(_, s)| **s).map(|(t, _)| t.step_size).reduce(f64::max);
     let Some(largest_safe) = largest_safe else {
