@@ -371,6 +371,39 @@ pub(super) fn error_model_step(
         return None;
     }
     let d = ok[0].1.tau.len();
+    let (gamma, kappa) = mixing(&ok, pilot_draws, thin, fixed_gamma);
+    let beta2 = bias_slopes2(&ok, h_ksd, pilot_draws, p);
+    // The worst coordinate's Monte Carlo variance, counted as if every one of the 2d reported
+    // errors (means and sds) had it: K = E[max of 2d squared normals] · max_j κ_j.
+    let kappa_max = kappa.iter().fold(0.0f64, |a, k| a.max(*k));
+    let k_mc = expected_max_chi2(2 * d) * kappa_max;
+    if beta2.iter().all(|b| *b == 0.0) {
+        // No bias seen: no step from the model, but its Monte Carlo part still predicts the ESS.
+        return Some(ErrorModel {
+            step: f64::NAN,
+            bias_seen: false,
+            clamped: false,
+            gamma,
+            beta2: 0.0,
+            k_mc,
+            kappa_max,
+        });
+    }
+    let b_max = beta2.iter().fold(0.0f64, |a, b| a.max(*b));
+    let lo = ok.iter().map(|o| o.0).fold(f64::INFINITY, f64::min) / 8.0;
+    let hi = ok.iter().map(|o| o.0).fold(0.0, f64::max);
+    let objective = |h: f64| predicted_error2(b_max, k_mc, gamma, p, h, run_draws);
+    let n = 400;
+    let (i, step) = (0..=n)
+        .map(|i| (i, lo * (hi / lo).powf(i as f64 / n as f64)))
+        .min_by(|a, b| objective(a.1).total_cmp(&objective(b.1)))?;
+    Some(ErrorModel { step, bias_seen: true, clamped: i == 0 || i == n, gamma, beta2: b_max, k_mc, kappa_max })
+}
+/// The pilots' mixing per coordinate: the exponent γ of `τ_j(h) = κ_j h^(−γ)` (the sampler's
+/// `fixed_gamma`, else pooled over the coordinates by least squares on log τ against log h) and
+/// each coordinate's κ_j from the pilots whose autocorrelation time is resolved.
+fn mixing(ok: &[(f64, &PilotErrors)], pilot_draws: f64, thin: f64, fixed_gamma: Option<f64>) -> (f64, Vec<f64>) {
+    let d = ok[0].1.tau.len();
     // A pilot explored a coordinate when it holds at least 20 effective draws of it; its
     // autocorrelation time is resolved when it also spans at least two kept (thinned) draws.
     let explored = |tau: f64| pilot_draws / tau >= 20.0;
@@ -402,7 +435,7 @@ pub(super) fn error_model_step(
         if sxx > 0.0 { (-sxy / sxx).clamp(0.25, 1.5) } else { 1.0 }
     });
     for j in 0..d {
-        for (h, e) in &ok {
+        for (h, e) in ok {
             if reliable_at(j, *h, e.tau[j]) {
                 kappa[j] += e.tau[j].ln() + gamma * h.ln();
                 counts[j] += 1;
@@ -422,6 +455,14 @@ pub(super) fn error_model_step(
                 .fold(seen, f64::min)
         };
     }
+    (gamma, kappa)
+}
+
+/// Per coordinate, the squared first-order bias slope β_j² of its mean and sd errors (the larger
+/// of the two), from the pilots at or above the smallest-KSD step `h_ksd`; 0 where none stands
+/// out.
+fn bias_slopes2(ok: &[(f64, &PilotErrors)], h_ksd: f64, pilot_draws: f64, p: i32) -> Vec<f64> {
+    let d = ok[0].1.tau.len();
     // Bias: for each coordinate and each of the mean and sd errors, the slope b of the fit
     // e(h) = b·h^(p/2) + c·h^(p/2+1) to the errors at the steps at or above the smallest-KSD step
     // (below it a pilot's error is mostly that it has not explored yet) whose error is below 1
@@ -449,76 +490,60 @@ pub(super) fn error_model_step(
                 })
                 .filter(|(_, e, v)| e.is_finite() && v.is_finite() && *v > 0.0)
                 .collect();
-            let small: Vec<(f64, f64, f64)> = points.iter().copied().filter(|(_, e, _)| e.abs() < 1.0).collect();
-            let mut fit = match first_order_slope(&small, q) {
-                Some((b, var)) if b * b > z2 * var => b * b - var,
-                _ => 0.0,
-            };
-            // The check against what the pilots measured directly: the unbroken run of pilots,
-            // ending at the largest scored step, whose errors all stand out of their noise (at
-            // z_all) with one sign. A bias that grows at least linearly (e(h)/h^q non-decreasing,
-            // as for the Langevin schemes up to their stability limit) has β ≤ e/h^q at every
-            // step, tightest at the run's lowest steps; when the run spans at least two pilots
-            // (one alone at the top may be a breakdown near the stability limit), its smallest
-            // slope |e|/h^q floors the fit (near the limit the slopes grow, so the smallest is
-            // the lowest pilot's, within the convexity of one grid factor of β; where the bias
-            // grows linearly, within the noise; where it grows more slowly, the largest pilot's,
-            // below β), and where its slopes confirm that growth its smallest upper bound
-            // (|e| + z·se)/h^q caps the fit.
-            let significant = |&(_, e, v): &(f64, f64, f64)| e.abs() > z_all * v.sqrt();
-            let sign = points.last().filter(|pt| significant(pt)).map(|pt| pt.1.signum());
-            let run: Vec<(f64, f64, f64)> = match sign {
-                Some(sign) => {
-                    let n = points.iter().rev().take_while(|pt| significant(pt) && pt.1.signum() == sign).count();
-                    points[points.len() - n..].to_vec()
-                }
-                None => Vec::new(),
-            };
-            if run.len() >= 2 {
-                let slopes = |pad: f64| {
-                    run.iter().map(|(h, e, v)| (e.abs() + pad * v.sqrt()) / h.powf(q)).fold(f64::INFINITY, f64::min)
-                };
-                // The cap only where the run itself shows the growth at least linear: no slope
-                // falls below the one before it by more than their noise (HAMCMC's, whose
-                // metric adapts to the step, can grow more slowly, and there a cap from the
-                // larger steps would lower β and raise the step: on `tune_logistic`'s
-                // condition-382 model 1.4x, its error 0.435 → 0.553 sd).
-                let at_least_linear = run.windows(2).all(|w| {
-                    let (s0, s1) = (w[0].1.abs() / w[0].0.powf(q), w[1].1.abs() / w[1].0.powf(q));
-                    let se = (w[0].2 / w[0].0.powf(2.0 * q) + w[1].2 / w[1].0.powf(2.0 * q)).sqrt();
-                    s1 >= s0 - z_all * se
-                });
-                if at_least_linear {
-                    fit = fit.min(slopes(z_all).powi(2));
-                }
-                fit = fit.max(slopes(0.0).powi(2));
-            }
+            let fit = coordinate_bias(&points, q, z2, z_all);
             *b2 = b2.max(fit);
         }
     }
-    // The worst coordinate's Monte Carlo variance, counted as if every one of the 2d reported
-    // errors (means and sds) had it: K = E[max of 2d squared normals] · max_j κ_j.
-    let kappa_max = kappa.iter().fold(0.0f64, |a, k| a.max(*k));
-    let k_mc = expected_max_chi2(2 * d) * kappa_max;
-    if beta2.iter().all(|b| *b == 0.0) {
-        // No bias seen: no step from the model, but its Monte Carlo part still predicts the ESS.
-        return Some(ErrorModel {
-            step: f64::NAN,
-            bias_seen: false,
-            clamped: false,
-            gamma,
-            beta2: 0.0,
-            k_mc,
-            kappa_max,
+    beta2
+}
+
+/// One coordinate's squared first-order bias slope β² from its errors at the pilots `points`
+/// ((h, error, its Monte Carlo variance), by increasing step): the weighted fit's slope where it
+/// stands out of its noise (`z2`, the Bonferroni z²), floored and capped by what the pilots
+/// measured directly (at `z_all`).
+fn coordinate_bias(points: &[(f64, f64, f64)], q: f64, z2: f64, z_all: f64) -> f64 {
+    let small: Vec<(f64, f64, f64)> = points.iter().copied().filter(|(_, e, _)| e.abs() < 1.0).collect();
+    let mut fit = match first_order_slope(&small, q) {
+        Some((b, var)) if b * b > z2 * var => b * b - var,
+        _ => 0.0,
+    };
+    // The check against what the pilots measured directly: the unbroken run of pilots,
+    // ending at the largest scored step, whose errors all stand out of their noise (at
+    // z_all) with one sign. A bias that grows at least linearly (e(h)/h^q non-decreasing,
+    // as for the Langevin schemes up to their stability limit) has β ≤ e/h^q at every
+    // step, tightest at the run's lowest steps; when the run spans at least two pilots
+    // (one alone at the top may be a breakdown near the stability limit), its smallest
+    // slope |e|/h^q floors the fit (near the limit the slopes grow, so the smallest is
+    // the lowest pilot's, within the convexity of one grid factor of β; where the bias
+    // grows linearly, within the noise; where it grows more slowly, the largest pilot's,
+    // below β), and where its slopes confirm that growth its smallest upper bound
+    // (|e| + z·se)/h^q caps the fit.
+    let significant = |&(_, e, v): &(f64, f64, f64)| e.abs() > z_all * v.sqrt();
+    let sign = points.last().filter(|pt| significant(pt)).map(|pt| pt.1.signum());
+    let run: Vec<(f64, f64, f64)> = match sign {
+        Some(sign) => {
+            let n = points.iter().rev().take_while(|pt| significant(pt) && pt.1.signum() == sign).count();
+            points[points.len() - n..].to_vec()
+        }
+        None => Vec::new(),
+    };
+    if run.len() >= 2 {
+        let slopes =
+            |pad: f64| run.iter().map(|(h, e, v)| (e.abs() + pad * v.sqrt()) / h.powf(q)).fold(f64::INFINITY, f64::min);
+        // The cap only where the run itself shows the growth at least linear: no slope
+        // falls below the one before it by more than their noise (HAMCMC's, whose
+        // metric adapts to the step, can grow more slowly, and there a cap from the
+        // larger steps would lower β and raise the step: on `tune_logistic`'s
+        // condition-382 model 1.4x, its error 0.435 → 0.553 sd).
+        let at_least_linear = run.windows(2).all(|w| {
+            let (s0, s1) = (w[0].1.abs() / w[0].0.powf(q), w[1].1.abs() / w[1].0.powf(q));
+            let se = (w[0].2 / w[0].0.powf(2.0 * q) + w[1].2 / w[1].0.powf(2.0 * q)).sqrt();
+            s1 >= s0 - z_all * se
         });
+        if at_least_linear {
+            fit = fit.min(slopes(z_all).powi(2));
+        }
+        fit = fit.max(slopes(0.0).powi(2));
     }
-    let b_max = beta2.iter().fold(0.0f64, |a, b| a.max(*b));
-    let lo = ok.iter().map(|o| o.0).fold(f64::INFINITY, f64::min) / 8.0;
-    let hi = ok.iter().map(|o| o.0).fold(0.0, f64::max);
-    let objective = |h: f64| predicted_error2(b_max, k_mc, gamma, p, h, run_draws);
-    let n = 400;
-    let (i, step) = (0..=n)
-        .map(|i| (i, lo * (hi / lo).powf(i as f64 / n as f64)))
-        .min_by(|a, b| objective(a.1).total_cmp(&objective(b.1)))?;
-    Some(ErrorModel { step, bias_seen: true, clamped: i == 0 || i == n, gamma, beta2: b_max, k_mc, kappa_max })
+    fit
 }
