@@ -145,42 +145,18 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         target: &AdaptiveSettings,
     ) -> Result<Attempt> {
         self.check(model)?;
-        let (RmseTarget::PosteriorSd(t) | RmseTarget::Absolute(t) | RmseTarget::Moments(t)) = target.target;
-        check_positive("target (RMSE)", t)?;
-        if target.n_initial < 2 {
-            return Err(Error::invalid("n_initial", target.n_initial, "must be >= 2"));
-        }
-        if target.max_level < 2 {
-            return Err(Error::invalid("max_level", target.max_level, "must be >= 2"));
-        }
+        let keep = self.settings.keep_points && self.settings.averaging_window.is_none();
+        let moments_eps = check_target(target, keep)?;
         let setup = self.base.setup_cost();
         let mut budget = Budget { spent: (setup.datum_gradients + setup.datum_hvps) as f64, max: target.max_cost };
-        let keep = self.settings.keep_points && self.settings.averaging_window.is_none();
-        let moments_eps = match target.target {
-            RmseTarget::Moments(f) if !keep => {
-                return Err(Error::invalid(
-                    "target",
-                    format!("RmseTarget::Moments({f})"),
-                    "it reads the kept end points: set keep_points (without averaging_window)",
-                ));
-            }
-            RmseTarget::Moments(f) => Some(f),
-            _ => None,
-        };
         let mut data: Vec<LevelAcc> = Vec::new();
         // Levels dropped below the coarsest one kept (their cost), and level 0 for the
         // relaxation test.
         let mut dropped = Dropped::default();
         let exhausted = |me: &Self, data: &[LevelAcc], dropped: &Dropped, reason: &'static str, bias: f64| {
-            let r = me.summarise(model, data, None, dropped);
-            Error::BudgetExhausted {
-                reason,
-                estimate: r.estimate,
-                estimated_rmse: (r.variance + bias * bias).sqrt(),
-                datum_evaluations: r.cost.datum_gradients + r.cost.datum_hvps,
-            }
+            me.exhausted(model, data, dropped, reason, bias)
         };
-        let over = "max_cost would be exceeded before the target RMSE is reached";
+        let over = OVER_BUDGET;
         for l in 0..=2 {
             let mut acc = LevelAcc::new(l, keep);
             if let Err(e) = self.extend_level_on(exec, model, g, &mut acc, target.n_initial, &mut budget) {
@@ -193,25 +169,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             }
             data.push(acc);
         }
-        let eps = match target.target {
-            RmseTarget::Absolute(e) => e,
-            RmseTarget::PosteriorSd(f) | RmseTarget::Moments(f) => {
-                let fine = &data[2];
-                let sd = (fine.m2_f / (fine.n as f64 - 1.0)).sqrt();
-                if sd == 0.0 && moments_eps.is_some() {
-                    // A constant g: nothing to target but the moments.
-                    f64::INFINITY
-                } else if !(sd > 0.0 && sd.is_finite()) {
-                    return Err(Error::invalid(
-                        "target",
-                        format!("{:?} (level 2's samples of g have sd {sd})", target.target),
-                        "a target relative to the posterior sd needs g to vary: give RmseTarget::Absolute",
-                    ));
-                } else {
-                    f * sd
-                }
-            }
-        };
+        let eps = target_eps(target, &data[2], moments_eps.is_some())?;
         loop {
             // Under a Moments target, the coarsest level is dropped when Giles' cost model says
             // the next one's fine paths alone make a cheaper base (see `coarser_costs`).
@@ -220,53 +178,11 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             {
                 let (keep_cost, drop_cost) = coarser_costs(&data, eps, f, self.settings.coupling);
                 if drop_cost < COARSEST_MARGIN * keep_cost {
-                    let old = data.remove(0);
-                    dropped.cost += old.cost;
-                    if old.level == 0 {
-                        dropped.level0 = Some(old);
-                    }
-                    // The new base's own correction, from its coupled samples, stays in the
-                    // bias tests' decay fits (μ: its fine points' mean, as the tests will use).
-                    dropped.g.push(data[0].mean.abs());
-                    if keep {
-                        let mu = fine_mean(&data[0]);
-                        dropped.moments.push(level_outputs(&data[..1], &mu).0.swap_remove(0));
-                    }
-                    let l = data[0].level;
-                    data[0].make_base(fine_fraction(l, self.settings.coupling));
+                    self.drop_coarsest(&mut data, &mut dropped, keep);
                     continue;
                 }
             }
-            let stats: Vec<(f64, f64)> =
-                data.iter().map(|a| (a.var().max(f64::MIN_POSITIVE), a.cost_per_sample())).collect();
-            let sum: f64 = stats.iter().map(|(v, c)| (v * c).sqrt()).sum();
-            let moment_wants = moments_eps.map(|f| {
-                let costs: Vec<f64> = stats.iter().map(|(_, c)| *c).collect();
-                moment_targets(&data, &costs, f, &dropped).0
-            });
-            // Whether a level took more than 1 % more samples (Giles' test of a settled allocation).
-            let mut grew = false;
-            for (l, (v, c)) in stats.iter().enumerate() {
-                let mut want = (2.0 / (eps * eps) * (v / c).sqrt() * sum).ceil();
-                if let Some(w) = &moment_wants {
-                    want = want.max(w[l]);
-                }
-                let have = data[l].n as f64;
-                if want > have {
-                    let extra = want - have;
-                    grew |= extra > 0.01 * have;
-                    if budget.max.is_some_and(|m| budget.spent + extra * c > m as f64) {
-                        return Err(exhausted(self, &data, &dropped, over, 0.0));
-                    }
-                    if let Err(e) = self.extend_level_on(exec, model, g, &mut data[l], extra as usize, &mut budget) {
-                        return Err(if matches!(e, Error::BudgetExhausted { .. }) {
-                            exhausted(self, &data, &dropped, over, 0.0)
-                        } else {
-                            e
-                        });
-                    }
-                }
-            }
+            let grew = self.top_up(exec, model, g, &mut data, &dropped, eps, moments_eps, &mut budget)?;
             // Under a Moments target the allocation is read again from the new samples until it
             // settles: its scales (the moments' variances, taken at their upper 2-se values) are
             // estimated from the samples and may have been loose.
@@ -306,6 +222,92 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
                 });
             }
         }
+    }
+
+    /// One round of Giles' allocation: every level topped up to the samples its variance and cost
+    /// ask for the target `eps` (and, under a Moments target, what every mean and sd asks).
+    /// Returns whether some level took more than 1 % more samples (Giles' test of a settled
+    /// allocation).
+    #[allow(clippy::too_many_arguments)]
+    fn top_up<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
+        &self,
+        exec: &dyn SampleExec,
+        model: &M,
+        g: &G,
+        data: &mut [LevelAcc],
+        dropped: &Dropped,
+        eps: f64,
+        moments_eps: Option<f64>,
+        budget: &mut Budget,
+    ) -> Result<bool> {
+        let stats: Vec<(f64, f64)> =
+            data.iter().map(|a| (a.var().max(f64::MIN_POSITIVE), a.cost_per_sample())).collect();
+        let sum: f64 = stats.iter().map(|(v, c)| (v * c).sqrt()).sum();
+        let moment_wants = moments_eps.map(|f| {
+            let costs: Vec<f64> = stats.iter().map(|(_, c)| *c).collect();
+            moment_targets(data, &costs, f, dropped).0
+        });
+        // Whether a level took more than 1 % more samples (Giles' test of a settled allocation).
+        let mut grew = false;
+        for (l, (v, c)) in stats.iter().enumerate() {
+            let mut want = (2.0 / (eps * eps) * (v / c).sqrt() * sum).ceil();
+            if let Some(w) = &moment_wants {
+                want = want.max(w[l]);
+            }
+            let have = data[l].n as f64;
+            if want > have {
+                let extra = want - have;
+                grew |= extra > 0.01 * have;
+                if budget.max.is_some_and(|m| budget.spent + extra * c > m as f64) {
+                    return Err(self.exhausted(model, data, dropped, OVER_BUDGET, 0.0));
+                }
+                if let Err(e) = self.extend_level_on(exec, model, g, &mut data[l], extra as usize, budget) {
+                    return Err(if matches!(e, Error::BudgetExhausted { .. }) {
+                        self.exhausted(model, data, dropped, OVER_BUDGET, 0.0)
+                    } else {
+                        e
+                    });
+                }
+            }
+        }
+        Ok(grew)
+    }
+
+    /// The error of a run stopped by its budget or its finest level, with what it achieved.
+    fn exhausted<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        data: &[LevelAcc],
+        dropped: &Dropped,
+        reason: &'static str,
+        bias: f64,
+    ) -> Error {
+        let r = self.summarise(model, data, None, dropped);
+        Error::BudgetExhausted {
+            reason,
+            estimate: r.estimate,
+            estimated_rmse: (r.variance + bias * bias).sqrt(),
+            datum_evaluations: r.cost.datum_gradients + r.cost.datum_hvps,
+        }
+    }
+
+    /// Drops the coarsest level (a Moments target, where the next one's fine paths alone make a
+    /// cheaper base): its cost and (level 0) its samples are kept for the relaxation test, the
+    /// new base's own correction stays in the bias tests' decay fits (μ: its fine points' mean,
+    /// as the tests will use), and the new base keeps only its fine paths.
+    fn drop_coarsest(&self, data: &mut Vec<LevelAcc>, dropped: &mut Dropped, keep: bool) {
+        let old = data.remove(0);
+        dropped.cost += old.cost;
+        if old.level == 0 {
+            dropped.level0 = Some(old);
+        }
+        dropped.g.push(data[0].mean.abs());
+        if keep {
+            let mu = fine_mean(&data[0]);
+            dropped.moments.push(level_outputs(&data[..1], &mu).0.swap_remove(0));
+        }
+        let l = data[0].level;
+        data[0].make_base(fine_fraction(l, self.settings.coupling));
     }
 
     /// The relaxation test, from level 0's paths (see [`Error::NotRelaxed`]): with
@@ -413,3 +415,51 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         Estimate::from_weighted(draws, Array1::from_vec(weights)).ok()
     }
 }
+
+/// Checks an adaptive run's target; returns the Moments target's ε (`None` for a target on g).
+/// A Moments target reads the kept end points (`keep`).
+fn check_target(target: &AdaptiveSettings, keep: bool) -> Result<Option<f64>> {
+    let (RmseTarget::PosteriorSd(t) | RmseTarget::Absolute(t) | RmseTarget::Moments(t)) = target.target;
+    check_positive("target (RMSE)", t)?;
+    if target.n_initial < 2 {
+        return Err(Error::invalid("n_initial", target.n_initial, "must be >= 2"));
+    }
+    if target.max_level < 2 {
+        return Err(Error::invalid("max_level", target.max_level, "must be >= 2"));
+    }
+    match target.target {
+        RmseTarget::Moments(f) if !keep => Err(Error::invalid(
+            "target",
+            format!("RmseTarget::Moments({f})"),
+            "it reads the kept end points: set keep_points (without averaging_window)",
+        )),
+        RmseTarget::Moments(f) => Ok(Some(f)),
+        _ => Ok(None),
+    }
+}
+
+/// The target RMSE ε on g: absolute, or relative to g's posterior sd read off level 2's fine
+/// samples (`fine`); infinite for a constant g under a Moments target (nothing to target but
+/// the moments).
+fn target_eps(target: &AdaptiveSettings, fine: &LevelAcc, moments: bool) -> Result<f64> {
+    match target.target {
+        RmseTarget::Absolute(e) => Ok(e),
+        RmseTarget::PosteriorSd(f) | RmseTarget::Moments(f) => {
+            let sd = (fine.m2_f / (fine.n as f64 - 1.0)).sqrt();
+            if sd == 0.0 && moments {
+                Ok(f64::INFINITY)
+            } else if !(sd > 0.0 && sd.is_finite()) {
+                Err(Error::invalid(
+                    "target",
+                    format!("{:?} (level 2's samples of g have sd {sd})", target.target),
+                    "a target relative to the posterior sd needs g to vary: give RmseTarget::Absolute",
+                ))
+            } else {
+                Ok(f * sd)
+            }
+        }
+    }
+}
+
+/// Why an adaptive run stopped when its next batch would exceed `max_cost`.
+const OVER_BUDGET: &str = "max_cost would be exceeded before the target RMSE is reached";
