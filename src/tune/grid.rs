@@ -90,33 +90,15 @@ pub(super) fn pilot<M: Model + ?Sized, S: Tunable>(
     let rs = settings.pilot_run(settings.pilot_chains, settings.pilot_thin(), index, 0);
     let out = match Runner::new(model, &s).start(mode).settings(rs).run() {
         Ok(out) => out,
-        Err(e) => {
-            if e.is_divergence() {
-                return Ok(Trial {
-                    step_size: step,
-                    ksd: None,
-                    ksd_se: None,
-                    failure: Some(e.to_string()),
-                    cost: Cost::default(),
-                    errors: None,
-                });
-            }
-            return Err(e);
-        }
+        Err(e) if e.is_divergence() => return Ok(Trial::failed(step, e.to_string(), Cost::default())),
+        Err(e) => return Err(e),
     };
     let mut cost = out.cost - out.setup_cost;
     let mut draws = out.estimate.stacked_draws()?;
     let n = draws.nrows();
     cost.datum_gradients += (n * model.n_data()) as u64;
     let Some(mut scores) = exact_scores(model, draws.view()) else {
-        return Ok(Trial {
-            step_size: step,
-            ksd: None,
-            ksd_se: None,
-            failure: Some("non-finite score at a draw".into()),
-            cost,
-            errors: None,
-        });
+        return Ok(Trial::failed(step, "non-finite score at a draw".into(), cost));
     };
     // The Stein moment terms on the raw draws, then the IMQ KSD on whitened coordinates
     // x'ⱼ = (xⱼ − θ̂ⱼ)·√Hⱼⱼ, whose scores are sⱼ/√Hⱼⱼ.
@@ -138,18 +120,7 @@ pub(super) fn pilot<M: Model + ?Sized, S: Tunable>(
     } else {
         vec![0.0; chains + 1]
     };
-    let errors = {
-        let d = draws.ncols();
-        let iterations = (kept * chains as u64) as f64;
-        let tau = (0..d)
-            .map(|j| {
-                let x = Array2::from_shape_fn((chains, per), |(c, i)| draws[[c * per + i, j]]);
-                let ess = crate::trace::diagnostics::ess_mean(x.view()).unwrap_or(f64::NAN);
-                iterations / ess
-            })
-            .collect();
-        PilotErrors { tau, mean, sd: second.iter().map(|m| m / 2.0).collect() }
-    };
+    let errors = pilot_errors(draws.view(), chains, kept, mean, &second);
     for mut row in draws.outer_iter_mut() {
         row.iter_mut().zip(scale).zip(mode).for_each(|((x, s), m)| *x = (*x - m) * s);
     }
@@ -371,4 +342,33 @@ pub fn dispersed_starts<M: Model + ?Sized>(
         starts.push(mode.iter().zip(&x).map(|(m, x)| m + scale * x).collect());
     }
     Ok(starts)
+}
+
+impl Trial {
+    /// A pilot that failed (diverged, ran away, or met a non-finite score), with its cost.
+    fn failed(step: f64, why: String, cost: Cost) -> Trial {
+        Trial { step_size: step, ksd: None, ksd_se: None, failure: Some(why), cost, errors: None }
+    }
+}
+
+/// What a pilot measured per coordinate for the error model: its autocorrelation times (kept
+/// iterations per effective draw over its `chains` chains of `kept` iterations) and the Stein
+/// moment errors of its mean and sd (`mean`, `second`: the moment vectors of its draws).
+fn pilot_errors(
+    draws: ndarray::ArrayView2<'_, f64>,
+    chains: usize,
+    kept: u64,
+    mean: Vec<f64>,
+    second: &[f64],
+) -> PilotErrors {
+    let per = draws.nrows() / chains;
+    let iterations = (kept * chains as u64) as f64;
+    let tau = (0..draws.ncols())
+        .map(|j| {
+            let x = Array2::from_shape_fn((chains, per), |(c, i)| draws[[c * per + i, j]]);
+            let ess = crate::trace::diagnostics::ess_mean(x.view()).unwrap_or(f64::NAN);
+            iterations / ess
+        })
+        .collect();
+    PilotErrors { tau, mean, sd: second.iter().map(|m| m / 2.0).collect() }
 }

@@ -145,6 +145,37 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         self.sample_with(&mut w, model, g, level, index, false)
     }
 
+    /// A level-0 sample: one path of `horizon` steps at h₀, from θ₀ (its g averaged over the
+    /// window, and at the path's midpoint for the relaxation test).
+    fn level0_sample<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
+        &self,
+        w: &mut Work<S>,
+        model: &M,
+        g: &G,
+        rng: &mut crate::numeric::rng::ChainRng,
+        before: Cost,
+        index: u64,
+    ) -> Result<LevelSample> {
+        let fine_at = at(0, index, "fine");
+        let keep = self.settings.keep_points && self.settings.averaging_window.is_none();
+        let total = self.settings.horizon;
+        let mut avg = Avg::new(total, self.window_steps(1.0));
+        let mid = total.div_ceil(2);
+        let mut half = g(w.fine.position());
+        for step in 1..=total {
+            w.fine.draw_indices(rng, &mut w.idx1);
+            crate::numeric::rng::fill_standard_normal(rng, &mut w.z.z1);
+            w.fine.step_on(model, step as u64, 1.0, &w.z.z1, &w.idx1).map_err(&fine_at)?;
+            avg.add(step, g, w.fine.position());
+            if step == mid {
+                half = g(w.fine.position());
+            }
+        }
+        let v = avg.value();
+        let points = if keep { vec![w.fine.position().to_vec()] } else { Vec::new() };
+        Ok(LevelSample { delta: v, fine: v, cost: w.cost() - before, points, half })
+    }
+
     pub(super) fn sample_with<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
         &self,
         w: &mut Work<S>,
@@ -164,22 +195,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             (at(level, index, "fine"), at(level, index, "coarse"), at(level, index, "coarse (antithetic)"));
         w.fine.restart(model, &self.theta0).map_err(&fine_at)?;
         if level == 0 {
-            let total = m;
-            let mut avg = Avg::new(total, self.window_steps(1.0));
-            let mid = total.div_ceil(2);
-            let mut half = g(w.fine.position());
-            for step in 1..=total {
-                w.fine.draw_indices(&mut rng, &mut w.idx1);
-                crate::numeric::rng::fill_standard_normal(&mut rng, &mut w.z.z1);
-                w.fine.step_on(model, step as u64, 1.0, &w.z.z1, &w.idx1).map_err(&fine_at)?;
-                avg.add(step, g, w.fine.position());
-                if step == mid {
-                    half = g(w.fine.position());
-                }
-            }
-            let v = avg.value();
-            let points = if keep { vec![w.fine.position().to_vec()] } else { Vec::new() };
-            return Ok(LevelSample { delta: v, fine: v, cost: w.cost() - before, points, half });
+            return self.level0_sample(w, model, g, &mut rng, before, index);
         }
         let ff = 1.0 / (1u64 << level) as f64;
         let fc = 2.0 * ff;
