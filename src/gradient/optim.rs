@@ -206,18 +206,9 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
         done = it;
         let gn = dot(&g, &g).sqrt();
         if gn <= tol {
-            let cost = Cost::gradients(est.n_datum_gradients()) + extra;
-            return Ok(Optimum { theta: x, cost, iterations: it - 1, grad_norm: Some(gn) });
+            return Ok(optimum(&est, extra, x, it - 1, gn));
         }
-        // dir = −H g, with H⁰ = (sᵀy / yᵀy) I from the newest pair (1/‖g‖ without pairs).
-        let scale = match lbfgs.newest() {
-            Some((s, y)) => dot(s, y) / dot(y, y),
-            None => 1.0 / gn,
-        };
-        lbfgs.set_initial_scale(scale)?;
-        lbfgs.apply_h(&g, &mut dir)?;
-        dir.iter_mut().for_each(|q| *q = -*q);
-        let mut dphi0 = dot(&g, &dir);
+        let mut dphi0 = lbfgs_direction(&mut lbfgs, &g, gn, &mut dir)?;
         // L-BFGS's Newton decrement −gᵀdir = gᵀ H g: small means near the mode in sd units.
         if lbfgs.len() >= 2 && dphi0 < 0.0 && -dphi0 <= dtol2 {
             converged = true;
@@ -235,15 +226,7 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
         if !line_search(model, &mut est, &mut rng, &x, &dir, dphi0, &mut xt, &mut gt)? {
             break;
         }
-        for (((si, yi), (a, b)), (ga, gb)) in
-            s.iter_mut().zip(y.iter_mut()).zip(xt.iter().zip(&x)).zip(gt.iter().zip(&g))
-        {
-            *si = a - b;
-            *yi = ga - gb;
-        }
-        if dot(&s, &y) > 1e-300 {
-            lbfgs.push(&s, &y)?;
-        }
+        push_pair(&mut lbfgs, (&x, &xt), (&g, &gt), (&mut s, &mut y))?;
         std::mem::swap(&mut x, &mut xt);
         std::mem::swap(&mut g, &mut gt);
     }
@@ -251,8 +234,8 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
         return Err(not_converged(done, &g, settings));
     }
     if !newton_ok {
-        let cost = Cost::gradients(est.n_datum_gradients()) + extra;
-        return Ok(Optimum { theta: x, cost, iterations: done, grad_norm: Some(dot(&g, &g).sqrt()) });
+        let gn = dot(&g, &g).sqrt();
+        return Ok(optimum(&est, extra, x, done, gn));
     }
     // Newton: confirm L-BFGS's decrement with the exact Hessian, or finish the job.
     let mut prev_dec2 = f64::INFINITY;
@@ -276,8 +259,7 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
         let floor = dec2 >= 0.25 * prev_dec2 && dec2 <= NEWTON_FLOOR_DECREMENT * NEWTON_FLOOR_DECREMENT;
         prev_dec2 = dec2;
         if gn <= tol || (dec2 >= 0.0 && dec2 <= dtol2) || floor {
-            let cost = Cost::gradients(est.n_datum_gradients()) + extra;
-            return Ok(Optimum { theta: x, cost, iterations: done + nit, grad_norm: Some(gn) });
+            return Ok(optimum(&est, extra, x, done + nit, gn));
         }
         if nit == settings.newton_max_iter {
             break;
@@ -292,10 +274,49 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
         std::mem::swap(&mut g, &mut gt);
     }
     if converged {
-        let cost = Cost::gradients(est.n_datum_gradients()) + extra;
-        return Ok(Optimum { theta: x, cost, iterations: done, grad_norm: Some(dot(&g, &g).sqrt()) });
+        let gn = dot(&g, &g).sqrt();
+        return Ok(optimum(&est, extra, x, done, gn));
     }
     Err(not_converged(done + settings.newton_max_iter, &g, settings))
+}
+
+/// The optimum found at `x` after `iterations`, with the full gradient's norm there and the
+/// search's cost (the estimator's datum gradients plus `extra`: Hessians).
+fn optimum(est: &FullGradient, extra: Cost, x: Vec<f64>, iterations: u64, grad_norm: f64) -> Optimum {
+    let cost = Cost::gradients(est.n_datum_gradients()) + extra;
+    Optimum { theta: x, cost, iterations, grad_norm: Some(grad_norm) }
+}
+
+/// L-BFGS's search direction `dir = −H g`, with `H⁰ = (sᵀy / yᵀy) I` from the newest pair
+/// (`1/‖g‖` without pairs); returns the directional derivative `gᵀ dir`.
+fn lbfgs_direction(lbfgs: &mut Lbfgs, g: &[f64], gn: f64, dir: &mut [f64]) -> Result<f64> {
+    let scale = match lbfgs.newest() {
+        Some((s, y)) => dot(s, y) / dot(y, y),
+        None => 1.0 / gn,
+    };
+    lbfgs.set_initial_scale(scale)?;
+    lbfgs.apply_h(g, dir)?;
+    dir.iter_mut().for_each(|q| *q = -*q);
+    Ok(dot(g, dir))
+}
+
+/// Pushes the pair `s = x_new − x`, `y = g_new − g` when its curvature `sᵀy` is positive.
+fn push_pair(
+    lbfgs: &mut Lbfgs,
+    (x, x_new): (&[f64], &[f64]),
+    (g, g_new): (&[f64], &[f64]),
+    (s, y): (&mut [f64], &mut [f64]),
+) -> Result<()> {
+    for (((si, yi), (a, b)), (ga, gb)) in
+        s.iter_mut().zip(y.iter_mut()).zip(x_new.iter().zip(x)).zip(g_new.iter().zip(g))
+    {
+        *si = a - b;
+        *yi = ga - gb;
+    }
+    if dot(s, y) > 1e-300 {
+        lbfgs.push(s, y)?;
+    }
+    Ok(())
 }
 
 /// The Newton decrement (posterior sds) accepted when Newton's iterations stop making progress

@@ -116,18 +116,8 @@ pub struct ModelCheck {
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
 pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &CheckSettings) -> Result<ModelCheck> {
-    check_shape(model)?;
+    check_inputs(model, theta, settings)?;
     let d = model.dim();
-    check_len("theta", d, theta.len())?;
-    if !all_finite(theta) {
-        return Err(Error::NonFiniteStart { what: "theta" });
-    }
-    if settings.n_data == 0 {
-        return Err(Error::invalid("n_data", settings.n_data, "must be >= 1"));
-    }
-    if !(settings.rel_tol > 0.0 && settings.rel_tol < 1.0) {
-        return Err(Error::invalid("rel_tol", settings.rel_tol, "must be in (0, 1)"));
-    }
     let n = model.n_data();
     let b = settings.n_data.min(n);
     let idx: Vec<usize> = (0..b).map(|i| i * n / b).collect();
@@ -149,27 +139,9 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
     eval(theta, &mut gp, &mut gd, &mut cost)?;
     let g: Vec<f64> = gp.iter().zip(&gd).map(|(p, q)| p + scale * q).collect();
 
-    // Directions: the gradient's own (if non-zero), then random ones, all of unit length.
-    let mut dirs: Vec<Vec<f64>> = Vec::new();
-    let gnorm = norm(&g);
-    if gnorm > 0.0 {
-        dirs.push(g.iter().map(|x| x / gnorm).collect());
-    }
-    let mut rng = stream(settings.seed, &[0x636865636b]);
-    for _ in 0..settings.n_directions.max(1) {
-        let mut v = vec![0.0; d];
-        fill_standard_normal(&mut rng, &mut v);
-        let nv = norm(&v);
-        dirs.push(v.iter().map(|x| x / nv).collect());
-    }
+    let dirs = directions(&g, settings);
     let shifted = |v: &[f64], s: f64| -> Vec<f64> { theta.iter().zip(v).map(|(t, v)| t + s * v).collect() };
-    // Potentials the model does not provide mean the sign-only check; any other failure is the
-    // model's error.
-    let has_potentials = match (model.potential_prior(theta), model.potential_data_sum(theta, &idx)) {
-        (Ok(_), Ok(_)) => true,
-        (Err(e), _) | (_, Err(e)) if !e.is_unsupported() => return Err(e),
-        _ => false,
-    };
+    let has_potentials = has_potentials(model, theta, &idx)?;
     let (mut prior_err, mut data_err) = (0.0f64, 0.0f64);
     let (mut prior_diff, mut data_diff) = (0.0f64, 0.0f64);
     let sqrt_d = (d as f64).sqrt();
@@ -226,14 +198,7 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
         data_diff = data_diff.max(dd);
     }
     if !has_potentials && curvatures.iter().all(|&c| c < 0.0) {
-        return Err(Error::GradientSign {
-            part: "grad_prior + grad_data_sum",
-            evidence: format!(
-                "the potential curves downwards along every direction tried (curvatures {}): \
-                 a step along −∇U climbs away from the mode",
-                curvatures.iter().map(|c| format!("{c:.3e}")).collect::<Vec<_>>().join(", ")
-            ),
-        });
+        return Err(downhill_everywhere(&curvatures));
     }
     #[allow(deprecated)]
     Ok(ModelCheck {
@@ -247,6 +212,64 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
         curvatures,
         cost,
     })
+}
+
+/// Whether the model gives potentials at θ: potentials it does not provide mean the sign-only
+/// check; any other failure is the model's error.
+fn has_potentials<M: Model + ?Sized>(model: &M, theta: &[f64], idx: &[usize]) -> Result<bool> {
+    match (model.potential_prior(theta), model.potential_data_sum(theta, idx)) {
+        (Ok(_), Ok(_)) => Ok(true),
+        (Err(e), _) | (_, Err(e)) if !e.is_unsupported() => Err(e),
+        _ => Ok(false),
+    }
+}
+
+/// The checks of [`check_model`]'s inputs: the model's shape, θ's length and finiteness, the
+/// settings.
+fn check_inputs<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &CheckSettings) -> Result<()> {
+    check_shape(model)?;
+    check_len("theta", model.dim(), theta.len())?;
+    if !all_finite(theta) {
+        return Err(Error::NonFiniteStart { what: "theta" });
+    }
+    if settings.n_data == 0 {
+        return Err(Error::invalid("n_data", settings.n_data, "must be >= 1"));
+    }
+    if !(settings.rel_tol > 0.0 && settings.rel_tol < 1.0) {
+        return Err(Error::invalid("rel_tol", settings.rel_tol, "must be in (0, 1)"));
+    }
+    Ok(())
+}
+
+/// The directions [`check_model`] differentiates along: the gradient's own (if non-zero), then
+/// `n_directions` random ones (at least one), all of unit length.
+fn directions(g: &[f64], settings: &CheckSettings) -> Vec<Vec<f64>> {
+    let mut dirs: Vec<Vec<f64>> = Vec::new();
+    let gnorm = norm(g);
+    if gnorm > 0.0 {
+        dirs.push(g.iter().map(|x| x / gnorm).collect());
+    }
+    let mut rng = stream(settings.seed, &[0x636865636b]);
+    for _ in 0..settings.n_directions.max(1) {
+        let mut v = vec![0.0; g.len()];
+        fill_standard_normal(&mut rng, &mut v);
+        let nv = norm(&v);
+        dirs.push(v.iter().map(|x| x / nv).collect());
+    }
+    dirs
+}
+
+/// The error of a model without potentials whose potential curves downwards along every
+/// direction tried: its gradient has the wrong sign.
+fn downhill_everywhere(curvatures: &[f64]) -> Error {
+    Error::GradientSign {
+        part: "grad_prior + grad_data_sum",
+        evidence: format!(
+            "the potential curves downwards along every direction tried (curvatures {}): \
+             a step along −∇U climbs away from the mode",
+            curvatures.iter().map(|c| format!("{c:.3e}")).collect::<Vec<_>>().join(", ")
+        ),
+    }
 }
 
 /// Relative error of an analytic directional derivative `a` against a finite difference `fd`;
