@@ -28,6 +28,66 @@ fn io(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Io { path: path.display().to_string(), message: e.to_string() }
 }
 
+/// The trace's posterior variables, one array `(chain, draw, shape…)` per named block of
+/// `vars`, at consecutive offsets into θ.
+fn posterior_vars(
+    store: &Arc<FilesystemStore>,
+    path: &Path,
+    vars: &[(String, Vec<usize>)],
+    (c, n): (u64, u64),
+    gzip: &dyn Fn() -> Result<Arc<GzipCodec>>,
+) -> Result<Vec<Var>> {
+    let mut posterior = Vec::with_capacity(vars.len());
+    let mut offset = 0;
+    for (name, shape) in vars {
+        let len: usize = shape.iter().product();
+        let mut full = vec![c, n];
+        full.extend(shape.iter().map(|&k| k as u64));
+        let mut chunk = vec![1, n];
+        chunk.extend(shape.iter().map(|&k| k as u64));
+        let mut dims = vec!["chain".to_string(), "draw".to_string()];
+        dims.extend((0..shape.len()).map(|i| format!("{name}_dim_{i}")));
+        let array = ArrayBuilder::new(full, chunk, data_type::float64(), f64::NAN)
+            .dimension_names(Some(dims))
+            .bytes_to_bytes_codecs(vec![gzip()?])
+            .build(store.clone(), &format!("/posterior/{name}"))
+            .map_err(|e| io(path, e))?;
+        array.store_metadata().map_err(|e| io(path, e))?;
+        posterior.push(Var { array, offset, len, shape: shape.clone() });
+        offset += len;
+    }
+    Ok(posterior)
+}
+
+/// Writes the trace's consolidated metadata (what xarray looks for first; every array exists
+/// now, and writing chunks later does not change metadata), laid out as zarr-python writes it:
+/// every node under its full path in the root's, each subgroup there with an empty inline one;
+/// the subgroups' own files keep none (else a reader opening one directly sees no child).
+fn consolidate(store: &Arc<FilesystemStore>, path: &Path) -> Result<()> {
+    // Consolidated metadata (what xarray looks for first; every array exists now, and writing
+    // chunks later does not change metadata), laid out as zarr-python writes it: every node
+    // under its full path in the root's, each subgroup there with an empty inline one.
+    for group in ["/posterior", "/sample_stats", "/"] {
+        let mut g = zarrs::group::Group::open(store.clone(), group).map_err(|e| io(path, e))?;
+        let metadata = if group == "/" {
+            let node = zarrs::node::Node::open(store, group).map_err(|e| io(path, e))?;
+            node.consolidate_metadata().unwrap_or_default()
+        } else {
+            Default::default()
+        };
+        g.set_consolidated_metadata(Some(ConsolidatedMetadata { metadata, kind: ConsolidatedMetadataKind::Inline }));
+        g.store_metadata().map_err(|e| io(path, e))?;
+    }
+    sort_consolidated(path)?;
+    // The subgroups' own files keep none (else a reader opening one directly sees no child).
+    for group in ["/posterior", "/sample_stats"] {
+        let mut g = zarrs::group::Group::open(store.clone(), group).map_err(|e| io(path, e))?;
+        g.set_consolidated_metadata(None);
+        g.store_metadata().map_err(|e| io(path, e))?;
+    }
+    Ok(())
+}
+
 /// Rewrites the root's consolidated metadata with its keys in sorted order: zarr-python (3.1)
 /// rebuilds the hierarchy from them with `itertools.groupby`, which needs the children of each
 /// group to be contiguous (zarrs writes them in hash order).
@@ -190,25 +250,7 @@ impl ZarrTrace {
             a.store_metadata().map_err(|e| io(path, e))?;
             Ok(a)
         };
-        let mut posterior = Vec::with_capacity(vars.len());
-        let mut offset = 0;
-        for (name, shape) in vars {
-            let len: usize = shape.iter().product();
-            let mut full = vec![c, n];
-            full.extend(shape.iter().map(|&k| k as u64));
-            let mut chunk = vec![1, n];
-            chunk.extend(shape.iter().map(|&k| k as u64));
-            let mut dims = vec!["chain".to_string(), "draw".to_string()];
-            dims.extend((0..shape.len()).map(|i| format!("{name}_dim_{i}")));
-            let array = ArrayBuilder::new(full, chunk, data_type::float64(), f64::NAN)
-                .dimension_names(Some(dims))
-                .bytes_to_bytes_codecs(vec![gzip()?])
-                .build(store.clone(), &format!("/posterior/{name}"))
-                .map_err(|e| io(path, e))?;
-            array.store_metadata().map_err(|e| io(path, e))?;
-            posterior.push(Var { array, offset, len, shape: shape.clone() });
-            offset += len;
-        }
+        let posterior = posterior_vars(&store, path, vars, (c, n), &gzip)?;
         let gradient = if with_gradients { Some(f64_3("/sample_stats/gradient")?) } else { None };
         let weight = ArrayBuilder::new(vec![c, n], vec![1, n], data_type::float64(), f64::NAN)
             .dimension_names(Some(["chain", "draw"]))
@@ -228,30 +270,7 @@ impl ZarrTrace {
             .build(store.clone(), "/sample_stats/step_size")
             .map_err(|e| io(path, e))?;
         step_size.store_metadata().map_err(|e| io(path, e))?;
-        // Consolidated metadata (what xarray looks for first; every array exists now, and writing
-        // chunks later does not change metadata), laid out as zarr-python writes it: every node
-        // under its full path in the root's, each subgroup there with an empty inline one.
-        for group in ["/posterior", "/sample_stats", "/"] {
-            let mut g = zarrs::group::Group::open(store.clone(), group).map_err(|e| io(path, e))?;
-            let metadata = if group == "/" {
-                let node = zarrs::node::Node::open(&store, group).map_err(|e| io(path, e))?;
-                node.consolidate_metadata().unwrap_or_default()
-            } else {
-                Default::default()
-            };
-            g.set_consolidated_metadata(Some(ConsolidatedMetadata {
-                metadata,
-                kind: ConsolidatedMetadataKind::Inline,
-            }));
-            g.store_metadata().map_err(|e| io(path, e))?;
-        }
-        sort_consolidated(path)?;
-        // The subgroups' own files keep none (else a reader opening one directly sees no child).
-        for group in ["/posterior", "/sample_stats"] {
-            let mut g = zarrs::group::Group::open(store.clone(), group).map_err(|e| io(path, e))?;
-            g.set_consolidated_metadata(None);
-            g.store_metadata().map_err(|e| io(path, e))?;
-        }
+        consolidate(&store, path)?;
         Ok(ZarrTrace {
             path: path.to_path_buf(),
             n_chains,
