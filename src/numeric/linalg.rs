@@ -103,16 +103,28 @@ pub fn symmetric_eigen(what: &'static str, a: &Array2<f64>) -> Result<(Vec<f64>,
     }
 }
 
-/// `aᵀb`, summed in index order (crate-internal helper for slices; the one sequential dot
-/// product: L-BFGS and matrix factorisation use it too).
+/// `aᵀb`, summed in index order: the crate's dot product of parameter-space vectors (L-BFGS,
+/// curvature, mode search, model checks, matrix factorisation). The models' data kernels use
+/// their own four-accumulator `models::dot` over data rows instead: its summation order is part
+/// of every built-in model's gradients, hence of their draws, and lets the compiler vectorise.
 #[inline]
 pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// `‖x‖₂` (crate-internal helper for slices).
+/// `‖x‖₂`, the crate's one norm: `√(xᵀx)` summed in index order, and rescaled by the largest
+/// entry when that sum overflows (entries beyond about 1e154), so that a runaway chain's norm
+/// stays finite.
 pub(crate) fn norm(x: &[f64]) -> f64 {
-    dot(x, x).sqrt()
+    let ss = dot(x, x);
+    if ss.is_finite() {
+        return ss.sqrt();
+    }
+    let m = x.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    if !m.is_finite() || m == 0.0 {
+        return m;
+    }
+    m * x.iter().map(|v| (v / m) * (v / m)).sum::<f64>().sqrt()
 }
 
 #[cfg(test)]

@@ -3,19 +3,6 @@
 
 use super::*;
 
-/// ‖x‖, without overflow for entries beyond 1e154.
-pub(super) fn norm2(x: &[f64]) -> f64 {
-    let ss = x.iter().map(|v| v * v).sum::<f64>();
-    if ss.is_finite() {
-        return ss.sqrt();
-    }
-    let m = x.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-    if !m.is_finite() || m == 0.0 {
-        return m;
-    }
-    m * x.iter().map(|v| (v / m) * (v / m)).sum::<f64>().sqrt()
-}
-
 /// Watches ‖θ‖ for geometric growth: the largest norm up to each power of two is remembered, and
 /// from iteration 64 on, ‖θ_k‖ is compared with the largest norm up to the power of two below
 /// k/2 (so at least a quarter and at most half of the chain so far).
@@ -43,7 +30,7 @@ pub(crate) struct RunawayDetector {
 impl RunawayDetector {
     /// Starts watching at ‖θ‖ (the start, or the resume point).
     pub(crate) fn new(theta: &[f64]) -> Self {
-        let n = norm2(theta);
+        let n = crate::numeric::linalg::norm(theta);
         RunawayDetector {
             max_so_far: n,
             at_last_power: n,
@@ -65,7 +52,7 @@ impl RunawayDetector {
         factor: Option<f64>,
     ) -> Result<()> {
         let Some(factor) = factor else { return Ok(()) };
-        let n = norm2(theta);
+        let n = crate::numeric::linalg::norm(theta);
         if k.is_power_of_two() {
             self.reference = self.at_last_power;
             self.at_last_power = self.max_so_far;

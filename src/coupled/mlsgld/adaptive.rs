@@ -148,7 +148,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         let keep = self.settings.keep_points && self.settings.averaging_window.is_none();
         let moments_eps = check_target(target, keep)?;
         let setup = self.base.setup_cost();
-        let mut budget = Budget { spent: (setup.datum_gradients + setup.datum_hvps) as f64, max: target.max_cost };
+        let mut budget = Spend { spent: (setup.datum_gradients + setup.datum_hvps) as f64, max: target.max_cost };
         let mut data: Vec<LevelAcc> = Vec::new();
         // Levels dropped below the coarsest one kept (their cost), and level 0 for the
         // relaxation test.
@@ -238,7 +238,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         dropped: &Dropped,
         eps: f64,
         moments_eps: Option<f64>,
-        budget: &mut Budget,
+        budget: &mut Spend,
     ) -> Result<bool> {
         let stats: Vec<(f64, f64)> =
             data.iter().map(|a| (a.var().max(f64::MIN_POSITIVE), a.cost_per_sample())).collect();

@@ -253,15 +253,17 @@ pub(super) fn level_outputs(data: &[LevelAcc], mu: &[f64]) -> (Vec<Vec<f64>>, Ve
     (level_mean, level_var, counts)
 }
 
-/// Work spent and the limit, in datum evaluations (gradients + Hessian-vector products).
-pub(super) struct Budget {
+/// What a multilevel run has spent and may spend, in datum evaluations (gradients +
+/// Hessian-vector products). (Not the observer [`Budget`](crate::observe::Budget), which stops
+/// chains.)
+pub(super) struct Spend {
     pub(super) spent: f64,
     pub(super) max: Option<u64>,
 }
 
-impl Budget {
+impl Spend {
     pub(super) fn unlimited() -> Self {
-        Budget { spent: 0.0, max: None }
+        Spend { spent: 0.0, max: None }
     }
 
     pub(super) fn check(&self, next: f64) -> Result<()> {

@@ -174,7 +174,7 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
             let ml = Self::new(settings, base.clone(), &p.mode)?;
             ml.check(model)?;
             let mut acc = LevelAcc::new(0, false);
-            ml.extend_level_on(&Local, model, &probe, &mut acc, RELAXATION_PROBES, &mut Budget::unlimited())?;
+            ml.extend_level_on(&Local, model, &probe, &mut acc, RELAXATION_PROBES, &mut Spend::unlimited())?;
             p.cost += acc.cost;
             match ml.relaxation_error(&probe, &acc, 0, RELAXATION_TOL) {
                 None => return Ok((ml, p)),

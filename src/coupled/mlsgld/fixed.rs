@@ -81,7 +81,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             None => ck.model = Some(crate::run::checkpoint::ModelFingerprint::of(model)),
         }
         let mut left = max_samples;
-        let mut budget = Budget::unlimited();
+        let mut budget = Spend::unlimited();
         for (acc, &target) in ck.levels.iter_mut().zip(&ck.targets) {
             let want = target.saturating_sub(acc.n).min(left);
             if want > 0 {

@@ -277,7 +277,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         g: &G,
         acc: &mut LevelAcc,
         count: usize,
-        budget: &mut Budget,
+        budget: &mut Spend,
     ) -> Result<()> {
         self.extend_level_on(&Local, model, g, acc, count, budget)
     }
@@ -292,7 +292,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         g: &G,
         acc: &mut LevelAcc,
         count: usize,
-        budget: &mut Budget,
+        budget: &mut Spend,
     ) -> Result<()> {
         const CHUNK: usize = 4096;
         let d = model.dim();
@@ -342,7 +342,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             return Err(Error::NoSamples { reason: "a level needs at least 2 samples" });
         }
         let mut acc = LevelAcc::new(level, false);
-        self.extend_level(model, g, &mut acc, n_samples, &mut Budget::unlimited())?;
+        self.extend_level(model, g, &mut acc, n_samples, &mut Spend::unlimited())?;
         let mut r = self.summarise(model, &[acc], None, &Dropped::default());
         Ok(r.levels.remove(0))
     }
