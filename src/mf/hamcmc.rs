@@ -1,6 +1,7 @@
 //! HAMCMC on the block-scheduled chain: warm-up, pairs and the block-constant L-BFGS step.
 
 use super::*;
+use crate::samplers::hamcmc::HamcmcSchedule;
 
 /// The workers' vectors as one L-BFGS space: elementwise operations on every local worker's
 /// slice, dot products summed over all workers (in worker order) by the fabric.
@@ -90,7 +91,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
             }
         }
         // Pairs τ = M+2 … 2M, each on its own diagonal.
-        for tau in (m + 2)..=(2 * m) {
+        for tau in HamcmcSchedule::warmup_pairs(m) {
             self.next_diagonal()?;
             self.gradients(Some(tau), false);
             self.gradients(Some(tau - m), true);
@@ -100,7 +101,6 @@ impl<'a, F: Fabric> Engine<'a, F> {
         for w in &mut self.workers {
             w.hist.drain(..=m);
         }
-        self.ring.oldest = 0;
         Ok(())
     }
 
@@ -136,14 +136,11 @@ impl<'a, F: Fabric> Engine<'a, F> {
             return self.check_status(tau);
         }
         if let Admitted::Stored { slot: k, dropped_oldest } = self.ring.pairs.admit(sy) {
-            if dropped_oldest {
-                self.ring.iter.pop_front();
-            }
             for w in &mut self.workers {
                 w.ps[k].copy_from_slice(&w.step);
                 w.py[k].copy_from_slice(&w.tmp);
             }
-            self.ring.iter.push_back(tau);
+            self.ring.schedule.admitted(tau, dropped_oldest);
         }
         Ok(())
     }
@@ -163,15 +160,13 @@ impl<'a, F: Fabric> Engine<'a, F> {
     }
 
     pub(super) fn hamcmc_step(&mut self, hs: &HamcmcSettings, k: u64) -> Result<()> {
-        let m = hs.memory as u64;
-        let t = k + 2 * m;
-        let eps = hs.step_size.at(((k - 1) / m) * m + 1);
-        while self.ring.iter.front().is_some_and(|&tau| tau + m < t + 1) {
-            self.ring.pop_oldest();
-        }
+        let t = HamcmcSchedule::t(hs.memory, k);
+        let eps = HamcmcSchedule::step_size(&hs.step_size, hs.memory, k);
+        let HamRing { pairs, schedule } = &mut self.ring;
+        schedule.expire(hs.memory, t, || pairs.pop_oldest());
         self.next_diagonal()?;
         self.draw_noise(t);
-        let old = self.ring.oldest;
+        let old = self.ring.schedule.oldest();
         self.gradients(Some(old), true);
         self.apply_h_s(hs.initial_scale)?;
         for w in &mut self.workers {
@@ -185,7 +180,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
             let (x, h) = (&w.x, &mut w.hist[old]);
             h.copy_from_slice(x);
         }
-        self.ring.oldest = (old + 1) % self.workers.first().map_or(1, |w| w.hist.len());
+        self.ring.schedule.advance(self.workers.first().map_or(1, |w| w.hist.len()));
         Ok(())
     }
 }

@@ -83,17 +83,8 @@ pub(super) fn block_gradient(cs: &PmfTerms, blk: &Block, lw: usize, theta: &[f64
 #[derive(Default)]
 pub(super) struct HamRing {
     pub(super) pairs: PairRing,
-    pub(super) iter: std::collections::VecDeque<u64>,
-    pub(super) oldest: usize,
-}
-
-impl HamRing {
-    pub(super) fn pop_oldest(&mut self) {
-        if self.pairs.len() > 0 {
-            self.pairs.pop_oldest();
-            self.iter.pop_front();
-        }
-    }
+    /// Hamcmc's own schedule: which sample a step starts from, which pairs are recent enough.
+    pub(super) schedule: crate::samplers::hamcmc::HamcmcSchedule,
 }
 
 /// Names of the workers' vectors for the L-BFGS recursion (each a slice on every worker).

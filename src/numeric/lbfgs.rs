@@ -296,6 +296,7 @@ impl PairRing {
     }
 
     /// Pairs in use.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.len
     }

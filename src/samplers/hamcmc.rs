@@ -90,11 +90,11 @@ pub struct Hamcmc<E = Minibatch> {
     settings: HamcmcSettings,
     estimator: E,
     lbfgs: Option<Lbfgs>,
-    /// The last M samples θ_{t−M} … θ_{t−1} (ring, oldest at `oldest`).
+    /// The last M samples θ_{t−M} … θ_{t−1} (ring, oldest at the schedule's `oldest`).
     history: Vec<Vec<f64>>,
-    oldest: usize,
-    /// Iteration index of each stored pair (ring order is the L-BFGS's own).
-    pair_iter: std::collections::VecDeque<u64>,
+    /// Which past sample a step starts from and which pairs are recent enough (serialised as
+    /// the two fields it replaced, in their order: checkpoints are unchanged).
+    schedule: HamcmcSchedule,
     theta: Vec<f64>,
     grad: Vec<f64>,
     g_old: Vec<f64>,
@@ -130,8 +130,7 @@ impl<E: GradientEstimator> Hamcmc<E> {
             estimator,
             lbfgs: None,
             history: Vec::new(),
-            oldest: 0,
-            pair_iter: std::collections::VecDeque::new(),
+            schedule: HamcmcSchedule::default(),
             theta: Vec::new(),
             grad: Vec::new(),
             g_old: Vec::new(),
@@ -173,9 +172,7 @@ impl<E: GradientEstimator> Hamcmc<E> {
 
     /// The step size of iteration k (1-based), constant within blocks of M.
     pub fn step_size_at(&self, k: u64) -> f64 {
-        let m = self.settings.memory as u64;
-        let block_start = ((k.max(1) - 1) / m) * m + 1;
-        self.settings.step_size.at(block_start)
+        HamcmcSchedule::step_size(&self.settings.step_size, self.settings.memory, k)
     }
 
     /// Binds to `model` with user-supplied starting samples θ₀ … θ_{2M} (exactly 2M + 1 of them,
@@ -209,14 +206,13 @@ impl<E: GradientEstimator> Hamcmc<E> {
             }
         }
         // Pairs τ = M+2 … 2M (the M − 1 most recent before t = 2M + 1), each on its own minibatch.
-        for tau in (m + 2)..=(2 * m) {
+        for tau in HamcmcSchedule::warmup_pairs(m) {
             self.make_pair(model, samples[tau], samples[tau - m], rng, tau as u64)?;
         }
         // History: θ_{M+1} … θ_{2M}; current position θ_{2M}.
         for (j, h) in self.history.iter_mut().enumerate() {
             h.copy_from_slice(samples[m + 1 + j]);
         }
-        self.oldest = 0;
         self.theta.copy_from_slice(samples[2 * m]);
         match last_gradient {
             Some(g) => self.grad.copy_from_slice(g),
@@ -236,7 +232,7 @@ impl<E: GradientEstimator> Hamcmc<E> {
         let (d, m) = (model.dim(), self.settings.memory);
         self.lbfgs = Some(Lbfgs::new(d, m - 1, self.settings.initial_scale)?);
         self.history = vec![vec![0.0; d]; m];
-        self.pair_iter.clear();
+        self.schedule = HamcmcSchedule::default();
         for b in [&mut self.theta, &mut self.grad, &mut self.g_old, &mut self.step, &mut self.noise, &mut self.sz] {
             b.clear();
             b.resize(d, 0.0);
@@ -277,11 +273,7 @@ impl<E: GradientEstimator> Hamcmc<E> {
         let lb = self.lbfgs.as_mut().ok_or(Error::NotInitialised)?;
         let was_full = lb.len() == self.settings.memory - 1;
         if lb.push(&self.s_buf, &self.y_buf)? {
-            if was_full {
-                // The L-BFGS dropped its oldest pair; keep the iteration record aligned.
-                self.pair_iter.pop_front();
-            }
-            self.pair_iter.push_back(tau);
+            self.schedule.admitted(tau, was_full);
         }
         Ok(())
     }
@@ -289,7 +281,7 @@ impl<E: GradientEstimator> Hamcmc<E> {
     /// The iteration indices τ of the pairs in use (oldest first), in the paper's numbering
     /// (the first HAMCMC iteration after init is t = 2M + 1).
     pub fn pair_iterations(&self) -> impl Iterator<Item = u64> + '_ {
-        self.pair_iter.iter().copied()
+        self.schedule.pair_iterations()
     }
 }
 
@@ -321,20 +313,14 @@ impl<E: GradientEstimator> Sampler for Hamcmc<E> {
             return Err(Error::NotInitialised);
         }
         check_len("model dimension", self.theta.len(), model.dim())?;
-        let m = self.settings.memory as u64;
         self.k += 1;
-        let t = self.k + 2 * m; // the paper's iteration index
+        let t = HamcmcSchedule::t(self.settings.memory, self.k);
         let eps = self.step_size_at(self.k);
-        // Pairs must come from τ ∈ [t − M + 1, t − 1]: drop any older one (none is, normally,
-        // since one pair is pushed per iteration, but skipped pairs leave gaps).
         let lb = self.lbfgs.as_mut().ok_or(Error::NotInitialised)?;
-        while self.pair_iter.front().is_some_and(|&tau| tau + m < t + 1) {
-            self.pair_iter.pop_front();
-            lb.pop_oldest();
-        }
+        self.schedule.expire(self.settings.memory, t, || lb.pop_oldest());
         self.estimator.resample(rng);
         fill_standard_normal(rng, &mut self.noise);
-        let old = self.oldest;
+        let old = self.schedule.oldest();
         let k = self.k;
         self.estimator.eval(model, &self.history[old], &mut self.g_old).map_err(|e| e.at_iteration(k))?;
         if !all_finite(&self.g_old) {
@@ -359,7 +345,7 @@ impl<E: GradientEstimator> Sampler for Hamcmc<E> {
         self.history[old] = old_theta;
         pushed?;
         self.history[old].copy_from_slice(&self.theta);
-        self.oldest = (old + 1) % self.history.len();
+        self.schedule.advance(self.history.len());
         Ok(())
     }
 
@@ -374,6 +360,73 @@ impl<E: GradientEstimator> Sampler for Hamcmc<E> {
 
     chain_accessors!(theta, grad, k);
     estimator_costs!(estimator);
+}
+
+/// HAMCMC's schedule, written once for [`Hamcmc`] and matrix factorisation's HAMCMC (`mf`):
+/// the paper's iteration index `t = k + 2M`, the step constant within blocks of M, the warm-up's
+/// pairs, which of the last M samples a step starts from (θ_{t−M}, at `oldest` in their ring),
+/// and which secant pairs are recent enough to use (τ ∈ [t − M + 1, t − 1]).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct HamcmcSchedule {
+    /// The ring index of θ_{t−M} among the last M samples.
+    oldest: usize,
+    /// The iteration index τ of each stored pair, oldest first (the L-BFGS ring's own order).
+    pair_iter: std::collections::VecDeque<u64>,
+}
+
+impl HamcmcSchedule {
+    /// The paper's iteration index of the k-th step after the warm-up (the first is t = 2M + 1).
+    pub(crate) fn t(memory: usize, k: u64) -> u64 {
+        k + 2 * memory as u64
+    }
+
+    /// The step size of iteration k (1-based), constant within blocks of M.
+    pub(crate) fn step_size(step: &StepSize, memory: usize, k: u64) -> f64 {
+        let m = memory as u64;
+        step.at(((k.max(1) - 1) / m) * m + 1)
+    }
+
+    /// The warm-up's pairs: after 2M SGLD steps θ₀ … θ_{2M}, one pair (θ_τ, θ_{τ−M}) for each
+    /// τ = M+2 … 2M (the M − 1 most recent before t = 2M + 1); the history is then θ_{M+1} …
+    /// θ_{2M}, oldest first.
+    pub(crate) fn warmup_pairs(memory: usize) -> std::ops::RangeInclusive<usize> {
+        (memory + 2)..=(2 * memory)
+    }
+
+    /// Before iteration t: forgets every pair older than τ = t − M + 1, calling `drop_oldest` for
+    /// each so that the L-BFGS ring drops it too (none is, normally, since one pair is pushed per
+    /// iteration, but pairs that were not admitted leave gaps).
+    pub(crate) fn expire(&mut self, memory: usize, t: u64, mut drop_oldest: impl FnMut()) {
+        while self.pair_iter.front().is_some_and(|&tau| tau + (memory as u64) < t + 1) {
+            self.pair_iter.pop_front();
+            drop_oldest();
+        }
+    }
+
+    /// The pair of iteration τ was admitted to the L-BFGS ring, which dropped its oldest pair
+    /// if `dropped_oldest` (it was full).
+    pub(crate) fn admitted(&mut self, tau: u64, dropped_oldest: bool) {
+        if dropped_oldest {
+            self.pair_iter.pop_front();
+        }
+        self.pair_iter.push_back(tau);
+    }
+
+    /// The ring index of the sample θ_{t−M} the step starts from.
+    pub(crate) fn oldest(&self) -> usize {
+        self.oldest
+    }
+
+    /// After a step: θ_t took θ_{t−M}'s place in the ring of `history_len` samples, and the next
+    /// step starts from the next oldest.
+    pub(crate) fn advance(&mut self, history_len: usize) {
+        self.oldest = (self.oldest + 1) % history_len;
+    }
+
+    /// The iteration indices τ of the pairs in use, oldest first.
+    pub(crate) fn pair_iterations(&self) -> impl Iterator<Item = u64> + '_ {
+        self.pair_iter.iter().copied()
+    }
 }
 
 /// HAMCMC's move from the oldest state of its history: `θ = θ_old − ε H ∇Ũ(θ_old) + √(2ε) S z`,

@@ -53,7 +53,7 @@ macro_rules! estimator_costs {
 }
 
 mod cyclical;
-mod hamcmc;
+pub(crate) mod hamcmc;
 mod langevin;
 mod mala;
 mod noise;
