@@ -1,7 +1,7 @@
 //! Generalised linear models with analytic gradients, potentials and Hessian-vector products.
 
 use super::logistic::{residual, sigmoid, softplus};
-use super::{Rows, axpy4, dot, dot4, standard_normal};
+use super::{Rows, axpy4, dot4, row_dot, standard_normal};
 use crate::error::{Error, Result, check_len};
 use crate::models::Layout;
 use crate::models::model::Model;
@@ -426,7 +426,7 @@ impl Glm {
     /// The intercept the intercept's prior is on: `b₀ + x̄ᵀβ` if centred, else b₀.
     fn intercept_at_means(&self, theta: &[f64]) -> f64 {
         match &self.xbar {
-            Some(xbar) => theta[0] + dot(xbar, &theta[1..1 + self.rows.d]),
+            Some(xbar) => theta[0] + row_dot(xbar, &theta[1..1 + self.rows.d]),
             None => theta[0],
         }
     }
@@ -701,7 +701,7 @@ impl Model for Glm {
         Ok(idx
             .iter()
             .map(|&i| {
-                let eta = dot(self.rows.row(i), beta) + self.eta_shift(theta, i);
+                let eta = row_dot(self.rows.row(i), beta) + self.eta_shift(theta, i);
                 self.weight(i) * self.potential(eta, i, aux)
             })
             .sum())
@@ -718,7 +718,7 @@ impl Model for Glm {
             let c = self.intercept_prior.curvature(self.intercept_at_means(theta));
             match &self.xbar {
                 Some(xbar) => {
-                    let h = c * (v[0] + dot(xbar, &v[1..1 + p]));
+                    let h = c * (v[0] + row_dot(xbar, &v[1..1 + p]));
                     out[0] = h;
                     super::axpy(h, xbar, &mut out[1..1 + p]);
                 }
@@ -741,10 +741,10 @@ impl Model for Glm {
         let va = if self.family.has_aux() { v[b + p] } else { 0.0 };
         for &i in idx {
             let x = self.rows.row(i);
-            let eta = dot(x, beta) + self.eta_shift(theta, i);
+            let eta = row_dot(x, beta) + self.eta_shift(theta, i);
             let (h_ee, h_ea, h_aa) = self.d2(eta, self.y[i], aux);
             let w = self.weight(i);
-            let s = dot(x, &v[b..b + p]) + vb0;
+            let s = row_dot(x, &v[b..b + p]) + vb0;
             let c = w * (h_ee * s + h_ea * va);
             super::axpy(c, x, &mut out[b..b + p]);
             if self.intercept {

@@ -1,6 +1,6 @@
 //! Bayesian linear regression with a Gaussian prior: the exactly solvable test model.
 
-use super::{Rows, axpy, dot, normal_array, prior_precision};
+use super::{Rows, axpy, normal_array, prior_precision, row_dot};
 use crate::error::{Error, Result, check_len, check_positive};
 use crate::models::model::Model;
 use crate::numeric::rng::stream;
@@ -159,21 +159,21 @@ impl Model for LinearGaussian {
         out.fill(0.0);
         for &i in idx {
             let a = self.rows.row(i);
-            let r = (dot(a, theta) - self.targets[i]) * self.inv_noise;
+            let r = (row_dot(a, theta) - self.targets[i]) * self.inv_noise;
             axpy(r, a, out);
         }
         Ok(())
     }
 
     fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
-        Ok(0.5 * self.inv_prior * dot(theta, theta))
+        Ok(0.5 * self.inv_prior * row_dot(theta, theta))
     }
 
     fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
         Ok(idx
             .iter()
             .map(|&i| {
-                let r = dot(self.rows.row(i), theta) - self.targets[i];
+                let r = row_dot(self.rows.row(i), theta) - self.targets[i];
                 0.5 * self.inv_noise * r * r
             })
             .sum())
@@ -190,7 +190,7 @@ impl Model for LinearGaussian {
         out.fill(0.0);
         for &i in idx {
             let a = self.rows.row(i);
-            axpy(dot(a, v) * self.inv_noise, a, out);
+            axpy(row_dot(a, v) * self.inv_noise, a, out);
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! Bayesian logistic regression with dense features and a Gaussian prior.
 
-use super::{Rows, axpy, axpy4, dot, dot4, prior_precision, standard_normal};
+use super::{Rows, axpy, axpy4, dot4, prior_precision, row_dot, standard_normal};
 use crate::error::{Error, Result, check_len};
 use crate::models::model::Model;
 use crate::numeric::rng::stream;
@@ -168,7 +168,7 @@ impl LogisticRegression {
     pub fn hessian(&self, theta: &[f64]) -> Result<Array2<f64>> {
         check_len("theta", self.rows.d, theta.len())?;
         let mut h = self.rows.weighted_gram(|i| {
-            let p = sigmoid(dot(self.rows.row(i), theta));
+            let p = sigmoid(row_dot(self.rows.row(i), theta));
             p * (1.0 - p)
         });
         for j in 0..self.rows.d {
@@ -226,7 +226,7 @@ impl LogisticRegression {
             for (a, b) in g.iter_mut().zip(&gp) {
                 *a += b;
             }
-            if dot(&g, &g).sqrt() < tol {
+            if row_dot(&g, &g).sqrt() < tol {
                 return Ok(Array1::from_vec(theta));
             }
             let h = self.hessian(&theta)?;
@@ -289,14 +289,14 @@ impl Model for LogisticRegression {
     }
 
     fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
-        Ok(0.5 * self.inv_prior * dot(theta, theta))
+        Ok(0.5 * self.inv_prior * row_dot(theta, theta))
     }
 
     fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
         Ok(idx
             .iter()
             .map(|&i| {
-                let z = dot(self.rows.row(i), theta);
+                let z = row_dot(self.rows.row(i), theta);
                 softplus(z) - self.labels[i] * z
             })
             .sum())
@@ -313,8 +313,8 @@ impl Model for LogisticRegression {
         out.fill(0.0);
         for &i in idx {
             let x = self.rows.row(i);
-            let p = sigmoid(dot(x, theta));
-            axpy(p * (1.0 - p) * dot(x, v), x, out);
+            let p = sigmoid(row_dot(x, theta));
+            axpy(p * (1.0 - p) * row_dot(x, v), x, out);
         }
         Ok(())
     }

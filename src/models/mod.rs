@@ -122,10 +122,13 @@ impl Rows {
     }
 }
 
-/// Dot product with four accumulators (lets the compiler use SIMD; the order is fixed, so the
-/// result is deterministic).
+/// A data row's dot product, with four accumulators (lets the compiler use SIMD; the order is
+/// fixed, so the result is deterministic): the models' row kernel. Not
+/// [`numeric::linalg::dot`](crate::numeric::linalg::dot), the sequential dot product of
+/// parameter-space vectors: this summation order is part of every built-in model's gradients,
+/// hence of their draws.
 #[inline(always)]
-pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn row_dot(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut acc = [0.0f64; 4];
@@ -229,7 +232,7 @@ mod tests {
             for r in 0..4 {
                 let exact: f64 = x[r].iter().zip(&y).map(|(a, b)| a * b).sum();
                 assert!((four[r] - exact).abs() <= 1e-13 * (1.0 + exact.abs()), "n = {n}, row {r}");
-                assert!((dot(x[r], &y) - exact).abs() <= 1e-13 * (1.0 + exact.abs()));
+                assert!((row_dot(x[r], &y) - exact).abs() <= 1e-13 * (1.0 + exact.abs()));
             }
             let c = [0.5, -1.25, 2.0, 0.125];
             let (mut a, mut b) = (y.clone(), y.clone());

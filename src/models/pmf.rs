@@ -1,6 +1,6 @@
 //! Bayesian probabilistic matrix factorisation (PMF) on sparse ratings.
 
-use super::{dot, standard_normal};
+use super::{row_dot, standard_normal};
 use crate::error::{Error, Result, check_len, check_positive};
 use crate::models::model::Model;
 use crate::numeric::rng::stream;
@@ -113,7 +113,7 @@ impl Ratings {
         for _ in 0..n_ratings {
             let u = rng.random_range(0..n_users);
             let i = rng.random_range(0..n_items);
-            let r = dot(&w[u * rank..(u + 1) * rank], &h[i * rank..(i + 1) * rank]) + 3.0;
+            let r = row_dot(&w[u * rank..(u + 1) * rank], &h[i * rank..(i + 1) * rank]) + 3.0;
             users.push(u);
             items.push(i);
             values.push(r + noise_sd * standard_normal(&mut rng));
@@ -229,7 +229,7 @@ impl PmfTerms {
     /// The prediction `m + wᵀh`.
     #[inline(always)]
     pub(crate) fn predict(&self, w: &[f64], h: &[f64]) -> f64 {
-        self.offset + dot(w, h)
+        self.offset + row_dot(w, h)
     }
 
     /// `out = ∇U₀`: W's entries (the first `w_len` of θ) over σ_w², H's over σ_h².
@@ -409,8 +409,8 @@ impl Model for Pmf {
 
     fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
         let split = self.train.n_users * self.terms.k;
-        Ok(0.5 * self.terms.inv_prior_w * dot(&theta[..split], &theta[..split])
-            + 0.5 * self.terms.inv_prior_h * dot(&theta[split..], &theta[split..]))
+        Ok(0.5 * self.terms.inv_prior_w * row_dot(&theta[..split], &theta[..split])
+            + 0.5 * self.terms.inv_prior_h * row_dot(&theta[split..], &theta[split..]))
     }
 
     fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
@@ -436,7 +436,7 @@ impl Model for Pmf {
             let (w, h) = (&theta[a..a + k], &theta[b..b + k]);
             let (vw, vh) = (&v[a..a + k], &v[b..b + k]);
             let e = (self.terms.predict(w, h) - self.train.values[r]) * s;
-            let c = (dot(h, vw) + dot(w, vh)) * s;
+            let c = (row_dot(h, vw) + row_dot(w, vh)) * s;
             for p in 0..k {
                 out[a + p] += c * h[p] + e * vh[p];
                 out[b + p] += c * w[p] + e * vw[p];

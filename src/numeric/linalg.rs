@@ -105,7 +105,7 @@ pub fn symmetric_eigen(what: &'static str, a: &Array2<f64>) -> Result<(Vec<f64>,
 
 /// `aᵀb`, summed in index order: the crate's dot product of parameter-space vectors (L-BFGS,
 /// curvature, mode search, model checks, matrix factorisation). The models' data kernels use
-/// their own four-accumulator `models::dot` over data rows instead: its summation order is part
+/// their own four-accumulator row kernel `models::row_dot` instead: its summation order is part
 /// of every built-in model's gradients, hence of their draws, and lets the compiler vectorise.
 #[inline]
 pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {

@@ -149,9 +149,7 @@ impl RunSettings {
     pub fn n_recorded(&self) -> u64 {
         (self.n_iter.saturating_sub(self.burn_in)) / self.thin.max(1)
     }
-}
 
-impl RunSettings {
     /// Whether iteration k (1-based) is recorded: after burn-in, every `thin`-th.
     pub(crate) fn keeps(&self, k: u64) -> bool {
         k > self.burn_in && (k - self.burn_in).is_multiple_of(self.thin)
