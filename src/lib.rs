@@ -1,6 +1,6 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod cost;
 mod coupled;
@@ -43,7 +43,7 @@ mod trace;
 pub mod tune;
 
 pub use models::ad;
-pub use numeric::rng;
+pub use numeric::{prefetch, rng};
 pub use run::{checkpoint, observe, progress, runner};
 pub use trace::{diagnostics, export};
 
@@ -68,8 +68,8 @@ pub use gradient::{FullGradient, GradientEstimator, Minibatch, Subsample, Subsam
 pub use models::check::{CheckSettings, ModelCheck, check_model};
 pub use models::model::Model;
 pub use models::{
-    Block, Constrained, Constraint, Family, Glm, GlmSettings, Layout, LinearGaussian, LogisticRegression, Pmf, Prior,
-    Ratings, Temperature, Tempered,
+    Block, Constrained, Constraint, DataScalar, Family, Glm, GlmSettings, Layout, LinearGaussian, LogisticRegression,
+    Pmf, Prior, Ratings, Temperature, Tempered,
 };
 pub use numeric::schedule::StepSize;
 pub use run::runner::{Resume, Runner};

@@ -148,3 +148,23 @@ fn other_sampler_steps_do_not_allocate() {
         .unwrap();
     assert_eq!(steps_allocations(mala, &logistic), 0);
 }
+
+/// Large data (above the 4 MiB at which rows are prefetched and stored on huge pages), in f64
+/// and in f32: the prefetching gathers of the built-in models allocate nothing either.
+#[test]
+fn large_data_and_f32_steps_do_not_allocate() {
+    let logistic = LogisticRegression::synthetic(150_000, 10, 1.0, 1).unwrap();
+    let linear = LinearGaussian::synthetic(150_000, 10, 1.0, 1.0, 1).unwrap();
+    let glm = Glm::synthetic(Family::Poisson, 150_000, 10, 1).unwrap();
+    let nb = Glm::synthetic(Family::NegativeBinomial, 150_000, 10, 1).unwrap();
+    let sgld = || Sgld::new(SgldSettings::constant(1e-8), Minibatch::new(100)).unwrap();
+    assert_eq!(steps_allocations(sgld(), &logistic), 0);
+    assert_eq!(steps_allocations(sgld(), &logistic.to_f32().unwrap()), 0);
+    assert_eq!(steps_allocations(sgld(), &linear), 0);
+    assert_eq!(steps_allocations(sgld(), &linear.to_f32().unwrap()), 0);
+    assert_eq!(steps_allocations(sgld(), &glm), 0);
+    assert_eq!(steps_allocations(sgld(), &glm.to_f32().unwrap()), 0);
+    // With r on the log scale (θ = 0 is r = 1).
+    assert_eq!(steps_allocations(sgld(), &nb.clone().constrained().unwrap()), 0);
+    assert_eq!(steps_allocations(sgld(), &nb.to_f32().unwrap().constrained().unwrap()), 0);
+}

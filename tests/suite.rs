@@ -24,6 +24,7 @@ mod engine;
 mod errors;
 #[path = "estimators.rs"]
 mod estimators;
+mod f32_data;
 #[path = "foundations.rs"]
 mod foundations;
 #[path = "glm.rs"]

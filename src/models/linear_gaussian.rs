@@ -1,6 +1,6 @@
 //! Bayesian linear regression with a Gaussian prior: the exactly solvable test model.
 
-use super::{Rows, axpy, normal_array, prior_precision, row_dot};
+use super::{DataScalar, Rows, axpy, normal_array, prior_precision, row_dot};
 use crate::error::{Error, Result, check_len, check_positive};
 use crate::models::model::Model;
 use crate::numeric::rng::stream;
@@ -14,9 +14,14 @@ use ndarray::{Array1, Array2, ArrayView2};
 /// `μ = P⁻¹ Aᵀx / σx²`, available from [`posterior_mean`](Self::posterior_mean),
 /// [`posterior_covariance`](Self::posterior_covariance) and
 /// [`posterior_precision`](Self::posterior_precision) (computed once, by Cholesky).
+///
+/// The design is stored as `X`: f64 ([`new`](Self::new)), or f32
+/// ([`new_f32`](LinearGaussian::<f32>::new_f32), [`to_f32`](Self::to_f32)), which halves the
+/// memory a minibatch gathers; parameters and arithmetic are f64 either way (see
+/// [`DataScalar`]), and the exact posterior is that of the stored design.
 #[derive(Debug, Clone)]
-pub struct LinearGaussian {
-    rows: Rows,
+pub struct LinearGaussian<X: DataScalar = f64> {
+    rows: Rows<X>,
     targets: Vec<f64>,
     noise_var: f64,
     prior_var: f64,
@@ -28,7 +33,7 @@ pub struct LinearGaussian {
     true_theta: Option<Array1<f64>>,
 }
 
-impl LinearGaussian {
+impl LinearGaussian<f64> {
     /// The model for design `A` (N × d, one datum per row), targets `x` (N), noise variance
     /// `σx²` and prior variance `σθ²`.
     ///
@@ -36,36 +41,7 @@ impl LinearGaussian {
     /// `targets.len() != N`, [`Error::InvalidParameter`] for non-positive variances or non-finite
     /// data.
     pub fn new(design: &Array2<f64>, targets: &Array1<f64>, noise_var: f64, prior_var: f64) -> Result<Self> {
-        let rows = Rows::from_array(design, "design")?;
-        check_len("targets", rows.n, targets.len())?;
-        if targets.iter().any(|x| !x.is_finite()) {
-            return Err(Error::invalid("targets", "non-finite entry", "every entry must be finite"));
-        }
-        check_positive("noise_var", noise_var)?;
-        let inv_prior = prior_precision(prior_var)?;
-        let inv_noise = 1.0 / noise_var;
-        let mut post_prec = rows.weighted_gram(|_| inv_noise);
-        for j in 0..rows.d {
-            post_prec[[j, j]] += inv_prior;
-        }
-        let mut atx = Array1::zeros(rows.d);
-        for i in 0..rows.n {
-            axpy(targets[i] * inv_noise, rows.row(i), atx.as_slice_mut().expect("contiguous"));
-        }
-        let post_cov = crate::numeric::linalg::spd_inverse("posterior precision", &post_prec)?;
-        let post_mean = crate::numeric::linalg::spd_solve("posterior precision", &post_prec, &atx)?;
-        Ok(LinearGaussian {
-            rows,
-            targets: targets.to_vec(),
-            noise_var,
-            prior_var,
-            inv_noise,
-            inv_prior,
-            post_prec,
-            post_cov,
-            post_mean,
-            true_theta: None,
-        })
+        Self::from_rows(Rows::from_array(design, "design")?, targets, noise_var, prior_var)
     }
 
     /// A synthetic data set: `aᵢ ~ N(0, I_d)`, `θ_true ~ N(0, σθ² I)`,
@@ -97,6 +73,65 @@ impl LinearGaussian {
         Ok(m)
     }
 
+    /// The same model with its design stored in f32 (each entry rounded to the nearest f32,
+    /// relative error ≤ 2⁻²⁴): half the memory, and half the bytes a minibatch gathers. The exact
+    /// posterior is recomputed for the rounded design; the gradients are those of the model on
+    /// it, computed in f64 (see [`DataScalar`]).
+    ///
+    /// Errors: [`Error::InvalidParameter`] (`"design"`) if an entry is beyond f32's range;
+    /// [`Error::LinearAlgebra`] if the rounded posterior precision is not positive definite.
+    pub fn to_f32(&self) -> Result<LinearGaussian<f32>> {
+        let targets = Array1::from_vec(self.targets.clone());
+        let mut m = LinearGaussian::from_rows(self.rows.convert("design")?, &targets, self.noise_var, self.prior_var)?;
+        m.true_theta = self.true_theta.clone();
+        Ok(m)
+    }
+}
+
+impl LinearGaussian<f32> {
+    /// The model for a design stored in f32 (N × d), targets x (N), noise variance `σx²` and
+    /// prior variance `σθ²`: [`new`](LinearGaussian::new) for data that are f32 already.
+    ///
+    /// Errors: as [`new`](LinearGaussian::new).
+    pub fn new_f32(design: &Array2<f32>, targets: &Array1<f64>, noise_var: f64, prior_var: f64) -> Result<Self> {
+        Self::from_rows(Rows::from_array(design, "design")?, targets, noise_var, prior_var)
+    }
+}
+
+impl<X: DataScalar> LinearGaussian<X> {
+    /// The model on rows already stored (see [`new`](LinearGaussian::new)).
+    fn from_rows(rows: Rows<X>, targets: &Array1<f64>, noise_var: f64, prior_var: f64) -> Result<Self> {
+        check_len("targets", rows.n, targets.len())?;
+        if targets.iter().any(|x| !x.is_finite()) {
+            return Err(Error::invalid("targets", "non-finite entry", "every entry must be finite"));
+        }
+        check_positive("noise_var", noise_var)?;
+        let inv_prior = prior_precision(prior_var)?;
+        let inv_noise = 1.0 / noise_var;
+        let mut post_prec = rows.weighted_gram(|_| inv_noise);
+        for j in 0..rows.d {
+            post_prec[[j, j]] += inv_prior;
+        }
+        let mut atx = Array1::zeros(rows.d);
+        for i in 0..rows.n {
+            axpy(targets[i] * inv_noise, rows.row(i), atx.as_slice_mut().expect("contiguous"));
+        }
+        let post_cov = crate::numeric::linalg::spd_inverse("posterior precision", &post_prec)?;
+        let post_mean = crate::numeric::linalg::spd_solve("posterior precision", &post_prec, &atx)?;
+        Ok(LinearGaussian {
+            rows,
+            targets: targets.to_vec(),
+            noise_var,
+            prior_var,
+            inv_noise,
+            inv_prior,
+            post_prec,
+            post_cov,
+            post_mean,
+            true_theta: None,
+        })
+    }
+
     /// The exact posterior mean `μ`.
     pub fn posterior_mean(&self) -> &Array1<f64> {
         &self.post_mean
@@ -117,8 +152,8 @@ impl LinearGaussian {
         self.true_theta.as_ref()
     }
 
-    /// The design matrix A (N × d).
-    pub fn design(&self) -> ArrayView2<'_, f64> {
+    /// The design matrix A (N × d), as stored.
+    pub fn design(&self) -> ArrayView2<'_, X> {
         ArrayView2::from_shape((self.rows.n, self.rows.d), &self.rows.data).expect("shape matches storage")
     }
 
@@ -138,7 +173,7 @@ impl LinearGaussian {
     }
 }
 
-impl Model for LinearGaussian {
+impl<X: DataScalar> Model for LinearGaussian<X> {
     fn dim(&self) -> usize {
         self.rows.d
     }
@@ -157,7 +192,14 @@ impl Model for LinearGaussian {
     #[inline]
     fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
-        for &i in idx {
+        let prefetch = self.rows.worth_prefetching();
+        if prefetch {
+            self.rows.prefetch_first(idx);
+        }
+        for (k, &i) in idx.iter().enumerate() {
+            if prefetch {
+                self.rows.prefetch_ahead(idx, k);
+            }
             let a = self.rows.row(i);
             let r = (row_dot(a, theta) - self.targets[i]) * self.inv_noise;
             axpy(r, a, out);

@@ -1,6 +1,6 @@
 //! Bayesian logistic regression with dense features and a Gaussian prior.
 
-use super::{Rows, axpy, axpy4, dot4, prior_precision, row_dot, standard_normal};
+use super::{BLOCK, DataScalar, Rows, axpy, prior_precision, row_dot, standard_normal};
 use crate::error::{Error, Result, check_len};
 use crate::models::model::Model;
 use crate::numeric::rng::stream;
@@ -14,19 +14,19 @@ use rand::RngExt;
 /// Gradients: `∇Uᵢ = (σ(xᵢᵀθ) − yᵢ) xᵢ`; Hessians `∇²Uᵢ = σ(1 − σ) xᵢxᵢᵀ`, applied to vectors
 /// without forming them. Features are stored row-major and contiguous, so a minibatch gradient
 /// is one pass over each drawn row.
+///
+/// The features are stored as `X`: f64 ([`new`](Self::new)), or f32
+/// ([`new_f32`](LogisticRegression::<f32>::new_f32), [`to_f32`](Self::to_f32)), which halves
+/// the memory a minibatch gathers; parameters and arithmetic are f64 either way (see
+/// [`DataScalar`]).
 #[derive(Debug, Clone)]
-pub struct LogisticRegression {
-    rows: Rows,
+pub struct LogisticRegression<X: DataScalar = f64> {
+    rows: Rows<X>,
     labels: Vec<f64>,
     prior_var: f64,
     inv_prior: f64,
     true_theta: Option<Array1<f64>>,
 }
-
-/// Rows processed together by [`LogisticRegression::grad_data_sum`]: their dot products first,
-/// then their residuals (a fixed-length loop over the block, which the compiler vectorises
-/// without branches), then their contributions to the sum, in index order.
-const BLOCK: usize = 16;
 
 /// `exp(x)` for `x ≤ 0` as a ratio `(num, den)`, accurate to a few ulps, in branch-free
 /// arithmetic so that loops over it vectorise (libm's `exp` is an opaque call, and cost half of
@@ -69,13 +69,6 @@ fn exp_nonpositive_ratio(x: f64) -> (f64, f64) {
     (two_k * ((2.0 + 2.0 * r) - c), 2.0 - c)
 }
 
-/// A chunk of exactly four as an array (the length is known at the call sites, so the check
-/// compiles away).
-#[inline(always)]
-fn quad<T>(chunk: &[T]) -> &[T; 4] {
-    chunk.try_into().expect("chunks of four")
-}
-
 /// `(σ(z), σ(−z))`, each accurate to a few ulps relative (also in the tails, where one of them
 /// is tiny), without overflow for any z; NaN for NaN.
 ///
@@ -107,7 +100,7 @@ pub(super) fn softplus(z: f64) -> f64 {
     if z > 0.0 { z + (-z).exp().ln_1p() } else { z.exp().ln_1p() }
 }
 
-impl LogisticRegression {
+impl LogisticRegression<f64> {
     /// The model for features X (N × d, one datum per row; include a column of ones for an
     /// intercept), labels y (N, each 0 or 1) and prior variance σ².
     ///
@@ -116,12 +109,7 @@ impl LogisticRegression {
     /// non-positive prior variance or non-finite features.
     pub fn new(features: &Array2<f64>, labels: &Array1<f64>, prior_var: f64) -> Result<Self> {
         let rows = Rows::from_array(features, "features")?;
-        check_len("labels", rows.n, labels.len())?;
-        if let Some(y) = labels.iter().find(|&&y| y != 0.0 && y != 1.0) {
-            return Err(Error::invalid("labels", y, "every label must be 0 or 1"));
-        }
-        let inv_prior = prior_precision(prior_var)?;
-        Ok(LogisticRegression { rows, labels: labels.to_vec(), prior_var, inv_prior, true_theta: None })
+        Self::from_rows(rows, labels, prior_var)
     }
 
     /// A synthetic data set from a seeded generator: features `xᵢ ~ N(0, I_d)`, a true
@@ -144,13 +132,52 @@ impl LogisticRegression {
         Ok(m)
     }
 
+    /// The same model with its features stored in f32 (each rounded to the nearest f32, relative
+    /// error ≤ 2⁻²⁴): half the memory, and half the bytes a minibatch gathers. The gradients are
+    /// those of the model on the rounded features, computed in f64 (see [`DataScalar`]).
+    ///
+    /// Errors: [`Error::InvalidParameter`] (`"features"`) if a feature is beyond f32's range
+    /// (|x| > 3.4e38).
+    pub fn to_f32(&self) -> Result<LogisticRegression<f32>> {
+        Ok(LogisticRegression {
+            rows: self.rows.convert("features")?,
+            labels: self.labels.clone(),
+            prior_var: self.prior_var,
+            inv_prior: self.inv_prior,
+            true_theta: self.true_theta.clone(),
+        })
+    }
+}
+
+impl LogisticRegression<f32> {
+    /// The model for features X stored in f32 (N × d), labels y (N, each 0 or 1) and prior
+    /// variance σ²: [`new`](LogisticRegression::new) for data that are f32 already. The
+    /// gradients are exactly those of the f64 model on the same values (see [`DataScalar`]).
+    ///
+    /// Errors: as [`new`](LogisticRegression::new).
+    pub fn new_f32(features: &Array2<f32>, labels: &Array1<f64>, prior_var: f64) -> Result<Self> {
+        let rows = Rows::from_array(features, "features")?;
+        Self::from_rows(rows, labels, prior_var)
+    }
+}
+
+impl<X: DataScalar> LogisticRegression<X> {
+    fn from_rows(rows: Rows<X>, labels: &Array1<f64>, prior_var: f64) -> Result<Self> {
+        check_len("labels", rows.n, labels.len())?;
+        if let Some(y) = labels.iter().find(|&&y| y != 0.0 && y != 1.0) {
+            return Err(Error::invalid("labels", y, "every label must be 0 or 1"));
+        }
+        let inv_prior = prior_precision(prior_var)?;
+        Ok(LogisticRegression { rows, labels: labels.to_vec(), prior_var, inv_prior, true_theta: None })
+    }
+
     /// The parameter the synthetic data were generated from (None for user data).
     pub fn true_theta(&self) -> Option<&Array1<f64>> {
         self.true_theta.as_ref()
     }
 
-    /// The features X (N × d).
-    pub fn features(&self) -> ArrayView2<'_, f64> {
+    /// The features X (N × d), as stored.
+    pub fn features(&self) -> ArrayView2<'_, X> {
         ArrayView2::from_shape((self.rows.n, self.rows.d), &self.rows.data).expect("shape matches storage")
     }
 
@@ -175,34 +202,6 @@ impl LogisticRegression {
             h[[j, j]] += self.inv_prior;
         }
         Ok(h)
-    }
-
-    /// `out += Σ_{i ∈ block} (σ(xᵢᵀθ) − yᵢ) xᵢ` for 1 to [`BLOCK`] indices: the dot products
-    /// four rows at a time, then the residuals in one vectorised loop, then the rows added to
-    /// `out` four at a time, in index order (the rows are still in L1 cache). A block whose
-    /// length is not a multiple of four is padded with copies of its last row, given a zero
-    /// coefficient (adding `+0.0` leaves every sum unchanged).
-    #[inline(always)]
-    fn add_block_gradient(&self, theta: &[f64], block: &[usize], out: &mut [f64]) {
-        let quads = block.len().div_ceil(4);
-        let last = block[block.len() - 1];
-        let mut rows = [self.rows.row(last); BLOCK];
-        let mut y = [0.0; BLOCK];
-        for ((row, y), &i) in rows.iter_mut().zip(&mut y).zip(block) {
-            *row = self.rows.row(i);
-            *y = self.labels[i];
-        }
-        let mut z = [0.0; BLOCK];
-        for (zq, rq) in z.chunks_exact_mut(4).zip(rows.chunks_exact(4)).take(quads) {
-            zq.copy_from_slice(&dot4(quad(rq), theta));
-        }
-        for (z, &y) in z.iter_mut().zip(&y) {
-            *z = residual(*z, y);
-        }
-        z[block.len()..].fill(0.0);
-        for (zq, rq) in z.chunks_exact(4).zip(rows.chunks_exact(4)).take(quads) {
-            axpy4(*quad(zq), *quad(rq), out);
-        }
     }
 
     /// The posterior mode (MAP) by Newton's method with step halving on the full potential,
@@ -251,7 +250,7 @@ impl LogisticRegression {
     }
 }
 
-impl Model for LogisticRegression {
+impl<X: DataScalar> Model for LogisticRegression<X> {
     fn dim(&self) -> usize {
         self.rows.d
     }
@@ -267,24 +266,22 @@ impl Model for LogisticRegression {
         Ok(())
     }
 
-    /// By blocks of 16 indices (see `add_block_gradient`), adding the rows in index order: the
-    /// summation order depends on `idx` only. On a data set larger than the L2 cache, the rows
-    /// of the next block are fetched while a block is processed (`Rows::touch`). Allocates
-    /// nothing; the residuals `σ(z) − y` keep their relative accuracy where they are tiny, and
-    /// the sigmoid cannot overflow.
+    /// By blocks of 16 indices: the rows' dot products, then their residuals `σ(z) − y` (which
+    /// keep their relative accuracy where they are tiny; the sigmoid cannot overflow), then the
+    /// rows added in index order, so the summation order depends on `idx` only. On data larger
+    /// than the L2 cache, rows are prefetched 16 ahead of use. Allocates nothing.
     #[inline]
     fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
-        let prefetch = self.rows.worth_prefetching();
-        let mut touched = 0;
-        let mut blocks = idx.chunks(BLOCK).peekable();
-        while let Some(block) = blocks.next() {
-            if prefetch && let Some(next) = blocks.peek() {
-                touched ^= self.rows.touch(next);
+        self.rows.add_gradient_blocks(theta, idx, out, |block, z| {
+            let mut y = [0.0; BLOCK];
+            for (y, &i) in y.iter_mut().zip(block) {
+                *y = self.labels[i];
             }
-            self.add_block_gradient(theta, block, out);
-        }
-        std::hint::black_box(touched);
+            for (z, &y) in z.iter_mut().zip(&y) {
+                *z = residual(*z, y);
+            }
+        });
         Ok(())
     }
 

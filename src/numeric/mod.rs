@@ -3,5 +3,6 @@
 
 pub(crate) mod lbfgs;
 pub(crate) mod linalg;
+pub mod prefetch;
 pub mod rng;
 pub(crate) mod schedule;
