@@ -11,7 +11,7 @@
 mod gather;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use gather::{DATA_SEED, PRIOR_VAR, SETTINGS, gather_probe, plain_sgld_step};
+use gather::{DATA_SEED, PRIOR_VAR, SETTINGS, gather_probe, gather_probe_scalar, plain_sgld_step};
 use sgmcmc::rng::stream;
 use sgmcmc::{LogisticRegression, Minibatch, Sampler, Sgld, SgldSettings, StepSize, Subsample};
 use std::hint::black_box;
@@ -51,6 +51,9 @@ fn gather(c: &mut Criterion) {
         });
         group.bench_function(BenchmarkId::new("gather_probe_f64", &param), |b| {
             b.iter(|| black_box(gather_probe(x64, s.dim, &mut sub, &mut rng, &mut acc)))
+        });
+        group.bench_function(BenchmarkId::new("gather_probe_scalar_f64", &param), |b| {
+            b.iter(|| black_box(gather_probe_scalar(x64, s.dim, &mut sub, &mut rng)))
         });
         group.bench_function(BenchmarkId::new("gather_probe_f32", &param), |b| {
             b.iter(|| black_box(gather_probe(x32, s.dim, &mut sub, &mut rng, &mut acc)))

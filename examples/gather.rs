@@ -15,7 +15,7 @@
 #[path = "support/gather.rs"]
 mod gather;
 
-use gather::{DATA_SEED, PRIOR_VAR, SETTINGS, gather_probe, plain_sgld_step};
+use gather::{DATA_SEED, PRIOR_VAR, SETTINGS, gather_probe, gather_probe_scalar, plain_sgld_step};
 use sgmcmc::rng::stream;
 use sgmcmc::{LogisticRegression, Minibatch, Model, Sampler, Sgld, SgldSettings, StepSize, Subsample};
 use std::hint::black_box;
@@ -34,6 +34,7 @@ struct Row {
     plain: f64,
     probe64: f64,
     probe32: f64,
+    scalar64: f64,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -76,6 +77,10 @@ fn main() -> Result<(), sgmcmc::Error> {
                     black_box(gather_probe(x64, s.dim, &mut sub, &mut rg, &mut acc));
                     Ok(())
                 }
+                5 => {
+                    black_box(gather_probe_scalar(x64, s.dim, &mut sub, &mut rg));
+                    Ok(())
+                }
                 _ => {
                     black_box(gather_probe(x32, s.dim, &mut sub, &mut rg, &mut acc));
                     Ok(())
@@ -88,7 +93,7 @@ fn main() -> Result<(), sgmcmc::Error> {
             variant(2)?;
         }
         let iters = ((ROUND_SECONDS / (t.elapsed().as_secs_f64() / 50.0)) as usize).max(50);
-        let mut times = vec![Vec::new(); 5];
+        let mut times = vec![Vec::new(); 6];
         for _ in 0..ROUNDS {
             for (v, times) in times.iter_mut().enumerate() {
                 let t = Instant::now();
@@ -99,7 +104,7 @@ fn main() -> Result<(), sgmcmc::Error> {
             }
         }
         let m: Vec<f64> = times.into_iter().map(median).collect();
-        let [step64, step32, plain, probe64, probe32] = m[..] else { unreachable!("five variants") };
+        let [step64, step32, plain, probe64, probe32, scalar64] = m[..] else { unreachable!("six variants") };
         rows.push(Row {
             label: format!("N = {:e}, d = {}, n = {}", s.n_data as f64, s.dim, s.batch),
             step64,
@@ -107,39 +112,42 @@ fn main() -> Result<(), sgmcmc::Error> {
             plain,
             probe64,
             probe32,
+            scalar64,
         });
         assert!(s64.position().iter().chain(s32.position()).all(|v| v.is_finite()), "chains stay finite");
         black_box((m64.dim(), &acc, &theta));
     }
     let mut table = String::from(
-        "| setting | f64 step / gather limit | f32 step / f32 gather limit | f32 step speed-up | crate / plain-Rust step |\n\
-         | --- | --- | --- | --- | --- |\n",
+        "| setting | f64 step / gather limit | f32 step / f32 gather limit | f32 step speed-up | crate / plain-Rust step | f64 step / issue 51's probe |\n\
+         | --- | --- | --- | --- | --- | --- |\n",
     );
     let mut json = Vec::new();
     for r in &rows {
         let (a, b, c, e) = (r.probe64 / r.step64, r.probe32 / r.step32, r.step64 / r.step32, r.plain / r.step64);
-        table += &format!("| {} | {a:.2} | {b:.2} | {c:.2}× | {e:.2}× faster |\n", r.label);
+        let f = r.scalar64 / r.step64;
+        table += &format!("| {} | {a:.2} | {b:.2} | {c:.2}× | {e:.2}× faster | {f:.2} |\n", r.label);
         json.push(format!(
-            "{{\"setting\":\"{}\",\"step64_us\":{:.3},\"step32_us\":{:.3},\"plain_us\":{:.3},\"probe64_us\":{:.3},\"probe32_us\":{:.3}}}",
+            "{{\"setting\":\"{}\",\"step64_us\":{:.3},\"step32_us\":{:.3},\"plain_us\":{:.3},\"probe64_us\":{:.3},\"probe32_us\":{:.3},\"scalar_probe64_us\":{:.3}}}",
             r.label,
             r.step64 * 1e6,
             r.step32 * 1e6,
             r.plain * 1e6,
             r.probe64 * 1e6,
-            r.probe32 * 1e6
+            r.probe32 * 1e6,
+            r.scalar64 * 1e6
         ));
     }
     println!("One SGLD step on logistic regression, medians of {ROUNDS} alternating rounds on one thread:");
-    println!(
-        "(ratios of throughputs; the gather limit is the same minibatch draw and a prefetching sum of its rows)\n"
-    );
+    println!("(ratios of throughputs; the gather limit is the same minibatch draw and a prefetching sum of its rows;");
+    println!(" issue 51's probe sums each row into four scalar accumulators, a slower loop)\n");
     print!("{table}");
     let doc = format!(
         "# Large data: the minibatch step beside the gather limit\n\n\
          Written by `cargo run --release --example gather` (default build, one thread). Each entry is a \
          ratio of throughputs measured in one run; the gather limit draws the same minibatch and sums \
-         its rows with prefetching, the least any step must do. The plain-Rust step is \
-         `examples/support/gather.rs`.\n\n{table}"
+         its rows with prefetching, the least any step must do; the last column uses the probe in the \
+         form issue 51 measured (each row summed into four scalar accumulators, a slower loop). The \
+         plain-Rust step and both probes are in `examples/support/gather.rs`.\n\n{table}"
     );
     if let Err(e) = std::fs::create_dir_all("docs").and_then(|_| std::fs::write("docs/performance.md", doc)) {
         eprintln!("could not write docs/performance.md: {e}");

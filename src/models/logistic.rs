@@ -155,6 +155,22 @@ impl LogisticRegression<f32> {
     /// gradients are exactly those of the f64 model on the same values (see [`DataScalar`]).
     ///
     /// Errors: as [`new`](LogisticRegression::new).
+    ///
+    /// ```
+    /// use ndarray::{Array1, Array2};
+    /// use sgmcmc::prelude::*;
+    ///
+    /// let x: Array2<f32> = Array2::from_shape_fn((1_000, 3), |(i, j)| ((i * 7 + j * 3) % 11) as f32 / 5.0 - 1.0);
+    /// let y = Array1::from_shape_fn(1_000, |i| f64::from(u8::from(i % 3 == 0)));
+    /// let model = LogisticRegression::new_f32(&x, &y, 10.0)?;
+    /// // Exactly the f64 model on the same values (every f32 is an f64).
+    /// let same = LogisticRegression::new(&x.mapv(f64::from), &y, 10.0)?;
+    /// let (mut g32, mut g64) = ([0.0; 3], [0.0; 3]);
+    /// model.grad_data_sum(&[0.1, -0.2, 0.3], &[5, 17, 999], &mut g32)?;
+    /// same.grad_data_sum(&[0.1, -0.2, 0.3], &[5, 17, 999], &mut g64)?;
+    /// assert_eq!(g32, g64);
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
     pub fn new_f32(features: &Array2<f32>, labels: &Array1<f64>, prior_var: f64) -> Result<Self> {
         let rows = Rows::from_array(features, "features")?;
         Self::from_rows(rows, labels, prior_var)
