@@ -189,21 +189,17 @@ impl<X: DataScalar> Model for LinearGaussian<X> {
         Ok(())
     }
 
+    /// By blocks of 16 rows, as [`LogisticRegression`](crate::LogisticRegression): the rows'
+    /// dot products, the residuals `(aᵢᵀθ − xᵢ)/σx²`, then the rows added in index order; on data
+    /// larger than the L2 cache, rows are prefetched 16 ahead of use. Allocates nothing.
     #[inline]
     fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
-        let prefetch = self.rows.worth_prefetching();
-        if prefetch {
-            self.rows.prefetch_first(idx);
-        }
-        for (k, &i) in idx.iter().enumerate() {
-            if prefetch {
-                self.rows.prefetch_ahead(idx, k);
+        self.rows.add_gradient_blocks(theta, idx, out, |block, z| {
+            for (z, &i) in z.iter_mut().zip(block) {
+                *z = (*z - self.targets[i]) * self.inv_noise;
             }
-            let a = self.rows.row(i);
-            let r = (row_dot(a, theta) - self.targets[i]) * self.inv_noise;
-            axpy(r, a, out);
-        }
+        });
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! The built-in models' data storage and row kernels: contiguous rows in f64 or f32
 //! ([`DataScalar`]), the dot products and row sums of a minibatch gradient, and the blocked,
-//! prefetching minibatch gather that [`LogisticRegression`](super::LogisticRegression) and
-//! [`Glm`](super::Glm) share.
+//! prefetching minibatch gather that [`LogisticRegression`](super::LogisticRegression),
+//! [`LinearGaussian`](super::LinearGaussian) and [`Glm`](super::Glm) share.
 //!
 //! Whatever the storage type, every product and sum is computed in f64: an f32 entry is
 //! converted exactly (every f32 is an f64), so a model on f32 data computes exactly what the same
