@@ -8,7 +8,7 @@
 //! model computes on those values stored as f64. Storing data in f32 only rounds the data, once.
 
 use crate::error::{Error, Result};
-use crate::numeric::prefetch::{PREFETCH_DISTANCE, huge_page_vec, prefetch_row};
+use crate::numeric::prefetch::{LARGE_DATA_BYTES, PREFETCH_DISTANCE, huge_page_vec, prefetch_row};
 use ndarray::Array2;
 
 mod sealed {
@@ -99,13 +99,10 @@ impl<X: DataScalar> Rows<X> {
         self.data[i * self.d + j].into()
     }
 
-    /// Whether prefetching rows ahead of use pays: for data sets above 4 MiB, larger than a
-    /// core's L2 cache (1–2 MiB on current x86). Below that, rows drawn at random come from
-    /// L1/L2 and the prefetch instructions are pure overhead.
+    /// Whether prefetching rows ahead of use pays: for data sets above [`LARGE_DATA_BYTES`].
     #[inline(always)]
     pub fn worth_prefetching(&self) -> bool {
-        const MIN_BYTES: usize = 4 << 20;
-        self.data.len() * size_of::<X>() > MIN_BYTES
+        self.data.len() * size_of::<X>() > LARGE_DATA_BYTES
     }
 
     /// Prefetches the rows of `idx[..PREFETCH_DISTANCE]`: what a loop that prefetches
