@@ -28,10 +28,9 @@
 //! # assert_eq!(out, [7.0, 10.0]);
 //! ```
 //!
-//! The hint brings lines into the L2 cache (`PREFETCHT1`), not L1: measured with the crate's
-//! minibatch gradient at N = 10⁵, d = 100, n = 100 this took a step from 17.2 µs to 10.0 µs
-//! (L1 prefetches of far-ahead rows compete with the rows in use for L1's 64 KiB and fill
-//! buffers), and at N = 10⁶, d = 20, n = 1 000 from 56 µs to 48 µs (`benches/gather.rs`).
+//! The hint brings lines into the L2 cache (`PREFETCHT1`), not L1: L1 prefetches of rows far ahead
+//! compete with the rows in use for L1's space and fill buffers. `cargo run --release --example
+//! gather` measures the gather on your machine.
 //!
 //! Stable Rust offers prefetching only through `core::arch` intrinsics that take a raw pointer
 //! and are therefore `unsafe fn`. [`prefetch`] wraps the x86-64 one behind a safe signature; on
@@ -40,8 +39,8 @@
 #![allow(unsafe_code)]
 
 /// How many rows ahead of the row in use the built-in models prefetch: one row prefetched per
-/// row used, at a fixed distance. 8 gave the same gather time and 32 or 64 no gain (measured at
-/// N = 10⁶, d = 20, n = 1 000 in f64).
+/// row used, at a fixed distance (shorter distances leave the rows' latency exposed; longer
+/// ones gained nothing).
 pub const PREFETCH_DISTANCE: usize = 16;
 
 /// Hints the processor to bring the cache line holding `*x` into the L2 cache, without waiting
@@ -88,8 +87,7 @@ pub(crate) const LARGE_DATA_BYTES: usize = 4 << 20;
 /// to back it with huge pages (2 MiB) when it is touched, then fills it from `values`.
 ///
 /// Rows drawn at random from a data set of 4 KiB pages each sit on a different page: without huge
-/// pages every row costs a page walk, which a prefetch does not hide (measured at N = 10⁶,
-/// d = 20, n = 1 000: see `benches/gather.rs`). With transparent huge pages in `madvise` or
+/// pages every row costs a page walk, which a prefetch does not fully hide. With transparent huge pages in `madvise` or
 /// `always` mode (the defaults of the common Linux distributions) a 160 MB data set needs 80
 /// TLB entries instead of 40 000. The advice changes no value and nothing else; where it is not
 /// available (other systems, THP disabled, buffers below 4 MiB) the buffer is an ordinary `Vec`.
