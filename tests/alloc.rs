@@ -149,7 +149,7 @@ fn other_sampler_steps_do_not_allocate() {
     assert_eq!(steps_allocations(mala, &logistic), 0);
 }
 
-/// Large data (above the 4 MiB at which rows are prefetched and stored on huge pages), in f64
+/// Large data (above the 1 MiB at which rows are prefetched and stored on huge pages), in f64
 /// and in f32: the prefetching gathers of the built-in models allocate nothing either.
 #[test]
 fn large_data_and_f32_steps_do_not_allocate() {

@@ -55,7 +55,7 @@ fn same_data_terms<A: Model, B: Model>(a: &A, b: &B, theta: &[f64], label: &str)
 
 /// A model on f32 data computes exactly what the f64 model computes on the same (rounded)
 /// values: the logistic and linear models and three GLM families, on a small data set and on
-/// one above 4 MiB in f32 (the prefetching, huge-page path).
+/// one above 1 MiB in f32 (the prefetching, huge-page path).
 #[test]
 fn f32_models_are_the_f64_models_of_the_rounded_data() {
     for n in [300usize, 150_000] {

@@ -1,11 +1,12 @@
 //! Generalised linear models with analytic gradients, potentials and Hessian-vector products.
 
 use super::logistic::{residual, sigmoid, softplus};
-use super::{BLOCK, DataScalar, Rows, row_dot, standard_normal};
+use super::{BLOCK, Bits, DataScalar, Rows, row_dot, standard_normal};
 use crate::error::{Error, Result, check_len};
 use crate::models::Layout;
 use crate::models::model::Model;
 use crate::models::prior::Prior;
+use crate::numeric::prefetch::prefetch;
 use crate::numeric::rng::stream;
 use ndarray::{Array1, Array2};
 use rand::RngExt;
@@ -152,6 +153,9 @@ pub struct Glm<X: DataScalar = f64> {
     family: Family,
     rows: Rows<X>,
     y: Vec<f64>,
+    /// `y` one bit per datum, for the 0/1 families (Logistic, Probit): the gradient's random
+    /// reads of the responses then stay in the cache.
+    y_bits: Option<Bits>,
     offset: Option<Vec<f64>>,
     weights: Option<Vec<f64>>,
     intercept: bool,
@@ -295,6 +299,7 @@ impl Glm<f64> {
             family: self.family,
             rows: self.rows.convert("features")?,
             y: self.y.clone(),
+            y_bits: self.y_bits.clone(),
             offset: self.offset.clone(),
             weights: self.weights.clone(),
             intercept: self.intercept,
@@ -405,10 +410,13 @@ impl<X: DataScalar> Glm<X> {
             Family::Poisson | Family::NegativeBinomial => y.iter().map(|&v| libm::lgamma(v + 1.0)).collect(),
             _ => Vec::new(),
         };
+        let y = y.to_vec();
+        let y_bits = matches!(family, Family::Logistic | Family::Probit).then(|| Bits::from_labels(&y));
         Ok(Glm {
             family,
             rows,
-            y: y.to_vec(),
+            y,
+            y_bits,
             offset,
             weights,
             intercept: settings.intercept,
@@ -577,12 +585,38 @@ impl<X: DataScalar> Glm<X> {
         let b = usize::from(self.intercept);
         let p = self.rows.d;
         let (mut d_b0, mut d_aux) = (0.0, 0.0);
-        self.rows.add_gradient_blocks(beta, idx, &mut out[b..b + p], |block, z| {
-            let last = block[block.len() - 1];
-            let mut y = [self.y[last]; BLOCK];
-            for (yk, &i) in y.iter_mut().zip(block) {
-                *yk = self.y[i];
+        // What the coefficients read of each datum, prefetched with its row: the response (its
+        // bit copy for the 0/1 families), the offset and the weight.
+        let side = |i: usize| {
+            match &self.y_bits {
+                Some(bits) => bits.prefetch(i),
+                None => prefetch(&self.y[i]),
             }
+            if let Some(o) = &self.offset {
+                prefetch(&o[i]);
+            }
+            if let Some(w) = &self.weights {
+                prefetch(&w[i]);
+            }
+        };
+        self.rows.add_gradient_blocks(beta, idx, &mut out[b..b + p], side, |block, z| {
+            let last = block[block.len() - 1];
+            let y = match &self.y_bits {
+                Some(bits) => {
+                    let mut y = [bits.get(last); BLOCK];
+                    for (yk, &i) in y.iter_mut().zip(block) {
+                        *yk = bits.get(i);
+                    }
+                    y
+                }
+                None => {
+                    let mut y = [self.y[last]; BLOCK];
+                    for (yk, &i) in y.iter_mut().zip(block) {
+                        *yk = self.y[i];
+                    }
+                    y
+                }
+            };
             if self.intercept || self.offset.is_some() {
                 for (zk, &i) in z.iter_mut().zip(block) {
                     *zk += self.eta_shift(theta, i);

@@ -3,6 +3,7 @@
 use super::{DataScalar, Rows, axpy, normal_array, prior_precision, row_dot};
 use crate::error::{Error, Result, check_len, check_positive};
 use crate::models::model::Model;
+use crate::numeric::prefetch::prefetch;
 use crate::numeric::rng::stream;
 use ndarray::{Array1, Array2, ArrayView2};
 
@@ -195,11 +196,18 @@ impl<X: DataScalar> Model for LinearGaussian<X> {
     #[inline]
     fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
         out.fill(0.0);
-        self.rows.add_gradient_blocks(theta, idx, out, |block, z| {
-            for (z, &i) in z.iter_mut().zip(block) {
-                *z = (*z - self.targets[i]) * self.inv_noise;
-            }
-        });
+        let targets = &self.targets;
+        self.rows.add_gradient_blocks(
+            theta,
+            idx,
+            out,
+            |i| prefetch(&targets[i]),
+            |block, z| {
+                for (z, &i) in z.iter_mut().zip(block) {
+                    *z = (*z - self.targets[i]) * self.inv_noise;
+                }
+            },
+        );
         Ok(())
     }
 

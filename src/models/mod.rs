@@ -35,7 +35,7 @@ pub(crate) use pmf::PmfTerms;
 pub use pmf::{Pmf, Ratings};
 pub use prior::Prior;
 pub use rows::DataScalar;
-pub(crate) use rows::{BLOCK, Rows, axpy, row_dot};
+pub(crate) use rows::{BLOCK, Bits, Rows, axpy, row_dot};
 pub use tempered::{Temperature, Tempered};
 
 use crate::error::Result;

@@ -78,10 +78,11 @@ pub fn prefetch_row<T>(row: &[T]) {
     }
 }
 
-/// The size above which a data set is treated as larger than the caches: 4 MiB, above a core's
-/// L2 (1–2 MiB on current x86). Below it, rows drawn at random come from L1/L2, so prefetching
-/// them is pure overhead and huge pages save nothing.
-pub(crate) const LARGE_DATA_BYTES: usize = 4 << 20;
+/// The size above which a data set is treated as larger than the caches: 1 MiB, a core's L2 on
+/// current x86 (1–2 MiB). Below it, rows drawn at random come from L1/L2, so prefetching them is
+/// pure overhead and huge pages save nothing; above it they come from L3 or memory, and a
+/// prefetch saves most of their latency.
+pub(crate) const LARGE_DATA_BYTES: usize = 1 << 20;
 
 /// Allocates a buffer of `capacity` elements for a large data set and, on Linux, asks the kernel
 /// to back it with huge pages (2 MiB) when it is touched, then fills it from `values`.
@@ -90,7 +91,7 @@ pub(crate) const LARGE_DATA_BYTES: usize = 4 << 20;
 /// pages every row costs a page walk, which a prefetch does not fully hide. With transparent huge pages in `madvise` or
 /// `always` mode (the defaults of the common Linux distributions) a 160 MB data set needs 80
 /// TLB entries instead of 40 000. The advice changes no value and nothing else; where it is not
-/// available (other systems, THP disabled, buffers below 4 MiB) the buffer is an ordinary `Vec`.
+/// available (other systems, THP disabled, buffers below 1 MiB) the buffer is an ordinary `Vec`.
 pub(crate) fn huge_page_vec<T: Copy>(capacity: usize, values: impl Iterator<Item = T>) -> Vec<T> {
     let mut v = Vec::with_capacity(capacity);
     advise_huge_pages(&v);
@@ -145,7 +146,7 @@ mod tests {
         assert_eq!(small[32], 32.0);
     }
 
-    /// A huge-page buffer holds exactly the values given, small or large (above the 4 MiB at
+    /// A huge-page buffer holds exactly the values given, small or large (above the 1 MiB at
     /// which the advice is given).
     #[test]
     fn huge_page_vec_holds_the_values() {
