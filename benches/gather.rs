@@ -11,7 +11,7 @@
 mod gather;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use gather::{DATA_SEED, PRIOR_VAR, SETTINGS, gather_probe, gather_probe_scalar, plain_sgld_step};
+use gather::{DATA_SEED, Isa, PRIOR_VAR, SETTINGS, gather_probe, gather_probe_scalar, plain_sgld_step};
 use sgmcmc::rng::stream;
 use sgmcmc::{LogisticRegression, Minibatch, Sampler, Sgld, SgldSettings, StepSize, Subsample};
 use std::hint::black_box;
@@ -49,15 +49,20 @@ fn gather(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("plain_rust_f64", &param), |b| {
             b.iter(|| plain_sgld_step(x64, m64.labels(), s.dim, &mut sub, &mut rng, &mut theta, &mut grad, step))
         });
-        group.bench_function(BenchmarkId::new("gather_probe_f64", &param), |b| {
-            b.iter(|| black_box(gather_probe(x64, s.dim, &mut sub, &mut rng, &mut acc)))
-        });
-        group.bench_function(BenchmarkId::new("gather_probe_scalar_f64", &param), |b| {
-            b.iter(|| black_box(gather_probe_scalar(x64, s.dim, &mut sub, &mut rng)))
-        });
-        group.bench_function(BenchmarkId::new("gather_probe_f32", &param), |b| {
-            b.iter(|| black_box(gather_probe(x32, s.dim, &mut sub, &mut rng, &mut acc)))
-        });
+        // The probes compiled for each instruction set the processor has (the limit is the
+        // fastest of them).
+        for isa in Isa::available() {
+            let p = format!("{param},{isa:?}");
+            group.bench_function(BenchmarkId::new("gather_probe_f64", &p), |b| {
+                b.iter(|| black_box(gather_probe(isa, x64, s.dim, &mut sub, &mut rng, &mut acc)))
+            });
+            group.bench_function(BenchmarkId::new("gather_probe_scalar_f64", &p), |b| {
+                b.iter(|| black_box(gather_probe_scalar(isa, x64, s.dim, &mut sub, &mut rng)))
+            });
+            group.bench_function(BenchmarkId::new("gather_probe_f32", &p), |b| {
+                b.iter(|| black_box(gather_probe(isa, x32, s.dim, &mut sub, &mut rng, &mut acc)))
+            });
+        }
     }
     group.finish();
 }

@@ -4,7 +4,9 @@
 //! For each setting (N, d, n) of `support/gather.rs` it times, alternating in rounds on one
 //! thread: one SGLD step of the crate on the built-in logistic regression (f64 data, then f32
 //! data), the plain-Rust SGLD step a user would write, and the gather probe (the same minibatch
-//! draw and a prefetching sum of the drawn rows: the least any step must do). It prints the
+//! draw and a prefetching sum of the drawn rows: the least any step must do; compiled for each
+//! instruction set the processor has, as the crate's row kernels are, the fastest counting). It
+//! prints the
 //! medians as ratios measured in this run (absolute times depend on the machine) and writes them
 //! to `docs/performance.md`.
 //!
@@ -15,7 +17,7 @@
 #[path = "support/gather.rs"]
 mod gather;
 
-use gather::{DATA_SEED, PRIOR_VAR, SETTINGS, gather_probe, gather_probe_scalar, plain_sgld_step};
+use gather::{DATA_SEED, Isa, PRIOR_VAR, SETTINGS, gather_probe, gather_probe_scalar, plain_sgld_step};
 use sgmcmc::rng::stream;
 use sgmcmc::{LogisticRegression, Minibatch, Model, Sampler, Sgld, SgldSettings, StepSize, Subsample};
 use std::hint::black_box;
@@ -65,6 +67,9 @@ fn main() -> Result<(), sgmcmc::Error> {
         let mut sub = Subsample::new(s.batch, true);
         sub.prepare(s.n_data)?;
         let (mut theta, mut grad, mut acc) = (start.clone(), vec![0.0; s.dim], vec![0.0; s.dim]);
+        // Variants 0–2: the crate's f64 and f32 steps, the plain step; then, for each
+        // instruction set the processor has, the f64 probe, the f32 probe, the issue-form probe.
+        let isas = Isa::available();
         let mut variant = |v: usize| -> Result<(), sgmcmc::Error> {
             match v {
                 0 => s64.step(&m64, &mut r64),
@@ -73,27 +78,25 @@ fn main() -> Result<(), sgmcmc::Error> {
                     plain_sgld_step(x64, m64.labels(), s.dim, &mut sub, &mut rp, &mut theta, &mut grad, step);
                     Ok(())
                 }
-                3 => {
-                    black_box(gather_probe(x64, s.dim, &mut sub, &mut rg, &mut acc));
-                    Ok(())
-                }
-                5 => {
-                    black_box(gather_probe_scalar(x64, s.dim, &mut sub, &mut rg));
-                    Ok(())
-                }
                 _ => {
-                    black_box(gather_probe(x32, s.dim, &mut sub, &mut rg, &mut acc));
+                    let isa = isas[(v - 3) / 3];
+                    black_box(match (v - 3) % 3 {
+                        0 => gather_probe(isa, x64, s.dim, &mut sub, &mut rg, &mut acc),
+                        1 => gather_probe(isa, x32, s.dim, &mut sub, &mut rg, &mut acc),
+                        _ => gather_probe_scalar(isa, x64, s.dim, &mut sub, &mut rg),
+                    });
                     Ok(())
                 }
             }
         };
+        let n_variants = 3 + 3 * isas.len();
         // Iterations per round from a first timing of the slowest variant (the plain step).
         let t = Instant::now();
         for _ in 0..50 {
             variant(2)?;
         }
         let iters = ((ROUND_SECONDS / (t.elapsed().as_secs_f64() / 50.0)) as usize).max(50);
-        let mut times = vec![Vec::new(); 6];
+        let mut times = vec![Vec::new(); n_variants];
         for _ in 0..ROUNDS {
             for (v, times) in times.iter_mut().enumerate() {
                 let t = Instant::now();
@@ -104,7 +107,10 @@ fn main() -> Result<(), sgmcmc::Error> {
             }
         }
         let m: Vec<f64> = times.into_iter().map(median).collect();
-        let [step64, step32, plain, probe64, probe32, scalar64] = m[..] else { unreachable!("six variants") };
+        // The limit: the fastest compilation of each probe.
+        let fastest = |k: usize| (0..isas.len()).map(|j| m[3 + 3 * j + k]).fold(f64::INFINITY, f64::min);
+        let (step64, step32, plain) = (m[0], m[1], m[2]);
+        let (probe64, probe32, scalar64) = (fastest(0), fastest(1), fastest(2));
         rows.push(Row {
             label: format!("N = {:e}, d = {}, n = {}", s.n_data as f64, s.dim, s.batch),
             step64,
@@ -138,14 +144,17 @@ fn main() -> Result<(), sgmcmc::Error> {
         ));
     }
     println!("One SGLD step on logistic regression, medians of {ROUNDS} alternating rounds on one thread:");
-    println!("(ratios of throughputs; the gather limit is the same minibatch draw and a prefetching sum of its rows;");
+    println!("(ratios of throughputs; the gather limit is the same minibatch draw and a prefetching sum of its rows,");
+    println!(" the fastest of its compilations for {:?};", Isa::available());
     println!(" issue 51's probe sums each row into four scalar accumulators, a slower loop)\n");
     print!("{table}");
     let doc = format!(
         "# Large data: the minibatch step beside the gather limit\n\n\
          Written by `cargo run --release --example gather` (default build, one thread). Each entry is a \
          ratio of throughputs measured in one run; the gather limit draws the same minibatch and sums \
-         its rows with prefetching, the least any step must do; the last column uses the probe in the \
+         its rows with prefetching, the least any step must do (the fastest of its compilations for the \
+         instruction sets the processor has, as the crate's row kernels are compiled for AVX2 too \
+         and pick one at run time); the last column uses the probe in the \
          form issue 51 measured (each row summed into four scalar accumulators, a slower loop). The \
          plain-Rust step and both probes are in `examples/support/gather.rs`.\n\n{table}"
     );

@@ -7,6 +7,58 @@ use rand_distr::{Distribution, StandardNormal};
 use sgmcmc::prefetch::{PREFETCH_DISTANCE, prefetch_row};
 use sgmcmc::{DataScalar, Subsample};
 
+/// An instruction set a probe is compiled for: the baseline (SSE2 on x86-64) or AVX2 (the two
+/// compilations of the crate's row kernels, one picked at run time: `Rows::add_gradient_blocks`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Isa {
+    /// The target's baseline.
+    Baseline,
+    /// AVX2 (x86-64).
+    Avx2,
+}
+
+impl Isa {
+    /// The instruction sets this processor runs.
+    pub fn available() -> Vec<Isa> {
+        let mut v = vec![Isa::Baseline];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                v.push(Isa::Avx2);
+            }
+        }
+        v
+    }
+}
+
+/// Evaluates the expression inside a function compiled for `$isa` (which must be available).
+macro_rules! compiled_for {
+    ($isa:expr, $e:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx2")]
+            fn avx2<T>(f: impl FnOnce() -> T) -> T {
+                f()
+            }
+            match $isa {
+                Isa::Baseline => $e,
+                // SAFETY: `Isa::available` lists AVX2 only if the processor has it.
+                Isa::Avx2 => unsafe {
+                    avx2(
+                        #[inline(always)]
+                        || $e,
+                    )
+                },
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = $isa;
+            $e
+        }
+    }};
+}
+
 /// One setting: N data, dimension d, minibatch n.
 pub struct Setting {
     /// Data set size N.
@@ -34,8 +86,22 @@ pub const PRIOR_VAR: f64 = 10.0;
 /// The random-gather limit: draws a minibatch of indices exactly as [`sgmcmc::Minibatch`] does
 /// (same generator, same law) and sums the drawn rows into `acc`, prefetching each row
 /// [`PREFETCH_DISTANCE`] rows ahead. Nothing a minibatch step must do is left out but the
-/// gradient's arithmetic, so a step cannot take less time than this.
+/// gradient's arithmetic, so a step cannot take less time than this. Compiled for `isa` (one of
+/// [`Isa::available`]): the limit is the fastest of its compilations, as the crate's row kernels
+/// are compiled for AVX2 too.
 pub fn gather_probe<X: DataScalar, R: rand::Rng>(
+    isa: Isa,
+    data: &[X],
+    d: usize,
+    sub: &mut Subsample,
+    rng: &mut R,
+    acc: &mut [f64],
+) -> f64 {
+    compiled_for!(isa, probe_body(data, d, sub, rng, acc))
+}
+
+#[inline(always)]
+fn probe_body<X: DataScalar, R: rand::Rng>(
     data: &[X],
     d: usize,
     sub: &mut Subsample,
@@ -63,7 +129,18 @@ pub fn gather_probe<X: DataScalar, R: rand::Rng>(
 /// accumulator j mod 4), a sequential loop that costs more arithmetic than [`gather_probe`]'s
 /// vector sum (about 17 µs against 6 µs for 1 000 rows of d = 20 in cache). Kept so that the
 /// issue's ratios can be read on the same definition; [`gather_probe`] is the stricter limit.
-pub fn gather_probe_scalar<X: DataScalar, R: rand::Rng>(data: &[X], d: usize, sub: &mut Subsample, rng: &mut R) -> f64 {
+pub fn gather_probe_scalar<X: DataScalar, R: rand::Rng>(
+    isa: Isa,
+    data: &[X],
+    d: usize,
+    sub: &mut Subsample,
+    rng: &mut R,
+) -> f64 {
+    compiled_for!(isa, scalar_probe_body(data, d, sub, rng))
+}
+
+#[inline(always)]
+fn scalar_probe_body<X: DataScalar, R: rand::Rng>(data: &[X], d: usize, sub: &mut Subsample, rng: &mut R) -> f64 {
     sub.draw(rng);
     let idx = sub.indices();
     for &i in &idx[..idx.len().min(PREFETCH_DISTANCE)] {

@@ -1,5 +1,5 @@
-//! Software prefetch, for models that gather rows of a large data set at random: the crate's one
-//! use of `unsafe`.
+//! Software prefetch, for models that gather rows of a large data set at random: one of the
+//! crate's two uses of `unsafe` (the other: the AVX2 dispatch of the models' row kernels).
 //!
 //! A minibatch gradient on a data set larger than the caches spends its time waiting for rows
 //! drawn at random, which the hardware prefetcher cannot guess. Asking for a row some rows before
