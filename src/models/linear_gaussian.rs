@@ -155,7 +155,7 @@ impl<X: DataScalar> LinearGaussian<X> {
 
     /// The design matrix A (N × d), as stored.
     pub fn design(&self) -> ArrayView2<'_, X> {
-        ArrayView2::from_shape((self.rows.n, self.rows.d), &self.rows.data).expect("shape matches storage")
+        ArrayView2::from_shape((self.rows.n, self.rows.d), self.rows.values()).expect("shape matches storage")
     }
 
     /// The targets x (N).

@@ -199,7 +199,7 @@ impl<X: DataScalar> LogisticRegression<X> {
 
     /// The features X (N × d), as stored.
     pub fn features(&self) -> ArrayView2<'_, X> {
-        ArrayView2::from_shape((self.rows.n, self.rows.d), &self.rows.data).expect("shape matches storage")
+        ArrayView2::from_shape((self.rows.n, self.rows.d), self.rows.values()).expect("shape matches storage")
     }
 
     /// The labels y (N).

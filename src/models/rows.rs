@@ -50,15 +50,53 @@ impl DataScalar for f32 {
 /// branches), then their contributions to the sum, in index order.
 pub(crate) const BLOCK: usize = 16;
 
-/// Row-major N × d data, stored contiguously for fast row gathers.
-#[derive(Debug, Clone)]
+/// The alignment of the first row, in bytes: a cache line. A row then starts at the same
+/// offset within a line as the same row of a line-aligned matrix, so it spans as few lines as
+/// its length allows (⌈8d/64⌉ for d a multiple of 8, …): at d = 20 every f64 row (160 bytes)
+/// spans three lines, where rows that start 16 bytes into a line (an ordinary allocation's
+/// alignment) alternate between three and four. Each line is a cache miss in a gather of
+/// rows not in cache (the prefetching row sum at N = 10⁶, d = 20, n = 1 000: 14.7–15.6 µs on
+/// line-aligned rows, 18.4–19.1 µs from an ordinary allocation).
+const ROW_ALIGN: usize = 64;
+
+/// Row-major N × d data, stored contiguously for fast row gathers, the first row aligned to a
+/// cache line ([`ROW_ALIGN`]): the values are `buf[start..start + n·d]`.
+#[derive(Debug)]
 pub(crate) struct Rows<X: DataScalar = f64> {
-    pub data: Vec<X>,
+    buf: Vec<X>,
+    start: usize,
     pub n: usize,
     pub d: usize,
 }
 
+impl<X: DataScalar> Clone for Rows<X> {
+    /// A copy with its first row aligned again (a cloned `Vec` may start anywhere).
+    fn clone(&self) -> Self {
+        Rows::aligned(self.n, self.d, self.values().iter().copied())
+    }
+}
+
 impl<X: DataScalar> Rows<X> {
+    /// `n · d` values (row-major) in a buffer whose first value starts a cache line; huge pages
+    /// advised for large data ([`huge_page_vec`]).
+    fn aligned(n: usize, d: usize, values: impl Iterator<Item = X>) -> Self {
+        let pad = ROW_ALIGN / size_of::<X>();
+        let mut buf: Vec<X> = huge_page_vec(n * d + pad, std::iter::empty());
+        // `align_offset` is exact at run time for a pointer aligned to its type (the buffer's
+        // is); `min` only guards its documented right to answer "cannot" (`usize::MAX`).
+        let start = buf.as_ptr().align_offset(ROW_ALIGN).min(pad);
+        buf.resize(start, X::default());
+        buf.extend(values);
+        debug_assert_eq!(buf.len(), start + n * d);
+        Rows { buf, start, n, d }
+    }
+
+    /// The values, row-major (N · d).
+    #[inline(always)]
+    pub fn values(&self) -> &[X] {
+        &self.buf[self.start..]
+    }
+
     /// Copies a design matrix (any layout) into contiguous rows; checks it is non-empty and
     /// finite.
     pub fn from_array(a: &Array2<X>, what: &'static str) -> Result<Self> {
@@ -72,7 +110,7 @@ impl<X: DataScalar> Rows<X> {
         if a.iter().any(|x| !(*x).into().is_finite()) {
             return Err(Error::invalid(what, "non-finite entry", "every entry must be finite"));
         }
-        Ok(Rows { data: huge_page_vec(n * d, a.iter().copied()), n, d })
+        Ok(Rows::aligned(n, d, a.iter().copied()))
     }
 
     /// The same rows stored as `Y` (each entry rounded to the nearest `Y`).
@@ -80,29 +118,30 @@ impl<X: DataScalar> Rows<X> {
     /// Errors: [`Error::InvalidParameter`] naming `what` if an entry overflows `Y` (an f64
     /// beyond f32's range, about 3.4e38).
     pub fn convert<Y: DataScalar>(&self, what: &'static str) -> Result<Rows<Y>> {
-        let data: Vec<Y> = huge_page_vec(self.data.len(), self.data.iter().map(|&x| Y::from_f64(x.into())));
-        if let Some(k) = data.iter().position(|y| !(*y).into().is_finite()) {
-            let x: f64 = self.data[k].into();
+        let rows = Rows::aligned(self.n, self.d, self.values().iter().map(|&x| Y::from_f64(x.into())));
+        if let Some(k) = rows.values().iter().position(|y| !(*y).into().is_finite()) {
+            let x: f64 = self.values()[k].into();
             return Err(Error::invalid(what, x, "beyond the range of the storage type"));
         }
-        Ok(Rows { data, n: self.n, d: self.d })
+        Ok(rows)
     }
 
     #[inline(always)]
     pub fn row(&self, i: usize) -> &[X] {
-        &self.data[i * self.d..(i + 1) * self.d]
+        let at = self.start + i * self.d;
+        &self.buf[at..at + self.d]
     }
 
     /// Entry `(i, j)` as f64.
     #[inline(always)]
     pub fn at(&self, i: usize, j: usize) -> f64 {
-        self.data[i * self.d + j].into()
+        self.buf[self.start + i * self.d + j].into()
     }
 
     /// Whether prefetching rows ahead of use pays: for data sets above [`LARGE_DATA_BYTES`].
     #[inline(always)]
     pub fn worth_prefetching(&self) -> bool {
-        self.data.len() * size_of::<X>() > LARGE_DATA_BYTES
+        self.n * self.d * size_of::<X>() > LARGE_DATA_BYTES
     }
 
     /// Prefetches row `i` and, by `side(i)`, what else the gradient reads of datum i.
@@ -452,6 +491,33 @@ mod tests {
         }
     }
 
+    /// The first row starts a cache line whatever the allocator returned: after building,
+    /// converting and cloning, for f64 and f32 and small and large (huge-page) data, and the
+    /// values are the ones given, in order.
+    #[test]
+    fn rows_start_on_a_cache_line() {
+        for (n, d) in [(1, 1), (3, 5), (7, 20), (20_000, 20)] {
+            let a = Array2::from_shape_fn((n, d), |(i, j)| (i * d + j) as f64 * 0.5);
+            let r = Rows::from_array(&a, "x").unwrap();
+            let r32: Rows<f32> = r.convert("x").unwrap();
+            let (c, c32) = (r.clone(), r32.clone());
+            for (p, len) in [
+                (r.values().as_ptr() as usize, r.values().len()),
+                (c.values().as_ptr() as usize, c.values().len()),
+                (r32.values().as_ptr() as usize, r32.values().len()),
+                (c32.values().as_ptr() as usize, c32.values().len()),
+            ] {
+                assert_eq!(p % ROW_ALIGN, 0, "N = {n}, d = {d}");
+                assert_eq!(len, n * d);
+            }
+            assert_eq!(r.values(), a.as_slice().unwrap());
+            assert_eq!(c.values(), r.values());
+            assert_eq!(c32.values(), r32.values());
+            assert_eq!(r.row(n - 1), a.row(n - 1).as_slice().unwrap());
+            assert_eq!(r.at(n - 1, d - 1), a[[n - 1, d - 1]]);
+        }
+    }
+
     /// The bit copy of 0/1 labels reads back every label, across word boundaries.
     #[test]
     fn label_bits_read_back() {
@@ -470,13 +536,13 @@ mod tests {
         let a = Array2::from_shape_vec((2, 2), vec![0.1, -1.0 / 3.0, 1e30, 7.0]).unwrap();
         let r = Rows::from_array(&a, "x").unwrap();
         let r32: Rows<f32> = r.convert("x").unwrap();
-        assert_eq!(r32.data, vec![0.1f32, -1.0f32 / 3.0, 1e30f32, 7.0]);
-        for (x, y) in r.data.iter().zip(&r32.data) {
+        assert_eq!(r32.values(), [0.1f32, -1.0f32 / 3.0, 1e30f32, 7.0]);
+        for (x, y) in r.values().iter().zip(r32.values()) {
             assert!((f64::from(*y) - x).abs() <= x.abs() * 2f64.powi(-24));
         }
         let big = Rows::from_array(&Array2::from_elem((1, 1), 1e39), "x").unwrap();
         assert!(matches!(big.convert::<f32>("x"), Err(Error::InvalidParameter { name: "x", .. })));
         let back: Rows<f64> = r32.convert("x").unwrap();
-        assert_eq!(back.data[0], f64::from(0.1f32));
+        assert_eq!(back.values()[0], f64::from(0.1f32));
     }
 }
