@@ -97,15 +97,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let threads = rayon::current_num_threads();
     let sgld_speed = Speed::of(&sgld_cv.output, N_DATA);
     let sghmc_speed = Speed::of(&sghmc_cv.output, N_DATA);
-    let tuning = |cost: Cost, wall: std::time::Duration| (cost.epochs(N_DATA), wall.as_secs_f64());
-    for (name, s, (tuning_epochs, tuning_s)) in [
-        ("SGLD-CV", &sgld_speed, tuning(sgld_cv.tuned.cost, sgld_cv.tuned.wall_time)),
-        ("SGHMC-CV", &sghmc_speed, tuning(sghmc_cv.tuned.cost, sghmc_cv.tuned.wall_time)),
-    ] {
+    for (name, split, s) in
+        [("SGLD-CV", Split::of(&sgld_cv), &sgld_speed), ("SGHMC-CV", Split::of(&sghmc_cv), &sghmc_speed)]
+    {
         println!(
             "{name:>8}: {:.2} s wall for {N_CHAINS} chains on {threads} threads: {:.3e} iterations/s, \
-             {:.3e} datum-gradients/s; run {} datum gradients = {:.0} epochs; tuning {:.0} epochs in {:.2} s",
-            s.wall_s, s.iters_per_sec, s.grads_per_sec, s.datum_gradients, s.epochs, tuning_epochs, tuning_s
+             {:.3e} datum-gradients/s; run {} datum gradients = {:.0} epochs",
+            s.wall_s, s.iters_per_sec, s.grads_per_sec, s.datum_gradients, s.epochs
+        );
+        println!(
+            "{:>8}  setup: tuning {:.1} epochs ({:.1} of gradients, {:.1} of Hessian-vector products) in {:.2} s, \
+             step-bias check {:.1} epochs in {:.2} s",
+            "",
+            split.tuning_epochs,
+            split.tuning_gradient_epochs,
+            split.tuning_hvp_epochs,
+            split.tuning_s,
+            split.check_epochs,
+            split.check_s
         );
     }
     let (sgld_acc, sghmc_acc) = (&accuracies[0].0, &accuracies[1].0);
@@ -133,7 +142,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("sghmc_cv_iters_per_sec", num(sghmc_speed.iters_per_sec)),
         ("sgld_cv_datum_gradients", sgld_speed.datum_gradients.to_string()),
         ("sghmc_cv_datum_gradients", sghmc_speed.datum_gradients.to_string()),
-        ("tuning_epochs", num(sgld_cv.tuned.cost.epochs(N_DATA) + sghmc_cv.tuned.cost.epochs(N_DATA))),
+        ("tuning_epochs", num(Split::of(&sgld_cv).tuning_epochs + Split::of(&sghmc_cv).tuning_epochs)),
+        ("sgld_cv_tuning_epochs", num(Split::of(&sgld_cv).tuning_epochs)),
+        ("sgld_cv_bias_check_epochs", num(Split::of(&sgld_cv).check_epochs)),
+        ("sgld_cv_run_epochs", num(sgld_speed.epochs)),
+        ("sgld_cv_tuning_seconds", num(Split::of(&sgld_cv).tuning_s)),
+        ("sgld_cv_run_seconds", num(sgld_speed.wall_s)),
+        ("sgld_cv_bias_check_seconds", num(Split::of(&sgld_cv).check_s)),
         ("n_data", N_DATA.to_string()),
         ("dim", DIM.to_string()),
         ("batch_size", BATCH_SIZE.to_string()),
@@ -214,6 +229,35 @@ impl Speed {
 }
 
 /// A JSON number (a non-finite value becomes `null`, which JSON can represent).
+/// Where a `Sample` call's work went: tuning (datum gradients and Hessian-vector products, in
+/// epochs of N) and the step-bias check, with their wall times.
+struct Split {
+    tuning_epochs: f64,
+    tuning_gradient_epochs: f64,
+    tuning_hvp_epochs: f64,
+    tuning_s: f64,
+    check_epochs: f64,
+    check_s: f64,
+}
+
+impl Split {
+    fn of<S>(fit: &Sampled<S>) -> Split {
+        let n = N_DATA as f64;
+        let c = fit.tuned.cost;
+        let (g, h) = (c.datum_gradients as f64 / n, c.datum_hvps as f64 / n);
+        let (check_epochs, check_s) =
+            fit.bias.as_ref().map_or((0.0, 0.0), |b| (b.cost.datum_gradients as f64 / n, b.wall_time.as_secs_f64()));
+        Split {
+            tuning_epochs: g + h,
+            tuning_gradient_epochs: g,
+            tuning_hvp_epochs: h,
+            tuning_s: fit.tuned.wall_time.as_secs_f64(),
+            check_epochs,
+            check_s,
+        }
+    }
+}
+
 fn num(x: f64) -> String {
     if x.is_finite() { format!("{x}") } else { "null".to_string() }
 }

@@ -848,6 +848,17 @@ fn main() -> Res<()> {
         .filter(|r| r.score.expect("scored").error <= r.mc_bound.unwrap_or(f64::NAN) + r.ref_bound)
         .count();
     let bias_costs = median_range(checked.iter().filter_map(|r| r.bias_cost).collect());
+    // Tightness (issue 65): over the converged runs with a step-bias check, the stated bound over
+    // the Monte Carlo bound alone; and converged runs whose stated bound is infinite.
+    let checked_converged: Vec<&&Row> = checked.iter().filter(|r| r.converged).collect();
+    let tightness = median_range(
+        checked_converged.iter().filter_map(|r| Some(r.bound? / r.mc_bound?)).filter(|t| t.is_finite()).collect(),
+    );
+    let infinite_bounds: Vec<String> = checked_converged
+        .iter()
+        .filter(|r| r.bound.is_some_and(|b| !b.is_finite()))
+        .map(|r| format!("{}/{}/{}", r.posterior, r.sampler, r.kept))
+        .collect();
     // Calibration of the bound: converged runs whose error exceeds their own 95 % bound plus
     // the reference's (the error is measured against a reference with its own MCSE).
     let converged_with_bound: Vec<&Row> =
@@ -910,6 +921,18 @@ fn main() -> Res<()> {
     if let Some((med, lo, hi)) = bias_costs {
         say!("  the step-bias check's cost relative to its run: median {med:.2}, range {lo:.2}–{hi:.2}");
     }
+    if let Some((med, lo, hi)) = tightness {
+        say!(
+            "  tightness: the stated bound over the Monte Carlo bound alone, over the {} converged runs with the \
+             step-bias check: median {med:.2}, range {lo:.2}–{hi:.2} (targets: median ≤ 1.5, max ≤ 3)",
+            checked_converged.len()
+        );
+    }
+    say!(
+        "  converged runs with the step-bias check stating an infinite bound ({}): {}",
+        infinite_bounds.len(),
+        infinite_bounds.join(", ")
+    );
     say!(
         "  converged runs whose error exceeds their own 95 % bound plus the reference's: {} of {}: {}",
         exceeded.len(),
@@ -1014,7 +1037,7 @@ fn main() -> Res<()> {
     let q = |v: &[String]| format!("[{}]", v.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(","));
     let ref_mcse = mcse.iter().map(|(n, m)| format!("\"{n}\":{m:.4}")).collect::<Vec<_>>().join(",");
     say!(
-        "RESULT {{\"runs\":{},\"default_path_errors\":{failures},\"not_converged\":{},\"rhat_above_1_01\":{},\"converged_off_target\":{},\"silent_misses\":{},\"accuracy_unknown\":{},\"bound_exceeded\":{},\"ml_sgld_off\":{},\"accuracy_misses\":{},\"grid_misses\":{},\"grid_misses_raw\":{},\"error_forecast\":[{err_foretold},{}],\"bound_coverage\":[{covered},{}],\"bias_check_cost_median\":{},\"rhat_ill_conditioned\":{{{}}},\"reference_mcse\":{{{ref_mcse}}},\"seconds\":{secs:.1}}}",
+        "RESULT {{\"runs\":{},\"default_path_errors\":{failures},\"not_converged\":{},\"rhat_above_1_01\":{},\"converged_off_target\":{},\"silent_misses\":{},\"accuracy_unknown\":{},\"bound_exceeded\":{},\"ml_sgld_off\":{},\"accuracy_misses\":{},\"grid_misses\":{},\"grid_misses_raw\":{},\"error_forecast\":[{err_foretold},{}],\"bound_coverage\":[{covered},{}],\"bias_check_cost_median\":{},\"tightness\":{},\"infinite_bounds\":{},\"rhat_ill_conditioned\":{{{}}},\"reference_mcse\":{{{ref_mcse}}},\"seconds\":{secs:.1}}}",
         rows.len(),
         q(&not_converged),
         q(&rhat_misses),
@@ -1029,6 +1052,8 @@ fn main() -> Res<()> {
         with_err.len(),
         checked.len(),
         bias_costs.map_or("null".to_string(), |(m, _, _)| format!("{m:.3}")),
+        tightness.map_or("null".to_string(), |(m, lo, hi)| format!("[{m:.3},{lo:.3},{hi:.3}]")),
+        q(&infinite_bounds),
         rhat_ill.join(",")
     );
     // The report: every run but the reduced one (CI's) writes what it printed to

@@ -57,9 +57,12 @@ pub use coupled::richardson::{
     BiasReport, NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, discretisation_bias, resume_rr, run_rr,
     run_rr_chains, run_rr_observed,
 };
-pub use coupled::step_bias::{STEP_BIAS_COST, STEP_BIAS_MIN_ITERATIONS, StepBias, convergence_with_bias, step_bias};
+pub use coupled::step_bias::{
+    STEP_BIAS_COST, STEP_BIAS_MAX_COST, STEP_BIAS_MIN_ITERATIONS, StepBias, convergence_with_bias, step_bias,
+};
 pub use coupled::tune_rr::{RrTrial, TunedRr, tune_rr};
 pub use error::{Error, Result};
+pub use gradient::auto::{Auto, Chosen};
 pub use gradient::control_variate::{ControlVariate, CvSettings};
 pub use gradient::optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
 pub use gradient::taylor::Taylor;
@@ -80,9 +83,9 @@ pub use run::{
 };
 pub use sample::{Derived, Multilevel, Sample, Sampled, SampledMl, SampledRr};
 pub use samplers::{
-    AUTO_DENSE_MAX_DIM, CyclicalKernel, CyclicalSettings, CyclicalSgld, Discretisation, GradientNoise, Hamcmc,
-    HamcmcSettings, Langevin, LangevinKernel, Lmc, METRIC_CORRECTION_MAX, Mala, MalaSettings, Metric,
-    PreconditionedKernel, PreconditionedSgld, Psgld, PsgldKernel, PsgldSettings, Sampler, Sghmc, SghmcKernel,
+    AUTO_DENSE_MAX_DIM, CyclicalKernel, CyclicalSettings, CyclicalSgld, Discretisation, GRADIENT_NOISE_BATCH,
+    GradientNoise, Hamcmc, HamcmcSettings, Langevin, LangevinKernel, Lmc, METRIC_CORRECTION_MAX, Mala, MalaSettings,
+    Metric, PreconditionedKernel, PreconditionedSgld, Psgld, PsgldKernel, PsgldSettings, Sampler, Sghmc, SghmcKernel,
     SghmcSettings, Sgld, SgldKernel, SgldSettings, Sgnht, SgnhtKernel, SgnhtSettings, SubsampledDiscretisation,
     Whitening,
 };

@@ -3,26 +3,38 @@
 //! ```
 //! use sgmcmc::prelude::*;
 //!
-//! let model = LogisticRegression::synthetic(2_000, 3, 10.0, 1)?;
-//! let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50))?;
-//! let fit = Sample::new(&model, sgld).draws(2_000).chains(4).run()?;
-//! println!("{fit}"); // the tuned step, the verdict with its step bias, the summary table
-//! assert!(fit.convergence.bias_bound.is_some());
+//! let model = LogisticRegression::synthetic(20_000, 3, 10.0, 1)?;
+//! // Nothing set by hand: the estimator (control variates or a plain minibatch, and the
+//! // minibatch size), the step and the run's length are chosen for the default accuracy.
+//! let fit = Sample::new(&model, Sgld::auto()).seed(1).run()?;
+//! println!("{fit}"); // the target reached, the step, the verdict with its step bias, the table
+//! assert!(fit.target.as_ref().is_some_and(|t| t.reached));
 //! # Ok::<(), sgmcmc::Error>(())
 //! ```
 //!
-//! [`Sample::run`] does, in order, what the seven-call path does by hand:
-//! 1. [`tune`]: the mode, the whitening (the default [`Precondition::Auto`](crate::tune::Precondition::Auto)), the gradient-noise
-//!    correction where the sampler takes one, and the step for exactly this run (the planned
-//!    run is the kept draws × chains given here, stated once);
+//! By default it aims at an accuracy ([`DEFAULT_ACCURACY`] = 0.1: every mean within ±0.1
+//! posterior sd and every sd within ±10 %, 95 %, Monte Carlo error and step bias together) under
+//! a budget; [`draws`](Sample::draws) asks for a fixed length instead. [`Sample::run`] does, in
+//! order, what the seven-call path does by hand:
+//! 1. [`tune`]: the mode, the whitening (the default [`Precondition::Auto`](crate::tune::Precondition::Auto)),
+//!    the choice of an [`Auto`](crate::Auto) estimator, the gradient-noise correction where the
+//!    sampler takes one, and the step — for the shortest run its error model predicts to meet
+//!    the target ([`TuneSettings::target_accuracy`](crate::tune::TuneSettings::target_accuracy)),
+//!    or for exactly the run asked for;
 //! 2. [`dispersed_starts`]: one start per chain around the mode, twice the Laplace spread, so
 //!    that split-R̂ can see chains that have not forgotten where they began;
 //! 3. [`Runner`], with the model checked at the starts;
 //! 4. [`step_bias`](crate::step_bias): a coupled companion at half the step from the chains'
-//!    last states, at [`STEP_BIAS_COST`] of the run's cost by default
-//!    ([`bias_check`](Sample::bias_check) sets it; `None` turns it off);
+//!    last states (an antithetic triple per chain), at [`STEP_BIAS_COST`] of the run's cost, grown
+//!    up to [`STEP_BIAS_MAX_COST`] where its own noise sets the bound
+//!    ([`bias_check`](Sample::bias_check) fixes its cost; `None` turns it off);
 //! 5. the verdict ([`Convergence`], with the step bias folded into the accuracy it states) and
-//!    the summary table (with the bias beside the Monte Carlo errors).
+//!    the summary table (with the bias beside the Monte Carlo errors);
+//! 6. aiming at an accuracy: until the run converges and states a bound within the target, the
+//!    same chains extended ([`Resume`]: the draws of one run of the final length) by what their
+//!    own errors say is needed, then 4 and 5 again — at most [`MAX_EXTENSIONS`] times, within
+//!    the [`budget`](Sample::budget) and the [`time_limit`](Sample::time_limit) — and
+//!    [`Sampled::target`] says what was reached, or why not and how long a run would reach it.
 //!
 //! **On the user's scale.** For a model with an [`output_layout`](Model::output_layout) (a
 //! [`Constrained`](crate::Constrained) model, also under [`Tempered`](crate::Tempered)), every
@@ -39,19 +51,26 @@
 
 use crate::coupled::mlsgld::{AdaptiveSettings, MlSgld, MlSgldSettings, MlmcResult, RmseTarget};
 use crate::coupled::richardson::{RichardsonRomberg, RrOutput, extrapolated_rows};
-use crate::coupled::step_bias::{Companion, STEP_BIAS_COST, StepBias, companion, rows_with_bias, with_bias};
+use crate::coupled::step_bias::{
+    Companion, STEP_BIAS_COST, STEP_BIAS_MAX_COST, StepBias, companion, rows_with_bias, with_bias,
+};
 use crate::coupled::tune_rr::{TunedRr, tune_rr};
 use crate::error::{Error, Result};
 use crate::gradient::SubsampledEstimator;
 use crate::models::Layout;
 use crate::models::model::Model;
-use crate::run::runner::Runner;
+use crate::run::observe::{Budget, WallTime};
+use crate::run::runner::{Resume, Runner};
 use crate::run::{RunOutput, RunSettings};
 use crate::samplers::Discretisation;
 use crate::trace::diagnostics::{Convergence, SummaryTable, convergence_of, summary};
 use crate::trace::estimate::Estimate;
 use crate::tune::Preconditioned;
 use crate::tune::{PlannedRun, Tunable, TuneSettings, Tuned, dispersed_starts, tune};
+
+mod target;
+pub use target::{DEFAULT_ACCURACY, DEFAULT_BUDGET, DEFAULT_BUDGET_EPOCHS, MAX_EXTENSIONS, Target};
+use target::{EXTENSION_MIN_GROWTH, PLAN_MARGIN, needed_growth};
 
 /// The spread of [`Sample`]'s dispersed starts, in Laplace sds around the mode.
 pub const START_SPREAD: f64 = 2.0;
@@ -64,12 +83,19 @@ pub struct Sample<'m, M: ?Sized, S> {
     model: &'m M,
     sampler: S,
     draws: u64,
+    accuracy: Option<f64>,
+    budget: Option<u64>,
+    time_limit: Option<std::time::Duration>,
+    thin: u64,
     chains: usize,
     burn_in: Option<u64>,
     seed: u64,
     start: Option<Vec<f64>>,
     tune: TuneSettings,
     bias_cost: Option<f64>,
+    /// Whether the step-bias check grows where its own noise sets the bound (the default;
+    /// [`bias_check`](Sample::bias_check) fixes its cost).
+    bias_grows: bool,
     names: Option<Vec<String>>,
 }
 
@@ -109,27 +135,76 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
 }
 
 impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
-    /// `sampler` on `model` with the defaults: 5 000 kept draws per chain, 4 chains, burn-in
-    /// `max(1 000, draws/10)`, seed 0, the search for the mode from θ = 0,
-    /// [`TuneSettings::default()`], the step-bias check at [`STEP_BIAS_COST`] of the run's cost.
+    /// `sampler` on `model` with the defaults: aiming at the accuracy [`DEFAULT_ACCURACY`] within
+    /// the default [`budget`](Self::budget) (the first run's length the tuner's, see
+    /// [`accuracy`](Self::accuracy)), 4 chains, burn-in `max(1 000, draws/10)` of the first run,
+    /// no thinning, seed 0, the search for the mode from θ = 0 (or from a control-variate
+    /// estimator's centre), [`TuneSettings::default()`] (its pilots sized for a run of 5 000 kept
+    /// draws per chain), the step-bias check at [`STEP_BIAS_COST`] of the run's cost, grown up to
+    /// [`STEP_BIAS_MAX_COST`] where its own noise sets the bound.
     pub fn new(model: &'m M, sampler: S) -> Self {
         Sample {
             model,
             sampler,
             draws: 5_000,
+            accuracy: Some(DEFAULT_ACCURACY),
+            budget: None,
+            time_limit: None,
+            thin: 1,
             chains: 4,
             burn_in: None,
             seed: 0,
             start: None,
             tune: TuneSettings::default(),
             bias_cost: Some(STEP_BIAS_COST),
+            bias_grows: true,
             names: None,
         }
     }
 
-    /// Kept draws per chain (after the burn-in); the step is tuned for them × the chains.
+    /// A fixed run of `draws` kept draws per chain (after the burn-in), the step tuned for them ×
+    /// the chains, instead of the default [`accuracy`](Self::accuracy) target: the run states
+    /// the accuracy it reached, whatever it is.
     pub fn draws(mut self, draws: u64) -> Self {
         self.draws = draws;
+        self.accuracy = None;
+        self
+    }
+
+    /// Aim at an accuracy (the default, [`DEFAULT_ACCURACY`] = 0.1): every mean within `accuracy`
+    /// posterior sds and every sd within `accuracy × 100 %` (95 %, the Monte Carlo error and the
+    /// step's bias together, as [`Convergence::stated_bound`]; on the user's scale for a
+    /// constrained model). The tuner chooses the step and the first length for it (the shortest
+    /// run its error model predicts to meet it); the same chains are then extended — the draws
+    /// those of a run of the final length from the start — until the run converges and states a
+    /// bound within the target, or the [`budget`](Self::budget), the
+    /// [`time_limit`](Self::time_limit) or [`MAX_EXTENSIONS`] end it with a verdict that says
+    /// so ([`Sampled::target`]).
+    pub fn accuracy(mut self, accuracy: f64) -> Self {
+        self.accuracy = Some(accuracy);
+        self
+    }
+
+    /// The most datum gradients the whole call may spend, tuning, runs and step-bias checks
+    /// together, when aiming at an [`accuracy`](Self::accuracy). Default: the larger of
+    /// [`DEFAULT_BUDGET`] and [`DEFAULT_BUDGET_EPOCHS`] passes over the data.
+    pub fn budget(mut self, datum_gradients: u64) -> Self {
+        self.budget = Some(datum_gradients);
+        self
+    }
+
+    /// The most wall time the call may take when aiming at an [`accuracy`](Self::accuracy)
+    /// (checked between extensions and by the run's observer; where the run stops then depends on
+    /// the machine). Default none.
+    pub fn time_limit(mut self, limit: std::time::Duration) -> Self {
+        self.time_limit = Some(limit);
+        self
+    }
+
+    /// Keep every `thin`-th draw of the run (its kept draws are counted after thinning, and so
+    /// are those of [`draws`](Self::draws)). Default 1.
+    pub fn thin(mut self, thin: u64) -> Self {
+        self.thin = thin;
         self
     }
 
@@ -164,11 +239,14 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
         self
     }
 
-    /// The step-bias check's cost relative to the run ([`step_bias`](crate::step_bias)); `None`
-    /// turns it off (the verdict then states the Monte Carlo error alone). Default
-    /// `Some(`[`STEP_BIAS_COST`]`)`.
+    /// The step-bias check's cost relative to the run ([`step_bias`](crate::step_bias)), fixed;
+    /// `None` turns it off (the verdict then states the Monte Carlo error alone). Default: at
+    /// [`STEP_BIAS_COST`], grown up to [`STEP_BIAS_MAX_COST`] where the check's own noise is the
+    /// larger part of the stated bound (to the share that makes a bound cheapest, run and check
+    /// together).
     pub fn bias_check(mut self, cost: Option<f64>) -> Self {
         self.bias_cost = cost;
+        self.bias_grows = false;
         self
     }
 
@@ -182,16 +260,29 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
         self
     }
 
-    /// The run's settings: what [`run`](Self::run) passes to [`Runner`].
+    /// The run's settings: what [`run`](Self::run) passes to [`Runner`] for a fixed run of
+    /// [`draws`](Self::draws) (when aiming at an accuracy, the first run's length is the tuner's).
     pub fn run_settings(&self) -> RunSettings {
-        let burn_in = self.burn_in.unwrap_or((self.draws / 10).max(1_000));
+        self.settings_for(self.draws)
+    }
+
+    /// The run's settings for `draws` kept draws per chain.
+    fn settings_for(&self, draws: u64) -> RunSettings {
+        let thin = self.thin.max(1);
+        let burn_in = self.burn_in.unwrap_or((draws.saturating_mul(thin) / 10).max(1_000));
         RunSettings {
-            n_iter: self.draws.saturating_add(burn_in),
+            n_iter: draws.saturating_mul(thin).saturating_add(burn_in),
             burn_in,
+            thin: self.thin,
             n_chains: self.chains,
             seed: self.seed,
             ..Default::default()
         }
+    }
+
+    /// The budget of an accuracy target, datum gradients.
+    fn budget_or_default(&self) -> u64 {
+        self.budget.unwrap_or(DEFAULT_BUDGET.max(DEFAULT_BUDGET_EPOCHS.saturating_mul(self.model.n_data() as u64)))
     }
 }
 
@@ -204,25 +295,169 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
     /// [`step_bias`](crate::step_bias); [`Error::DimensionMismatch`]
     /// for a start or names not of the model's dimension.
     pub fn run(self) -> Result<Sampled<S>> {
-        let (settings, layout, theta0, ts) = self.plan()?;
+        let started = std::time::Instant::now();
+        let (settings, layout, mut theta0, mut ts) = self.plan()?;
+        if let (None, Some(c)) = (&self.start, self.sampler.start_hint()) {
+            theta0 = c.to_vec();
+        }
+        if let Some(a) = self.accuracy {
+            crate::error::check_positive("accuracy", a)?;
+            ts.target_accuracy = Some(a * PLAN_MARGIN);
+        }
         let width = layout.as_ref().map_or(self.model.dim(), Layout::dim);
         let names = self.reported_names(layout.as_ref(), width)?;
         let tuned = tune(self.model, &self.sampler, &theta0, &ts)?;
-        let starts = dispersed_starts(self.model, &tuned.mode, self.chains, START_SPREAD, self.seed)?;
-        let output = Runner::new(self.model, &tuned.sampler).starts(&starts).settings(settings).run()?;
-        let companion = match self.bias_cost {
-            Some(cost) => Some(companion(self.model, &tuned.sampler, &output, cost)?),
-            None => None,
+        // Aiming at an accuracy, the first run is the one the tuner chose (thinned draws counted
+        // after thinning).
+        let settings = match self.accuracy {
+            Some(_) => self.settings_for((tuned.planned_run.iterations / self.thin.max(1)).max(1)),
+            None => settings,
         };
-        let (convergence, table, bias) = match &layout {
-            Some(l) => {
-                let f = |phi: &[f64], theta: &mut [f64]| l.forward(phi, theta, None);
-                verdict(&output.estimate, companion.as_ref(), Some((width, &f)), names)?
+        let starts = tuned.dispersed_starts(self.model, self.chains, START_SPREAD, self.seed)?;
+        let mut spent = tuned.cost.datum_gradients;
+        let runner = Runner::new(self.model, &tuned.sampler).starts(&starts).settings(settings);
+        let mut output = match self.first_run_limits(spent, started) {
+            (Some(budget), Some(wall)) => runner.observer(&budget).observer(&wall).run()?,
+            (Some(budget), None) => runner.observer(&budget).run()?,
+            (None, Some(wall)) => runner.observer(&wall).run()?,
+            (None, None) => runner.run()?,
+        };
+        let mut extensions = 0;
+        loop {
+            let companion = match self.bias_cost {
+                Some(cost) => {
+                    let grow = self.bias_grows.then_some(STEP_BIAS_MAX_COST);
+                    Some(companion(self.model, &tuned.sampler, &output, cost, grow)?)
+                }
+                None => None,
+            };
+            let (convergence, table, bias) = match &layout {
+                Some(l) => {
+                    let f = |phi: &[f64], theta: &mut [f64]| l.forward(phi, theta, None);
+                    verdict(&output.estimate, companion.as_ref(), Some((width, &f)), names.clone())?
+                }
+                None => verdict(&output.estimate, companion.as_ref(), None, names.clone())?,
+            };
+            spent += run_cost(&output) + bias.as_ref().map_or(0, |b| b.cost.datum_gradients);
+            let Some(accuracy) = self.accuracy else {
+                let settings = output.settings;
+                return Ok(Sampled {
+                    tuned,
+                    output,
+                    bias,
+                    convergence,
+                    table,
+                    settings,
+                    layout,
+                    companion,
+                    target: None,
+                });
+            };
+            let draws = kept_draws(&output);
+            let bound = convergence.stated_bound();
+            let mut target =
+                Target { accuracy, reached: false, bound, extensions, draws, needed_draws: None, why: None };
+            let finish = |target: Target, output: RunOutput<S>| -> Result<Sampled<S>> {
+                let settings = output.settings;
+                let target = Some(target);
+                Ok(Sampled {
+                    tuned: tuned.clone(),
+                    output,
+                    bias: bias.clone(),
+                    convergence: convergence.clone(),
+                    table: table.clone(),
+                    settings,
+                    layout: layout.clone(),
+                    companion: companion.clone(),
+                    target,
+                })
+            };
+            if convergence.converged && bound <= accuracy {
+                target.reached = true;
+                return finish(target, output);
             }
-            None => verdict(&output.estimate, companion.as_ref(), None, names)?,
-        };
-        Ok(Sampled { tuned, output, bias, convergence, table, settings, layout, companion })
+            if !output.is_complete() {
+                target.why = Some(self.stopped_why());
+                return finish(target, output);
+            }
+            let growth = match needed_growth(&table.rows, bias.as_ref(), accuracy) {
+                Ok(g) => g.max(EXTENSION_MIN_GROWTH),
+                Err(b) => {
+                    target.why = Some(format!(
+                        "the step's estimated bias alone gives ±{b:.3} sd, above the target whatever the length: ask for a \
+                         longer fixed run (Sample::draws) or a smaller step (TuneSettings::planned_run), or a looser accuracy"
+                    ));
+                    return finish(target, output);
+                }
+            };
+            let want = (draws as f64 * growth).ceil() as u64;
+            target.needed_draws = Some(want);
+            if extensions >= MAX_EXTENSIONS {
+                target.why = Some(format!(
+                    "{MAX_EXTENSIONS} extensions made; the run predicts {want} kept draws per chain for the target"
+                ));
+                return finish(target, output);
+            }
+            // What the extension may cost: the budget left, at this run's cost per kept draw
+            // (its step-bias check in proportion), and the wall time left.
+            let per_draw =
+                (run_cost(&output) + bias.as_ref().map_or(0, |b| b.cost.datum_gradients)) as f64 / draws.max(1) as f64;
+            let budget = self.budget_or_default();
+            let affordable = draws + (budget.saturating_sub(spent) as f64 / per_draw.max(1e-300)) as u64;
+            let timed = self.time_limit.map(|t| {
+                let per = started.elapsed().as_secs_f64() / (draws as f64 + 1.0);
+                draws + ((t.as_secs_f64() - started.elapsed().as_secs_f64()).max(0.0) / per.max(1e-300)) as u64
+            });
+            let cap = affordable.min(timed.unwrap_or(u64::MAX));
+            let next = want.min(cap);
+            if next < draws + draws / 10 + 1 {
+                target.why = Some(format!(
+                    "{} left; the run predicts {want} kept draws per chain for the target (raise Sample::{})",
+                    if timed.is_some_and(|t| t < affordable) { "no time" } else { "no budget" },
+                    if timed.is_some_and(|t| t < affordable) { "time_limit" } else { "budget" },
+                ));
+                return finish(target, output);
+            }
+            output.settings.n_iter = output.settings.burn_in + next * output.settings.thin.max(1);
+            // The run's cost is counted again, whole, after the extension.
+            spent -= run_cost(&output);
+            output = Resume::new(self.model, output).run()?;
+            extensions += 1;
+        }
     }
+
+    /// The observers that keep the first run of an accuracy target within the budget and the
+    /// time limit, given what the tuning spent and when the call started.
+    fn first_run_limits(&self, spent: u64, started: std::time::Instant) -> (Option<Budget>, Option<WallTime>) {
+        if self.accuracy.is_none() {
+            return (None, None);
+        }
+        // The run and its step-bias check share what the tuning left.
+        let share = 1.0 + self.bias_cost.unwrap_or(0.0);
+        let left = (self.budget_or_default().saturating_sub(spent) as f64 / share) as u64;
+        let wall = self.time_limit.map(|t| WallTime::new(t.saturating_sub(started.elapsed())));
+        (Some(Budget::datum_gradients(left)), wall)
+    }
+
+    /// Why an accuracy target's run stopped before its length.
+    fn stopped_why(&self) -> String {
+        format!(
+            "the run stopped at the {} (raise Sample::{})",
+            if self.time_limit.is_some() { "budget or the time limit" } else { "budget" },
+            if self.time_limit.is_some() { "budget or Sample::time_limit" } else { "budget" }
+        )
+    }
+}
+
+/// A run's datum gradients beyond its estimator's setup.
+fn run_cost<S>(out: &RunOutput<S>) -> u64 {
+    out.cost.datum_gradients.saturating_sub(out.setup_cost.datum_gradients)
+}
+
+/// The kept draws per chain of a run so far (the fewest over its chains).
+fn kept_draws<S>(out: &RunOutput<S>) -> u64 {
+    let s = &out.settings;
+    out.chains.iter().map(|c| c.iterations.saturating_sub(s.burn_in) / s.thin.max(1)).min().unwrap_or(0)
 }
 
 impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, RichardsonRomberg<S>> {
@@ -546,6 +781,9 @@ pub struct Sampled<S> {
     layout: Option<Layout>,
     /// The bias check's draws, for [`derived`](Self::derived).
     companion: Option<Companion>,
+    /// What a run aiming at an accuracy reached ([`Sample::accuracy`], the default); `None` for
+    /// a fixed run ([`Sample::draws`]).
+    pub target: Option<Target>,
 }
 
 impl<S> Sampled<S> {
@@ -642,6 +880,9 @@ impl std::fmt::Display for Derived {
 
 impl<S> std::fmt::Display for Sampled<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(t) = &self.target {
+            writeln!(f, "{t}")?;
+        }
         writeln!(
             f,
             "step {:.4e}{} ({} chains x {} kept draws); {}",

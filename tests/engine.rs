@@ -341,3 +341,49 @@ fn sample_makes_the_draws_of_the_seven_call_path() {
     assert_eq!(verdict, out.convergence().unwrap());
     assert!(off.bias.is_none());
 }
+
+/// `Sample` aiming at an accuracy extends the same chains until it states it: its draws are
+/// those of one run of the final length from the start, bit for bit (the same tuned sampler,
+/// starts and settings), and it reached a target that needed at least one extension.
+#[test]
+fn a_run_extended_to_its_target_makes_the_draws_of_one_run_of_that_length() {
+    let model = LinearGaussian::synthetic(2_000, 3, 1.0, 10.0, 5).unwrap();
+    let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50)).unwrap();
+    let fit = Sample::new(&model, sgld).accuracy(0.04).seed(3).run().unwrap();
+    let target = fit.target.clone().expect("an accuracy target");
+    eprintln!("{target}");
+    assert!(target.extensions >= 1, "{target}");
+    assert!(target.reached, "{target}");
+    assert!(fit.convergence.stated_bound() <= 0.04);
+    let starts = fit.tuned.dispersed_starts(&model, 4, sgmcmc::sample::START_SPREAD, 3).unwrap();
+    let once = Runner::new(&model, &fit.tuned.sampler).starts(&starts).settings(fit.settings).run().unwrap();
+    let bits = |e: &Estimate| e.stacked_draws().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(fit.estimate()), bits(&once.estimate));
+    assert_eq!(target.draws, fit.settings.n_iter - fit.settings.burn_in);
+}
+
+/// The default path's setup — mode, Hessian, the choice of estimator, the gradient-noise
+/// measurement, the pilots and their scores, the step-bias check — costs at most the larger of
+/// 30 passes over the data and the run itself, at N = 10⁵ (counted in datum gradients and
+/// datum Hessian-vector products): the pilots' exact full-data scores, 6 400 passes here until
+/// 2026-12, cannot come back unnoticed.
+#[test]
+fn the_default_paths_setup_costs_a_fixed_number_of_epochs_at_n_1e5() {
+    let n = 100_000;
+    let model = LogisticRegression::synthetic(n, 10, 10.0, 2026).unwrap();
+    let fit = Sample::new(&model, Sgld::auto()).seed(1).run().unwrap();
+    let run = (fit.output.cost - fit.output.setup_cost).datum_gradients as f64;
+    let tuning = (fit.tuned.cost.datum_gradients + fit.tuned.cost.datum_hvps) as f64;
+    let check = fit.bias.as_ref().map_or(0.0, |b| b.cost.datum_gradients as f64);
+    let setup = tuning + check;
+    eprintln!(
+        "setup {:.1} epochs (tuning {:.1}, step-bias check {:.1}); run {:.1} epochs; {}",
+        setup / n as f64,
+        tuning / n as f64,
+        check / n as f64,
+        run / n as f64,
+        fit.target.as_ref().unwrap()
+    );
+    assert!(setup <= (30.0 * n as f64).max(run), "setup {setup} vs run {run}");
+    assert!(tuning <= 30.0 * n as f64, "tuning alone {} epochs", tuning / n as f64);
+}

@@ -109,3 +109,15 @@ mod previous_style {
         assert_eq!(described, "dense or automatic");
     }
 }
+
+/// The migration CHANGELOG.md gives for `Sample`'s default, which now aims at an accuracy: a
+/// fixed length is `.draws(n)`, and then there is no target and exactly n kept draws per chain.
+#[test]
+fn sample_with_draws_keeps_the_fixed_length_of_before() {
+    let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 42).unwrap();
+    let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(100)).unwrap();
+    let fit = Sample::new(&model, sgld).draws(5_000).run().unwrap(); // the 0.1 behaviour
+    assert!(fit.target.is_none());
+    assert_eq!(fit.settings.n_iter - fit.settings.burn_in, 5_000);
+    assert_eq!(fit.tuned.planned_run, sgmcmc::tune::PlannedRun::new(5_000, 4));
+}

@@ -82,7 +82,8 @@ fn sgld_with_a_measured_noise_correction_matches_its_exact_law() {
     let w = Whitening::from_covariance(m.posterior_mean().as_slice().unwrap(), m.posterior_covariance()).unwrap();
     let mut rng = sgmcmc::rng::stream(7, &[1]);
     let (noise, cost) = GradientNoise::estimate(&m, &mb, &w, 20_000, &mut rng).unwrap();
-    assert_eq!(cost.datum_gradients, 2 * 20_000 * n as u64);
+    // Measured on minibatches of GRADIENT_NOISE_BATCH and scaled by their size to n.
+    assert_eq!(cost.datum_gradients, 2 * 20_000 * sgmcmc::GRADIENT_NOISE_BATCH as u64);
     let lmax = *noise.eigenvalues().last().unwrap();
     let gamma = 1.6 / lmax;
     let v = noise.covariance();

@@ -95,13 +95,8 @@ fn the_tuned_step_is_within_a_factor_3_of_the_best_step_at_the_same_budget() {
     let mut best = (f64::INFINITY, 0.0);
     for t in tuned.trials.iter().filter(|t| t.ksd.is_some()) {
         let s = tuned.sampler.with_step_size(t.step_size).unwrap();
-        let rs = RunSettings {
-            n_iter: settings.pilot_iterations,
-            burn_in: settings.pilot_burn_in,
-            n_chains: 40,
-            seed: 12345,
-            ..Default::default()
-        };
+        let rs =
+            RunSettings { n_iter: t.iterations, burn_in: t.burn_in, n_chains: 40, seed: 12345, ..Default::default() };
         let out = Runner::new(&lg, &s).start(&tuned.mode).settings(rs).run().unwrap();
         let mse = (0..40).map(|c| error(&out.estimate.part(c).unwrap(), &lg).powi(2)).sum::<f64>() / 40.0;
         eprintln!("  step {:.3e}: RMSE {:.4}", t.step_size, mse.sqrt());
@@ -126,10 +121,13 @@ fn the_step_follows_the_planned_run_through_the_error_prediction() {
     let at = |kept: u64| {
         // The error model of the uncorrected scheme (with the gradient-noise correction no pilot
         // shows a bias on this Gaussian, and the step is the correction's limit at both lengths).
+        // Full-length pilots whatever the plan (`pilot_share` infinite), so that both lengths
+        // see the same pilots.
         let s = TuneSettings {
             seed: 99,
             planned_run: PlannedRun::new(kept, 4),
             correct_gradient_noise: false,
+            pilot_share: f64::INFINITY,
             ..TuneSettings::default()
         };
         tune(&lg, &sgld, &[0.0; 3], &s).unwrap()
@@ -161,7 +159,13 @@ fn tune_predicts_the_planned_runs_effective_sample_size() {
     let lg = LinearGaussian::synthetic(1_000, 3, 1.0, 10.0, 21).unwrap();
     let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50)).unwrap();
     let at = |kept: u64| {
-        let s = TuneSettings { seed: 99, planned_run: PlannedRun::new(kept, 4), ..TuneSettings::default() };
+        // Full-length pilots whatever the plan, so that both lengths see the same pilots.
+        let s = TuneSettings {
+            seed: 99,
+            planned_run: PlannedRun::new(kept, 4),
+            pilot_share: f64::INFINITY,
+            ..TuneSettings::default()
+        };
         tune(&lg, &sgld, &[0.0; 3], &s).unwrap()
     };
     let (short, long) = (at(200), at(50_000));
@@ -204,10 +208,12 @@ fn without_a_convex_fit_the_step_still_follows_the_planned_run() {
     let model = crate::posteriors::PoissonReg::synthetic(10_000, 5, 4);
     let sgnht = Sgnht::new(SgnhtSettings::default(), Minibatch::new(100)).unwrap();
     let at = |kept: u64| {
+        // Full-length pilots whatever the plan, so that both lengths see the same pilots.
         let s = TuneSettings {
             planned_run: PlannedRun::new(kept, 4),
             seed: 11,
             correct_gradient_noise: false,
+            pilot_share: f64::INFINITY,
             ..TuneSettings::default()
         };
         tune(&model, &sgnht, &[0.0; 5], &s).unwrap()
@@ -233,6 +239,7 @@ fn without_a_convex_fit_the_step_still_follows_the_planned_run() {
         seed: 11,
         objective: sgmcmc::tune::Objective::Convergence,
         correct_gradient_noise: false,
+        pilot_share: f64::INFINITY,
         ..TuneSettings::default()
     };
     let conv = tune(&model, &sgnht, &[0.0; 5], &s).unwrap();

@@ -10,8 +10,8 @@ use crate::models::model::Model;
 use crate::run::runner::Runner;
 use crate::samplers::{Discretisation, Whitening};
 use crate::tune::{
-    Curvature, GridPilot, Setup, Tunable, TuneSettings, discrepancy_fit_minimiser_scaled, exact_scores, moments_norm2,
-    pilot_grid, setup,
+    Curvature, GridPilot, Scorer, Setup, Tunable, TuneSettings, discrepancy_fit_minimiser_scaled, moments_norm2,
+    noise_norm, pilot_grid, setup,
 };
 use std::sync::Arc;
 
@@ -113,6 +113,9 @@ struct RrPlan<'a, M: ?Sized, S> {
     /// 1 / the Laplace approximation's marginal sds.
     unit: Vec<f64>,
     laplace: &'a crate::tune::Laplace,
+    scorer: &'a Scorer,
+    /// `√Hⱼⱼ`, the scale of the scores' noise check.
+    scale: Vec<f64>,
     mode: &'a [f64],
     settings: &'a TuneSettings,
     thin: u64,
@@ -159,22 +162,30 @@ impl<M: Model + ?Sized, S: Tunable + Discretisation> RrPlan<'_, M, S> {
         let reps = outs.iter().map(|o| q(&o.estimate)).collect::<Result<Vec<_>>>()?;
         let mut spent = outs.iter().fold(Cost::default(), |c, o| c + (o.cost - o.setup_cost));
         // The Stein moment vectors of the extrapolated measure 2·π̂_{h/2} − π̂_h (linear in the
-        // measure), averaged over the replicates, with exact scores at the thinned draws.
+        // measure), averaged over the replicates, with the pilots' scores at the thinned draws;
+        // stochastic scores' noise (independent between draws) is taken out of the square.
         let (mut m, mut mm) = (vec![0.0; self.d], vec![0.0; self.d]);
-        for o in &outs {
-            for (w, e) in [(2.0, &o.fine), (-1.0, &o.coarse)] {
+        let mut noise2 = 0.0;
+        let r = RR_REPLICATES as f64;
+        for (k, o) in outs.iter().enumerate() {
+            for (c, (w, e)) in [(2.0, &o.fine), (-1.0, &o.coarse)].into_iter().enumerate() {
                 let x = e.stacked_draws()?;
-                spent.datum_gradients += (x.nrows() * self.model.n_data()) as u64;
-                let Some(sc) = exact_scores(self.model, x.view()) else {
+                let seed = self.settings.pilot_run(1, self.thin, i, k as u64).seed ^ (c as u64 + 1);
+                let Some(sc) = self.scorer.score(self.model, x.view(), &self.scale, seed) else {
+                    spent.datum_gradients += self.scorer.cost_per_score(self.model) * x.nrows() as u64;
                     return Ok(failed("non-finite score at a draw".into(), spent));
                 };
-                let (a, b) = self.laplace.moment_vectors(x.view(), sc.view(), self.mode);
-                let r = RR_REPLICATES as f64;
+                spent += sc.cost;
+                let (a, b) = self.laplace.moment_vectors(x.view(), sc.scores.view(), self.mode);
                 m.iter_mut().zip(&a).for_each(|(m, a)| *m += w * a / r);
                 mm.iter_mut().zip(&b).for_each(|(m, b)| *m += w * b / r);
+                if let Some(e) = &sc.noise {
+                    noise2 += w * w / (r * r) * noise_norm(&self.laplace.moment_noise(x.view(), e.view(), self.mode));
+                }
             }
         }
-        let measured = RrMeasured { diff, diff_se, reps, discrepancy2: moments_norm2(&(m, mm)) };
+        let discrepancy2 = (moments_norm2(&(m, mm)) - noise2).max(0.0);
+        let measured = RrMeasured { diff, diff_se, reps, discrepancy2 };
         Ok(RrPilot { step: h, measured: Some(measured), failure: None, cost: spent })
     }
 }
@@ -321,12 +332,15 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
     settings: &TuneSettings,
 ) -> Result<TunedRr<S>> {
     let started = std::time::Instant::now();
-    let Setup { mode, curv, centre, scale: _, laplace, base, whitening, preconditioning, mut cost } =
+    settings.validate()?;
+    let settings = &settings.scaled_to_run();
+    let Setup { mode, curv, centre, scale, laplace, base, whitening, preconditioning, mut cost, .. } =
         setup(model, rr.base(), theta0, settings)?;
     let kept = settings.pilot_iterations - settings.pilot_burn_in;
     // Means and variances are measured in the Laplace approximation's marginal sds (not the
     // conditional ones 1/√Hⱼⱼ, far smaller on a correlated posterior).
     let d = mode.len();
+    let scorer = Scorer::new(model, &mode, (&laplace, &scale), settings.scoring, settings.seed, &mut cost)?;
     let plan = RrPlan {
         model,
         base: &base,
@@ -334,6 +348,8 @@ pub fn tune_rr<M: Model + ?Sized, S: Tunable + Discretisation>(
         starts: laplace.draws(&mode, RR_REPLICATES, settings.seed)?,
         unit: laplace.sd.iter().map(|s| 1.0 / s).collect(),
         laplace: &laplace,
+        scorer: &scorer,
+        scale,
         mode: &mode,
         settings,
         thin: settings.pilot_thin(),

@@ -213,6 +213,15 @@ impl GradientEstimator for ControlVariate {
     fn setup_cost(&self) -> Cost {
         self.centre.setup
     }
+
+    fn resized(&self, batch_size: usize, n_data: usize) -> Option<(Self, f64)> {
+        let (sub, f) = self.sub.resized(batch_size, n_data)?;
+        Some((ControlVariate { centre: self.centre.clone(), sub, count: 0, ..self.clone() }, f))
+    }
+
+    fn centre(&self) -> Option<&[f64]> {
+        Some(&self.centre.theta_hat)
+    }
 }
 
 /// The control-variate formula on the index multiset `idx`; returns the datum gradients used.

@@ -12,6 +12,7 @@
 //! `taylor.rs`, `variance_reduced.rs`) and what runs on them without sampling: the mode search
 //! and SGD (`optim.rs`).
 
+pub(crate) mod auto;
 pub(crate) mod control_variate;
 pub(crate) mod optim;
 pub(crate) mod taylor;
@@ -68,6 +69,18 @@ pub trait GradientEstimator: Clone + Send + Sync {
         false
     }
 
+    /// The same estimator (same centre, same formula) on minibatches of `batch_size` drawn with
+    /// replacement, and the factor `f` by which this estimator's noise covariance is the resized
+    /// one's (for minibatch-type estimators exactly `b/n` with replacement and
+    /// `(b/n)(N − n)/(N − 1)` without: the noise is a scaled sum of independent draws), on a data
+    /// set of `n_data` items. It lets [`GradientNoise::estimate`](crate::GradientNoise::estimate)
+    /// measure the noise on small minibatches at a fraction of the cost. `None` (the default)
+    /// when the estimator has no such minibatch or `batch_size` is not below its own.
+    fn resized(&self, batch_size: usize, n_data: usize) -> Option<(Self, f64)> {
+        let _ = (batch_size, n_data);
+        None
+    }
+
     /// Datum-gradient evaluations made by this estimator's estimates so far (one-off setup
     /// excluded: see [`setup_cost`](Self::setup_cost)).
     fn n_datum_gradients(&self) -> u64;
@@ -89,6 +102,25 @@ pub trait GradientEstimator: Clone + Send + Sync {
     /// Whether the estimate is exact (no randomness), as for [`FullGradient`].
     fn is_exact(&self) -> bool {
         false
+    }
+
+    /// The point a control-variate-type estimator is centred at, if any (chains and the
+    /// tuner's mode search may start there). Default `None`.
+    fn centre(&self) -> Option<&[f64]> {
+        None
+    }
+
+    /// Whether the estimator is still to be chosen by the tuner ([`Auto`](crate::Auto) before
+    /// [`tune`](crate::tune::tune)). Default `false`.
+    fn is_unchosen(&self) -> bool {
+        false
+    }
+
+    /// This estimator as the tuner's `choice`, where it is one that the tuner chooses
+    /// ([`Auto`](crate::Auto)); `None` (the default) otherwise.
+    fn with_choice(&self, choice: auto::Chosen) -> Option<Self> {
+        let _ = choice;
+        None
     }
 }
 
@@ -269,6 +301,18 @@ impl Subsample {
         self.replacement
     }
 
+    /// Minibatches of `batch_size` drawn with replacement in place of these, and the factor by
+    /// which these minibatches' scaled-sum variance is theirs (see
+    /// [`GradientEstimator::resized`]); `None` unless `batch_size` is below this batch size.
+    pub(crate) fn resized(&self, batch_size: usize, n_data: usize) -> Option<(Subsample, f64)> {
+        let n = self.batch_size;
+        if batch_size == 0 || batch_size >= n || n_data < 2 {
+            return None;
+        }
+        let finite = if self.replacement { 1.0 } else { (n_data - n) as f64 / (n_data - 1) as f64 };
+        Some((Subsample::new(batch_size, true), batch_size as f64 / n as f64 * finite))
+    }
+
     /// The scale `N / n` that makes a minibatch sum unbiased for the full sum.
     #[inline]
     pub fn scale(&self) -> f64 {
@@ -276,27 +320,7 @@ impl Subsample {
     }
 }
 
-/// A uniform integer in `0..range` (`range ≥ 1`), exactly unbiased.
-///
-/// Lemire's multiply-shift method with rejection (D. Lemire, *Fast random integer generation in
-/// an interval*, ACM TOMACS 2019): the high word of `u · range` for a uniform 64-bit `u`,
-/// redrawn when the low word falls below `2⁶⁴ mod range`. A redraw has probability below
-/// `range / 2⁶⁴`, and the division computing that threshold is only done when one may be needed,
-/// so the cost is one 64-bit draw and one multiplication. The generator's state stays in
-/// registers when this is inlined into a loop (`rand`'s `random_range` is an out-of-line call
-/// per index).
-#[inline(always)]
-pub(crate) fn uniform_below<R: Rng + ?Sized>(rng: &mut R, range: u64) -> u64 {
-    debug_assert!(range > 0, "empty range");
-    let mut m = u128::from(rng.next_u64()) * u128::from(range);
-    if (m as u64) < range {
-        let threshold = range.wrapping_neg() % range;
-        while (m as u64) < threshold {
-            m = u128::from(rng.next_u64()) * u128::from(range);
-        }
-    }
-    (m >> 64) as u64
-}
+pub(crate) use crate::numeric::rng::uniform_below;
 
 /// [`uniform_below`] for a 32-bit range, starting from the 32 random bits `first` (so that a
 /// caller can split one 64-bit draw in two); redraws, when needed, take 32 bits from `rng`.
@@ -377,6 +401,11 @@ impl GradientEstimator for Minibatch {
     /// Fresh minibatch (or none) per estimate: independent draws.
     fn independent_draws(&self) -> bool {
         true
+    }
+
+    fn resized(&self, batch_size: usize, n_data: usize) -> Option<(Self, f64)> {
+        let (sub, f) = self.sub.resized(batch_size, n_data)?;
+        Some((Minibatch { sub, scratch: Vec::new(), count: 0 }, f))
     }
 }
 

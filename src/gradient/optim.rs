@@ -125,6 +125,13 @@ pub struct ModeSettings {
     pub newton_max_dim: usize,
     /// Most Newton iterations. Default 50.
     pub newton_max_iter: u64,
+    /// Newton's Hessian from at most this many data drawn at random (`max(hessian_rows, 100 d)`,
+    /// scaled by N/m; all of them when that is more than half the data). Default `usize::MAX`:
+    /// all. [`tune`](crate::tune::tune) uses its own
+    /// [`TuneSettings::hessian_rows`](crate::tune::TuneSettings::hessian_rows): a Newton step with
+    /// a Hessian to a few per cent converges as fast, and costs `d m` instead of `d N` datum
+    /// Hessian-vector products.
+    pub hessian_rows: usize,
 }
 
 impl Default for ModeSettings {
@@ -136,6 +143,7 @@ impl Default for ModeSettings {
             decrement_tol: 1e-7,
             newton_max_dim: 1_000,
             newton_max_iter: 50,
+            hessian_rows: usize::MAX,
         }
     }
 }
@@ -180,6 +188,21 @@ impl ModeSettings {
 /// so a start at a stationary point that is not a mode (a saddle, e.g. θ = 0 in matrix
 /// factorisation) stops at once.
 pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSettings) -> Result<Optimum> {
+    find_mode_with_hessian(model, theta0, settings, false).map(|(o, _)| o)
+}
+
+/// [`find_mode`], with the Hessian its last Newton iteration used, if it ended in that phase; with
+/// `newton_only` (a start already near the mode, and `d ≤ newton_max_dim`) straight to Newton's
+/// iterations. With a subsampled Hessian ([`ModeSettings::hessian_rows`]) Newton keeps its
+/// Hessian from one iteration to the next while the decrement falls by at least 10× per
+/// iteration (a Hessian to a few per cent is as good as a fresh one near the mode), so the
+/// Hessian returned may be from an earlier iterate.
+pub(crate) fn find_mode_with_hessian<M: Model + ?Sized>(
+    model: &M,
+    theta0: &[f64],
+    settings: &ModeSettings,
+    newton_only: bool,
+) -> Result<(Optimum, Option<ndarray::Array2<f64>>)> {
     settings.validate()?;
     check_shape(model)?;
     let d = model.dim();
@@ -202,11 +225,12 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
     let (mut s, mut y) = (vec![0.0; d], vec![0.0; d]);
     let mut done = 0;
     let mut converged = false;
-    for it in 1..=settings.max_iter {
+    let lbfgs_iterations = if newton_only && newton_ok { 0 } else { settings.max_iter };
+    for it in 1..=lbfgs_iterations {
         done = it;
         let gn = dot(&g, &g).sqrt();
         if gn <= tol {
-            return Ok(optimum(&est, extra, x, it - 1, gn));
+            return Ok((optimum(&est, extra, x, it - 1, gn), None));
         }
         let mut dphi0 = lbfgs_direction(&mut lbfgs, &g, gn, &mut dir)?;
         // L-BFGS's Newton decrement −gᵀdir = gᵀ H g: small means near the mode in sd units.
@@ -235,13 +259,19 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
     }
     if !newton_ok {
         let gn = dot(&g, &g).sqrt();
-        return Ok(optimum(&est, extra, x, done, gn));
+        return Ok((optimum(&est, extra, x, done, gn), None));
     }
     // Newton: confirm L-BFGS's decrement with the exact Hessian, or finish the job.
+    let rows = crate::models::hessian::hessian_subset_size(settings.hessian_rows, d, model.n_data())
+        .map(|m| crate::models::hessian::random_subset(model.n_data(), m, NEWTON_SUBSET_SEED));
     let mut prev_dec2 = f64::INFINITY;
+    let mut kept: Option<ndarray::Array2<f64>> = None;
     for nit in 0..=settings.newton_max_iter {
         let gn = dot(&g, &g).sqrt();
-        let h = crate::models::hessian::dense_hessian(model, &x, &mut extra)?;
+        let h = match kept.take() {
+            Some(h) => h,
+            None => crate::models::hessian::dense_hessian_on(model, &x, rows.as_deref(), &mut extra)?,
+        };
         let Ok(step) = crate::numeric::linalg::spd_solve(
             "Hessian in the Newton mode search",
             &h,
@@ -257,9 +287,10 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
         // At the rounding floor of the gradient (‖∇U‖ cannot be computed to better than about
         // ε·‖∇²U‖·‖θ‖), the decrement stops falling: accept it there if below 1e-3 sd.
         let floor = dec2 >= 0.25 * prev_dec2 && dec2 <= NEWTON_FLOOR_DECREMENT * NEWTON_FLOOR_DECREMENT;
+        let before = prev_dec2;
         prev_dec2 = dec2;
         if gn <= tol || (dec2 >= 0.0 && dec2 <= dtol2) || floor {
-            return Ok(optimum(&est, extra, x, done + nit, gn));
+            return Ok((optimum(&est, extra, x, done + nit, gn), Some(h)));
         }
         if nit == settings.newton_max_iter {
             break;
@@ -272,10 +303,15 @@ pub fn find_mode<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &ModeSe
         }
         std::mem::swap(&mut x, &mut xt);
         std::mem::swap(&mut g, &mut gt);
+        // A subsampled Hessian serves the next iteration too (a chord Newton step) unless the
+        // last one did not cut the decrement tenfold.
+        if rows.is_some() && (before.is_infinite() || dec2 <= 0.1 * before) {
+            kept = Some(h);
+        }
     }
     if converged {
         let gn = dot(&g, &g).sqrt();
-        return Ok(optimum(&est, extra, x, done, gn));
+        return Ok((optimum(&est, extra, x, done, gn), None));
     }
     Err(not_converged(done + settings.newton_max_iter, &g, settings))
 }
@@ -318,6 +354,9 @@ fn push_pair(
     }
     Ok(())
 }
+
+/// The seed of the data subset of Newton's Hessian ([`ModeSettings::hessian_rows`]).
+const NEWTON_SUBSET_SEED: u64 = 0x6e65_7774;
 
 /// The Newton decrement (posterior sds) accepted when Newton's iterations stop making progress
 /// (the rounding floor of the gradient): see [`find_mode`].

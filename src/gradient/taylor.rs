@@ -197,6 +197,15 @@ impl GradientEstimator for Taylor {
     fn setup_cost(&self) -> Cost {
         self.exp.setup
     }
+
+    fn resized(&self, batch_size: usize, n_data: usize) -> Option<(Self, f64)> {
+        let (sub, f) = self.sub.resized(batch_size, n_data)?;
+        Some((Taylor { sub, grads: 0, hvps: 0, ..self.clone() }, f))
+    }
+
+    fn centre(&self) -> Option<&[f64]> {
+        Some(&self.exp.theta0)
+    }
 }
 
 impl SubsampledEstimator for Taylor {

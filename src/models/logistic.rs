@@ -327,6 +327,36 @@ impl<X: DataScalar> Model for LogisticRegression<X> {
             .sum())
     }
 
+    /// One blocked pass: each datum's dot product gives its potential `softplus(z) − y z` and its
+    /// gradient coefficient `σ(z) − y` (the gradient is [`grad_data_sum`](Model::grad_data_sum)'s
+    /// bit for bit; the potential's dot products are the blocked kernel's, so it may differ from
+    /// [`potential_data_sum`](Model::potential_data_sum)'s in the last bits).
+    fn potential_and_grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<f64> {
+        out.fill(0.0);
+        let bits = &self.label_bits;
+        let mut potential = 0.0;
+        self.rows.add_gradient_blocks(
+            theta,
+            idx,
+            out,
+            |i| bits.prefetch(i),
+            |block, z| {
+                let mut y = [0.0; BLOCK];
+                for (y, &i) in y.iter_mut().zip(block) {
+                    *y = self.label_bits.get(i);
+                }
+                // Only the block's own lanes: a short last block leaves the rest unused.
+                for (k, (z, &y)) in z.iter_mut().zip(&y).enumerate() {
+                    if k < block.len() {
+                        potential += softplus(*z) - y * *z;
+                    }
+                    *z = residual(*z, y);
+                }
+            },
+        );
+        Ok(potential)
+    }
+
     fn hvp_prior(&self, _theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
         for (o, x) in out.iter_mut().zip(v) {
             *o = x * self.inv_prior;
@@ -416,6 +446,25 @@ mod tests {
         assert!(sigmoid(-800.0) < 1e-307 && sigmoid(f64::NEG_INFINITY) < 1e-307);
         assert!(residual(800.0, 1.0) > -1e-307 && residual(-800.0, 0.0) < 1e-307);
         assert!(sigmoid(f64::NAN).is_nan() && residual(f64::NAN, 1.0).is_nan());
+    }
+
+    /// The fused pass gives the gradient of `grad_data_sum` bit for bit and the potential of
+    /// `potential_data_sum` to rounding, for short, exact and long blocks.
+    #[test]
+    fn fused_potential_and_gradient_match_the_separate_ones() {
+        for (n, d) in [(40, 3), (60_000, 10)] {
+            let m = LogisticRegression::synthetic(n, d, 1.0, 8).unwrap();
+            let theta: Vec<f64> = (0..d).map(|j| 0.3 * (j as f64 - 1.2)).collect();
+            for len in [1, BLOCK - 1, BLOCK, 3 * BLOCK + 5] {
+                let idx: Vec<usize> = (0..len).map(|k| (k * 7919) % n).collect();
+                let (mut g, mut fused) = (vec![0.0; d], vec![f64::NAN; d]);
+                m.grad_data_sum(&theta, &idx, &mut g).unwrap();
+                let u = m.potential_and_grad_data_sum(&theta, &idx, &mut fused).unwrap();
+                assert_eq!(g, fused);
+                let want = m.potential_data_sum(&theta, &idx).unwrap();
+                assert!((u - want).abs() <= 1e-12 * want.abs().max(1.0), "{u} vs {want}");
+            }
+        }
     }
 
     /// The blocked, padded, prefetching minibatch gradient against a plain sum, for every

@@ -25,6 +25,7 @@ pub(crate) mod model;
 mod pmf;
 mod prior;
 mod rows;
+pub(crate) mod subset;
 mod tempered;
 
 pub use constrained::{Block, Constrained, Constraint, Layout};

@@ -101,6 +101,18 @@ pub trait Model: Sync {
         Err(Error::Unsupported { method: "potential_data_sum", needed_by: "a potential" })
     }
 
+    /// `Σ_{i ∈ idx} Uᵢ(θ)`, with `Σ_{i ∈ idx} ∇Uᵢ(θ)` written into `out`: what a sampler that
+    /// needs both at every point (MALA, HMC and NUTS) asks for, in one pass over the data where
+    /// the model can fuse them (the built-in logistic regression does: one dot product per
+    /// datum serves both). Default: [`grad_data_sum`](Self::grad_data_sum), then
+    /// [`potential_data_sum`](Self::potential_data_sum).
+    ///
+    /// Errors: those of the two.
+    fn potential_and_grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<f64> {
+        self.grad_data_sum(theta, idx, out)?;
+        self.potential_data_sum(theta, idx)
+    }
+
     /// Writes `∇²U₀(θ) v` into `out`. Default: [`Error::Unsupported`] (not provided).
     fn hvp_prior(&self, theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
         let _ = (theta, v, out);
@@ -157,6 +169,9 @@ impl<M: Model + ?Sized> Model for &M {
     }
     fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
         (**self).potential_data_sum(theta, idx)
+    }
+    fn potential_and_grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<f64> {
+        (**self).potential_and_grad_data_sum(theta, idx, out)
     }
     fn hvp_prior(&self, theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
         (**self).hvp_prior(theta, v, out)

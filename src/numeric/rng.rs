@@ -3,7 +3,7 @@
 //! Every stream is derived from a master seed and a small tuple of indices *before* any thread
 //! starts, so a run's draws do not depend on how many threads execute it.
 
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 
 /// The generator every chain uses: xoshiro256++ (value-stable across versions of this crate's
@@ -39,6 +39,28 @@ pub(crate) fn fill_standard_normal<R: rand::Rng + ?Sized>(rng: &mut R, out: &mut
     for o in out.iter_mut() {
         *o = StandardNormal.sample(rng);
     }
+}
+
+/// A uniform integer in `0..range` (`range ≥ 1`), exactly unbiased.
+///
+/// Lemire's multiply-shift method with rejection (D. Lemire, *Fast random integer generation in
+/// an interval*, ACM TOMACS 2019): the high word of `u · range` for a uniform 64-bit `u`,
+/// redrawn when the low word falls below `2⁶⁴ mod range`. A redraw has probability below
+/// `range / 2⁶⁴`, and the division computing that threshold is only done when one may be needed,
+/// so the cost is one 64-bit draw and one multiplication. The generator's state stays in
+/// registers when this is inlined into a loop (`rand`'s `random_range` is an out-of-line call
+/// per index).
+#[inline(always)]
+pub(crate) fn uniform_below<R: Rng + ?Sized>(rng: &mut R, range: u64) -> u64 {
+    debug_assert!(range > 0, "empty range");
+    let mut m = u128::from(rng.next_u64()) * u128::from(range);
+    if (m as u64) < range {
+        let threshold = range.wrapping_neg() % range;
+        while (m as u64) < threshold {
+            m = u128::from(rng.next_u64()) * u128::from(range);
+        }
+    }
+    (m >> 64) as u64
 }
 
 #[cfg(test)]

@@ -243,6 +243,14 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
         &self.kernel
     }
 
+    /// The same sampler with another gradient estimator of the same type (its state is bound
+    /// again at the next `init`).
+    pub fn with_estimator(mut self, estimator: E) -> Self {
+        self.estimator = estimator;
+        self.ready = false;
+        self
+    }
+
     /// The gradient estimator (with its cost counter).
     pub fn estimator(&self) -> &E {
         &self.estimator

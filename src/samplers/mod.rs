@@ -69,7 +69,7 @@ pub(crate) use hamcmc::hamcmc_update;
 pub use hamcmc::{Hamcmc, HamcmcSettings};
 pub use langevin::{Langevin, LangevinKernel};
 pub use mala::{AUTO_DENSE_MAX_DIM, Mala, MalaSettings, Metric};
-pub use noise::{GradientNoise, METRIC_CORRECTION_MAX};
+pub use noise::{GRADIENT_NOISE_BATCH, GradientNoise, METRIC_CORRECTION_MAX};
 pub use precond::{PreconditionedKernel, PreconditionedSgld};
 pub use psgld::{Psgld, PsgldKernel, PsgldSettings};
 pub(crate) use psgld::{psgld_update, rmsprop_update};

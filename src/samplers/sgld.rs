@@ -2,6 +2,7 @@
 
 use super::{Langevin, LangevinKernel};
 use crate::error::Result;
+use crate::gradient::auto::Auto;
 use crate::gradient::{FullGradient, GradientEstimator, Minibatch};
 use crate::numeric::schedule::StepSize;
 use serde::{Deserialize, Serialize};
@@ -129,6 +130,25 @@ impl Langevin<SgldKernel, FullGradient> {
     /// ```
     pub fn lmc(settings: SgldSettings) -> Result<Self> {
         Self::new(settings, FullGradient::new())
+    }
+}
+
+impl Langevin<SgldKernel, Auto> {
+    /// SGLD whose gradient estimator — a plain minibatch or control variates at the mode, and the
+    /// minibatch size — the tuner chooses from what it measures at the mode (see
+    /// [`Auto`]): the default path with nothing set by hand.
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    ///
+    /// let model = LogisticRegression::synthetic(20_000, 4, 10.0, 1)?;
+    /// let fit = Sample::new(&model, Sgld::auto()).seed(1).run()?;
+    /// println!("{fit}"); // the choice is in fit.tuned.preconditioning
+    /// assert!(fit.tuned.preconditioning.contains("gradient estimator chosen"));
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
+    pub fn auto() -> Self {
+        Langevin::with_kernel(SgldKernel { settings: SgldSettings::default() }, Auto::new())
     }
 }
 

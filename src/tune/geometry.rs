@@ -15,6 +15,8 @@ pub(crate) struct Setup<S> {
     pub(crate) whitening: Option<Arc<Whitening>>,
     pub(crate) preconditioning: String,
     pub(crate) cost: Cost,
+    /// The Hessian at the mode, dense up to [`DENSE_LAPLACE_MAX_DIM`] (for the dispersed starts).
+    pub(crate) hessian: Option<Arc<Array2<f64>>>,
 }
 
 /// Above this dimension [`Precondition::Auto`] whitens with a diagonal instead of a dense `T`.
@@ -90,17 +92,28 @@ pub(super) fn geometry<M: Model + ?Sized, S: Tunable>(
         return Err(Error::NonFiniteStart { what: "theta0" });
     }
     let mut cost = Cost::default();
-    let mode = if settings.find_mode {
-        let opt = find_mode(model, theta0, &settings.mode)?;
+    let d = model.dim();
+    let (mode, newton_hessian) = if settings.find_mode {
+        let mode_settings = ModeSettings { hessian_rows: settings.hessian_rows, ..settings.mode };
+        let (start, warm) = warm_start(model, theta0, &mode_settings, settings.seed, &mut cost);
+        // From a warm start straight to Newton with the (subsampled) Hessian.
+        let (opt, h) = find_mode_with_hessian(model, &start, &mode_settings, warm)?;
         cost += opt.cost;
-        opt.theta.to_vec()
+        (opt.theta.to_vec(), h)
     } else {
-        theta0.to_vec()
+        (theta0.to_vec(), None)
     };
-    let d = mode.len();
     let exact_hvp = Hessian::new(model, &mode).exact;
     let mut hess_cost = Cost::default();
-    let (dense, diag) = hessian_at_mode(model, &mode, &mut hess_cost)?;
+    let rows = hessian_rows(model, settings);
+    // The Hessian the mode search's last Newton iteration computed at the mode, where it did.
+    let (dense, diag) = match newton_hessian.filter(|_| d <= DENSE_LAPLACE_MAX_DIM) {
+        Some(h) => {
+            let diag = (0..d).map(|j| h[[j, j]]).collect();
+            (Some(h), diag)
+        }
+        None => hessian_at_mode(model, &mode, rows.as_deref(), &mut hess_cost)?,
+    };
     cost += hess_cost;
     let curv = match &dense {
         Some(h) => spectrum_of(h, settings, exact_hvp, hess_cost)?,
@@ -111,6 +124,23 @@ pub(super) fn geometry<M: Model + ?Sized, S: Tunable>(
         }
     };
     let (mut base, whitening, mut preconditioning) = choose_whitening(sampler, &mode, dense.as_ref(), &diag, settings)?;
+    // An estimator for the tuner to choose, chosen in the whitened coordinates (a diagonal
+    // scaling of the Hessian's where the sampler runs without a whitening).
+    let measure = match &whitening {
+        Some(w) => Some(w.clone()),
+        None => {
+            Whitening::diagonal(&mode, &diag.iter().map(|h| 1.0 / h.max(f64::MIN_POSITIVE).sqrt()).collect::<Vec<_>>())
+                .ok()
+                .map(Arc::new)
+        }
+    };
+    if let Some(w) = &measure
+        && let Some((chosen, why)) = base.estimator_chosen(model, &mode, w, settings.seed, &mut cost)?
+    {
+        base = chosen;
+        preconditioning.push_str("; ");
+        preconditioning.push_str(&why);
+    }
     if let Some((fitted, why)) = base.fitted_to_scale(model)? {
         base = fitted;
         preconditioning.push_str("; ");
@@ -121,7 +151,7 @@ pub(super) fn geometry<M: Model + ?Sized, S: Tunable>(
         (None, _) => curv.clone(),
         (Some(w), Some(h)) => spectrum_of(&w.congruence(h), settings, exact_hvp, Cost::default())?,
         (Some(w), None) => {
-            let mut hess = Hessian::new(model, &mode);
+            let mut hess = Hessian::subsampled(model, &mode, rows.as_deref());
             let (mut a, mut b) = (vec![0.0; d], vec![0.0; d]);
             let (lmin, lmax, it) = lanczos(d, &settings.curvature, 4, |v, out| {
                 w.to_theta(v, &mut a);
@@ -176,7 +206,8 @@ pub(crate) fn setup<M: Model + ?Sized, S: Tunable>(
     } = p;
     let centre = base.centre_step(model, &mode, &seen, &mut cost)?;
     let (scale, laplace) = ksd_scaling(dense.as_ref(), &diag);
-    Ok(Setup { mode, curv, centre, scale, laplace, base, whitening, preconditioning, cost })
+    let hessian = dense.map(Arc::new);
+    Ok(Setup { mode, curv, centre, scale, laplace, base, whitening, preconditioning, cost, hessian })
 }
 
 /// The [`Curvature`] of a dense symmetric matrix: exact eigenvalues up to
@@ -272,19 +303,72 @@ pub(super) fn choose_whitening<S: Tunable>(
 }
 
 /// The Hessian at the mode: dense (d Hessian-vector products) up to
-/// [`DENSE_LAPLACE_MAX_DIM`], and its diagonal (columns one at a time above it).
+/// [`DENSE_LAPLACE_MAX_DIM`], and its diagonal (columns one at a time above it), with the data
+/// sum estimated from the data `rows` (all if `None`; see [`TuneSettings::hessian_rows`]).
 pub(super) fn hessian_at_mode<M: Model + ?Sized>(
     model: &M,
     mode: &[f64],
+    rows: Option<&[usize]>,
     cost: &mut Cost,
 ) -> Result<(Option<Array2<f64>>, Vec<f64>)> {
     let d = mode.len();
     if d <= DENSE_LAPLACE_MAX_DIM {
-        let h = dense_hessian(model, mode, cost)?;
+        let h = dense_hessian_on(model, mode, rows, cost)?;
         let diag = (0..d).map(|j| h[[j, j]]).collect();
         return Ok((Some(h), diag));
     }
     let mut diag = vec![0.0; d];
-    hessian_columns(model, mode, cost, |j, col| diag[j] = col[j])?;
+    hessian_columns_on(model, mode, rows, cost, |j, col| diag[j] = col[j])?;
     Ok((None, diag))
 }
+
+/// The mode search's warm start on a large data set: the mode of the posterior on a random
+/// `1/`[`WARM_START_FRACTION`] of the data (scaled to the whole), found at that fraction of the
+/// cost, within a few posterior sds of the full mode (about `√(fraction⁻¹)`), where Newton's
+/// method with the (subsampled) Hessian finishes in a few full gradients; `(theta0, false)` below
+/// [`WARM_START_MIN_N`] data, above Newton's dimension, or if the subset's search fails.
+fn warm_start<M: Model + ?Sized>(
+    model: &M,
+    theta0: &[f64],
+    mode: &ModeSettings,
+    seed: u64,
+    cost: &mut Cost,
+) -> (Vec<f64>, bool) {
+    let n = model.n_data();
+    if n < WARM_START_MIN_N || model.dim() > mode.newton_max_dim || mode.newton_max_iter == 0 {
+        return (theta0.to_vec(), false);
+    }
+    let rows = random_subset(n, n / WARM_START_FRACTION, seed ^ WARM_SEED);
+    // L-BFGS alone to a tenth of a posterior sd: Newton on the full data does the rest.
+    let rough = ModeSettings { decrement_tol: WARM_START_DECREMENT, newton_max_iter: 0, ..*mode };
+    match find_mode(&Subset::new(model, rows), theta0, &rough) {
+        Ok(opt) => {
+            *cost += opt.cost;
+            (opt.theta, true)
+        }
+        Err(_) => (theta0.to_vec(), false),
+    }
+}
+
+/// Data sets at least this large get the mode search's warm start on a subset.
+pub const WARM_START_MIN_N: usize = 50_000;
+
+/// The warm start's subset is this fraction's inverse of the data.
+pub const WARM_START_FRACTION: usize = 8;
+
+/// The Newton decrement (posterior sds of the subset's posterior) the warm start's L-BFGS stops at.
+const WARM_START_DECREMENT: f64 = 0.1;
+
+/// Mixed into [`TuneSettings::seed`] for the warm start's subset.
+const WARM_SEED: u64 = 0x7761_726d;
+
+/// The data the tuning's Hessians are estimated from ([`TuneSettings::hessian_rows`]), `None` for
+/// all of them.
+pub(crate) fn hessian_rows<M: Model + ?Sized>(model: &M, settings: &TuneSettings) -> Option<Vec<usize>> {
+    let n = model.n_data();
+    hessian_subset_size(settings.hessian_rows, model.dim(), n)
+        .map(|m| random_subset(n, m, settings.seed ^ HESSIAN_SEED))
+}
+
+/// Mixed into [`TuneSettings::seed`] for the data subset of the tuning's Hessians.
+const HESSIAN_SEED: u64 = 0x4865_7373_6961_6e73;

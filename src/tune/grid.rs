@@ -74,13 +74,14 @@ where
     Ok(pilots)
 }
 
-/// One pilot: a run from the mode at `step`, its draws thinned and scored by KSD with exact
-/// scores.
+/// One pilot: a run from the mode at `step`, its draws thinned and scored by the pilots'
+/// [`Scorer`] (exact or control-variate scores; see [`Scoring`]).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn pilot<M: Model + ?Sized, S: Tunable>(
     model: &M,
     sampler: &S,
     mode: &[f64],
-    (scale, laplace): (&[f64], &Laplace),
+    (scale, laplace, scorer): (&[f64], &Laplace, &Scorer),
     step: f64,
     index: u64,
     settings: &TuneSettings,
@@ -90,48 +91,79 @@ pub(super) fn pilot<M: Model + ?Sized, S: Tunable>(
     let rs = settings.pilot_run(settings.pilot_chains, settings.pilot_thin(), index, 0);
     let out = match Runner::new(model, &s).start(mode).settings(rs).run() {
         Ok(out) => out,
-        Err(e) if e.is_divergence() => return Ok(Trial::failed(step, e.to_string(), Cost::default())),
+        Err(e) if e.is_divergence() => return Ok(Trial::failed(step, settings, e.to_string(), Cost::default())),
         Err(e) => return Err(e),
     };
     let mut cost = out.cost - out.setup_cost;
-    let mut draws = out.estimate.stacked_draws()?;
-    let n = draws.nrows();
-    cost.datum_gradients += (n * model.n_data()) as u64;
-    let Some(mut scores) = exact_scores(model, draws.view()) else {
-        return Ok(Trial::failed(step, "non-finite score at a draw".into(), cost));
-    };
-    // The Stein moment terms on the raw draws, then the IMQ KSD on whitened coordinates
-    // x'ⱼ = (xⱼ − θ̂ⱼ)·√Hⱼⱼ, whose scores are sⱼ/√Hⱼⱼ.
+    let stored = out.estimate.stacked_draws()?;
     let chains = settings.pilot_chains;
-    let per = n / chains;
+    // The draws scored: every `stride`-th stored draw of each chain, so that stochastic scores
+    // cost at most SCORE_SHARE of the pilot run itself (all of them when they cost less; exact
+    // scores, sized so by the scorer where a pass is cheap, for all of them).
+    let per_stored = stored.nrows() / chains;
+    let budget = SCORE_SHARE * cost.datum_gradients.max(1) as f64;
+    let stride = match scorer.is_exact() {
+        true => 1,
+        false => ((stored.nrows() as f64 * scorer.cost_per_score(model) as f64 / budget).ceil() as usize)
+            .clamp(1, per_stored.max(1)),
+    };
+    let per = per_stored.div_ceil(stride);
+    let picked: Vec<usize> = (0..chains).flat_map(|c| (0..per).map(move |i| c * per_stored + i * stride)).collect();
+    let mut draws = stored.select(ndarray::Axis(0), &picked);
+    let n = draws.nrows();
+    let Some(ScoredDraws { mut scores, noise, cost: scoring }) = scorer.score(model, draws.view(), scale, rs.seed)
+    else {
+        cost.datum_gradients += scorer.cost_per_score(model) * n as u64;
+        return Ok(Trial::failed(step, settings, "non-finite score at a draw".into(), cost));
+    };
+    cost += scoring;
+    // The Stein moment terms on the raw draws, then the IMQ KSD on whitened coordinates
+    // x'ⱼ = (xⱼ − θ̂ⱼ)·√Hⱼⱼ, whose scores are sⱼ/√Hⱼⱼ. With stochastic scores, every squared
+    // term is corrected for the score noise's own variance (measured draw by draw).
     let rows = |c: usize| ndarray::Slice::from(c * per..(c + 1) * per);
     // The pooled draws' moment vectors serve the moment term and the error model.
     let (mean, second) = laplace.moment_vectors(draws.view(), scores.view(), mode);
+    let moment_noise = noise.as_ref().map(|e| laplace.moment_noise(draws.view(), e.view(), mode));
     let moments: Vec<f64> = if settings.moment_weight > 0.0 {
-        let stacked = std::iter::once(moments_norm2(&(mean.clone(), second.clone())));
+        let noise2 = |v: &(Vec<f64>, Vec<f64>)| noise_norm(v);
+        let stacked =
+            std::iter::once(moments_norm2(&(mean.clone(), second.clone())) - moment_noise.as_ref().map_or(0.0, noise2));
         let each = (0..chains).map(|c| {
-            laplace.moment_discrepancy2(
-                draws.slice_axis(ndarray::Axis(0), rows(c)),
-                scores.slice_axis(ndarray::Axis(0), rows(c)),
-                mode,
-            )
+            let (x, sc) = (draws.slice_axis(ndarray::Axis(0), rows(c)), scores.slice_axis(ndarray::Axis(0), rows(c)));
+            let own = noise
+                .as_ref()
+                .map_or(0.0, |e| noise2(&laplace.moment_noise(x, e.slice_axis(ndarray::Axis(0), rows(c)), mode)));
+            laplace.moment_discrepancy2(x, sc, mode) - own
         });
         stacked.chain(each).map(|m| settings.moment_weight * m).collect()
     } else {
         vec![0.0; chains + 1]
     };
-    let errors = pilot_errors(draws.view(), chains, kept, mean, &second);
+    let errors = pilot_errors(stored.view(), chains, kept, (mean, &second), moment_noise, n);
+    let raw = Arc::new(stored);
     for mut row in draws.outer_iter_mut() {
         row.iter_mut().zip(scale).zip(mode).for_each(|((x, s), m)| *x = (*x - m) * s);
     }
     for mut row in scores.outer_iter_mut() {
         row.iter_mut().zip(scale).for_each(|(v, s)| *v /= s);
     }
-    let discrepancy = |x: ndarray::ArrayView2<'_, f64>, s: ndarray::ArrayView2<'_, f64>, m: f64| -> Result<f64> {
+    // The squared norms of the (scaled) noise per draw: the V-statistic's diagonal carries
+    // k(x, x) = c^{2β} times each.
+    let noise_norm2: Option<Vec<f64>> = noise
+        .as_ref()
+        .map(|e| e.outer_iter().map(|r| r.iter().zip(scale).map(|(v, s)| (v / s) * (v / s)).sum()).collect());
+    let diagonal = settings.ksd.c.powf(2.0 * settings.ksd.beta);
+    let discrepancy = |x: ndarray::ArrayView2<'_, f64>,
+                       s: ndarray::ArrayView2<'_, f64>,
+                       m: f64,
+                       range: std::ops::Range<usize>|
+     -> Result<f64> {
         let imq = ksd_imq(x, s, None, settings.ksd)?;
-        Ok((imq * imq + m).sqrt())
+        let m2 = range.len() as f64;
+        let bias = noise_norm2.as_ref().map_or(0.0, |e| diagonal * e[range].iter().sum::<f64>() / (m2 * m2));
+        Ok(((imq * imq - bias).max(0.0) + m).max(0.0).sqrt())
     };
-    let ksd = discrepancy(draws.view(), scores.view(), moments[0])?;
+    let ksd = discrepancy(draws.view(), scores.view(), moments[0], 0..n)?;
     let ksd_se = if chains > 1 {
         let each: Vec<f64> = (0..chains)
             .map(|c| {
@@ -139,6 +171,7 @@ pub(super) fn pilot<M: Model + ?Sized, S: Tunable>(
                     draws.slice_axis(ndarray::Axis(0), rows(c)),
                     scores.slice_axis(ndarray::Axis(0), rows(c)),
                     moments[c + 1],
+                    c * per..(c + 1) * per,
                 )
             })
             .collect::<Result<_>>()?;
@@ -148,7 +181,18 @@ pub(super) fn pilot<M: Model + ?Sized, S: Tunable>(
     } else {
         None
     };
-    Ok(Trial { step_size: step, ksd: Some(ksd), ksd_se, failure: None, cost, errors: Some(errors) })
+    let (iterations, burn_in) = (settings.pilot_iterations, settings.pilot_burn_in);
+    Ok(Trial {
+        step_size: step,
+        iterations,
+        burn_in,
+        ksd: Some(ksd),
+        ksd_se,
+        failure: None,
+        cost,
+        errors: Some(errors),
+        draws: Some(raw),
+    })
 }
 
 /// Above this dimension the Laplace covariance of the moment terms is taken diagonal
@@ -194,8 +238,53 @@ impl Laplace {
         mode: &[f64],
     ) -> (Vec<f64>, Vec<f64>) {
         let (n, d) = draws.dim();
-        let mut m = vec![0.0; d];
-        let mut mm = vec![0.0; d];
+        let (mut m, mut mm) = (vec![0.0; d], vec![0.0; d]);
+        self.for_each_cov_row(draws, scores, |x, v| {
+            for j in 0..d {
+                m[j] += v[j];
+                mm[j] += v[j] * (x[j] - mode[j]);
+            }
+        });
+        let n = n as f64;
+        let means = (0..d).map(|j| m[j] / (n * self.sd[j])).collect();
+        let seconds = (0..d).map(|j| mm[j] / (n * self.sd[j] * self.sd[j]) + 1.0).collect();
+        (means, seconds)
+    }
+
+    /// The variances that a stochastic score's noise adds to the moment vectors `(m, M_diag)` of
+    /// [`moment_vectors`](Self::moment_vectors), from `noise`, per draw a vector with the
+    /// covariance of that draw's score noise (see [`ScoredDraws::noise`]): the noise is independent
+    /// from draw to draw, so with `w = Σ̂ e`, `Var(m_j) = Σᵢ w_ij² / (n σ_j)²` and
+    /// `Var(M_jj) = Σᵢ (w_ij u_ij)² / (n σ_j²)²`, each an unbiased estimate.
+    pub(crate) fn moment_noise(
+        &self,
+        draws: ndarray::ArrayView2<'_, f64>,
+        noise: ndarray::ArrayView2<'_, f64>,
+        mode: &[f64],
+    ) -> (Vec<f64>, Vec<f64>) {
+        let (n, d) = draws.dim();
+        let (mut m, mut mm) = (vec![0.0; d], vec![0.0; d]);
+        self.for_each_cov_row(draws, noise, |x, w| {
+            for j in 0..d {
+                m[j] += w[j] * w[j];
+                let u = w[j] * (x[j] - mode[j]);
+                mm[j] += u * u;
+            }
+        });
+        let n2 = (n * n) as f64;
+        let means = (0..d).map(|j| m[j] / (n2 * self.sd[j] * self.sd[j])).collect();
+        let seconds = (0..d).map(|j| mm[j] / (n2 * self.sd[j].powi(4))).collect();
+        (means, seconds)
+    }
+
+    /// Calls `f(x_i, Σ̂ s_i)` for each row i of `draws` and `scores`.
+    fn for_each_cov_row(
+        &self,
+        draws: ndarray::ArrayView2<'_, f64>,
+        scores: ndarray::ArrayView2<'_, f64>,
+        mut f: impl FnMut(ndarray::ArrayView1<'_, f64>, &[f64]),
+    ) {
+        let (n, d) = draws.dim();
         let mut v = vec![0.0; d];
         // From KSD_GRAM_MIN_DIM, all the rows' Σ̂ s at once: a matrix product (Σ̂ is symmetric).
         let product = match &self.cov {
@@ -212,16 +301,16 @@ impl Laplace {
                 (None, Some(c)) => v.iter_mut().zip(c.outer_iter()).for_each(|(v, row)| *v = row.dot(&s)),
                 (None, None) => v.iter_mut().zip(&s).zip(&self.sd).for_each(|((v, s), sd)| *v = s * sd * sd),
             }
-            for j in 0..d {
-                m[j] += v[j];
-                mm[j] += v[j] * (x[j] - mode[j]);
-            }
+            f(x, &v);
         }
-        let n = n as f64;
-        let means = (0..d).map(|j| m[j] / (n * self.sd[j])).collect();
-        let seconds = (0..d).map(|j| mm[j] / (n * self.sd[j] * self.sd[j]) + 1.0).collect();
-        (means, seconds)
     }
+}
+
+/// `Σⱼ (Var m_j + Var M_jj/4)/d` of the noise variances `(Var m, Var M_diag)` of
+/// [`Laplace::moment_noise`]: what the score noise adds, in expectation, to
+/// [`moments_norm2`] of the moment vectors.
+pub(crate) fn noise_norm((m, mm): &(Vec<f64>, Vec<f64>)) -> f64 {
+    m.iter().zip(mm).map(|(a, b)| a + 0.25 * b).sum::<f64>() / m.len() as f64
 }
 
 /// `Σⱼ (m_j² + M_jj²/4)/d` of moment vectors `(m, M_diag)`.
@@ -327,7 +416,21 @@ pub fn dispersed_starts<M: Model + ?Sized>(
     }
     crate::error::check_positive("scale", scale)?;
     let h = dense_hessian(model, mode, &mut Cost::default())?;
-    let l = crate::numeric::linalg::cholesky_lower("Hessian at the mode (for dispersed starts)", &h)?;
+    dispersed_starts_from(&h, mode, n, scale, seed)
+}
+
+/// [`dispersed_starts`] from a given Hessian at the mode (the tuner's, see
+/// [`TuneSettings::hessian_rows`]).
+pub(crate) fn dispersed_starts_from(
+    h: &Array2<f64>,
+    mode: &[f64],
+    n: usize,
+    scale: f64,
+    seed: u64,
+) -> Result<Vec<Vec<f64>>> {
+    let d = mode.len();
+    check_len("Hessian rows", d, h.nrows())?;
+    let l = crate::numeric::linalg::cholesky_lower("Hessian at the mode (for dispersed starts)", h)?;
     let mut rng = stream(seed, &[0x6469_7370]);
     let mut z = vec![0.0; d];
     let mut starts = Vec::with_capacity(n);
@@ -346,20 +449,33 @@ pub fn dispersed_starts<M: Model + ?Sized>(
 
 impl Trial {
     /// A pilot that failed (diverged, ran away, or met a non-finite score), with its cost.
-    fn failed(step: f64, why: String, cost: Cost) -> Trial {
-        Trial { step_size: step, ksd: None, ksd_se: None, failure: Some(why), cost, errors: None }
+    fn failed(step: f64, settings: &TuneSettings, why: String, cost: Cost) -> Trial {
+        let (iterations, burn_in) = (settings.pilot_iterations, settings.pilot_burn_in);
+        Trial {
+            step_size: step,
+            iterations,
+            burn_in,
+            ksd: None,
+            ksd_se: None,
+            failure: Some(why),
+            cost,
+            errors: None,
+            draws: None,
+        }
     }
 }
 
 /// What a pilot measured per coordinate for the error model: its autocorrelation times (kept
 /// iterations per effective draw over its `chains` chains of `kept` iterations) and the Stein
-/// moment errors of its mean and sd (`mean`, `second`: the moment vectors of its draws).
+/// moment errors of its mean and sd (`mean`, `second`: the moment vectors of its draws), with
+/// the variances its stochastic scores add to them (`noise`, from [`Laplace::moment_noise`]).
 fn pilot_errors(
     draws: ndarray::ArrayView2<'_, f64>,
     chains: usize,
     kept: u64,
-    mean: Vec<f64>,
-    second: &[f64],
+    (mean, second): (Vec<f64>, &[f64]),
+    noise: Option<(Vec<f64>, Vec<f64>)>,
+    scored: usize,
 ) -> PilotErrors {
     let per = draws.nrows() / chains;
     let iterations = (kept * chains as u64) as f64;
@@ -370,5 +486,20 @@ fn pilot_errors(
             iterations / ess
         })
         .collect();
-    PilotErrors { tau, mean, sd: second.iter().map(|m| m / 2.0).collect() }
+    let d = draws.ncols();
+    let (mut mean_noise, mut sd_noise): (Vec<f64>, Vec<f64>) = match noise {
+        // The sd's error is M_jj/2: a quarter of M_jj's variance.
+        Some((m, mm)) => (m, mm.iter().map(|v| 0.25 * v).collect()),
+        None => (vec![0.0; d], vec![0.0; d]),
+    };
+    // The Stein errors come from the `scored` draws, whose effective number is at most theirs:
+    // their Monte Carlo variance (per unit of the posterior's variance) is at least `1/scored`,
+    // above the error model's `τ/N` where the scored draws are further apart than τ.
+    let tau: Vec<f64> = tau;
+    for j in 0..d {
+        let extra = (1.0 / scored.max(1) as f64 - tau[j] / iterations).max(0.0);
+        mean_noise[j] += extra;
+        sd_noise[j] += 0.5 * extra;
+    }
+    PilotErrors { tau, mean, sd: second.iter().map(|m| m / 2.0).collect(), mean_noise, sd_noise }
 }

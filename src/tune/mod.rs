@@ -90,9 +90,13 @@
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
 use crate::gradient::GradientEstimator;
-use crate::gradient::optim::{ModeSettings, find_mode};
-use crate::models::hessian::{Hessian, dense_hessian, hessian_columns};
+use crate::gradient::optim::{ModeSettings, find_mode, find_mode_with_hessian};
+pub use crate::models::hessian::HESSIAN_ROWS;
+use crate::models::hessian::{
+    Hessian, dense_hessian, dense_hessian_on, hessian_columns_on, hessian_subset_size, random_subset,
+};
 use crate::models::model::{Model, check_shape};
+use crate::models::subset::Subset;
 use crate::numeric::rng::{fill_standard_normal, stream};
 use crate::numeric::schedule::StepSize;
 use crate::run::runner::Runner;
@@ -120,7 +124,13 @@ mod predict;
 pub use predict::*;
 mod geometry;
 pub use geometry::*;
+mod auto;
+pub use auto::{AUTO_MIN_BATCH, AUTO_STEP};
 mod reason;
+mod score;
+pub(crate) use score::Scorer;
+pub use score::{SCORE_BATCH, SCORE_NOISE_MAX, SCORE_NOISE_TARGET, SCORE_PROBE_POINTS, Scoring};
+use score::{SCORE_SHARE, ScoredDraws};
 
 /// The predicted smallest ESS [`Objective::Convergence`] asks of a planned run:
 /// [`CONVERGENCE_MARGIN`] × the larger of [`ESS_MIN`](crate::diagnostics::ESS_MIN) and the ESS at
@@ -157,22 +167,26 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
     settings: &TuneSettings,
 ) -> Result<Tuned<S>> {
     let started = std::time::Instant::now();
+    settings.validate()?;
+    let full_pilots = (settings.pilot_iterations, settings.pilot_burn_in);
+    let settings = &settings.scaled_to_run();
     // 1. Mode, curvature, whitening and the centre step (shared with tune_rr).
-    let Setup { mode, curv, centre, scale, laplace, base, whitening, mut preconditioning, mut cost } =
+    let Setup { mode, curv, centre, scale, laplace, base, whitening, mut preconditioning, mut cost, hessian } =
         setup(model, sampler, theta0, settings)?;
     // 2. The gradient-noise correction, measured at Laplace draws.
     let base = correct_gradient_noise(model, base, &whitening, mode.len(), settings, &mut preconditioning, &mut cost)?;
     // 3. The pilot grid, capped where the correction stops being complete.
     let limit = positive_step_limit(&base);
     let grid_centre = grid_centre(centre, limit, &settings.factors);
-    let pilot_at = |h: f64, index: u64| pilot(model, &base, &mode, (&scale, &laplace), h, index, settings);
+    let scorer = Scorer::new(model, &mode, (&laplace, &scale), settings.scoring, settings.seed, &mut cost)?;
+    let pilot_at = |h: f64, index: u64| pilot(model, &base, &mode, (&scale, &laplace, &scorer), h, index, settings);
     let trials: Vec<Trial> = pilot_grid(grid_centre, settings, limit, pilot_at)?;
     for t in &trials {
         cost += t.cost;
     }
     // 4. The gradient noise measured again where the chains go.
     let visited = match (&whitening, limit) {
-        (Some(w), Some(l)) => visited_noise(model, &base, w, &mode, &trials, l, settings, &mut cost)?,
+        (Some(w), Some(l)) => visited_noise(model, &base, w, &mode, &trials, l, settings, full_pilots, &mut cost)?,
         _ => None,
     };
     let visited_sampler;
@@ -193,31 +207,48 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         iterations: trials.len() as u64,
         residual: f64::NAN,
     })?;
-    let planned = settings.planned_run;
     let pilot_draws = ((settings.pilot_iterations - settings.pilot_burn_in) * settings.pilot_chains as u64) as f64;
     let h_ksd = trials[argmin.0].step_size;
     let thin = settings.pilot_thin() as f64;
-    let model = error_model_step(&trials, h_ksd, pilot_draws, thin, planned.draws(), 2, sampler.mixing_exponent());
     let capped_grid = grid_centre < centre;
-    let (step, how, predictor) =
-        choose_step(&model, &trials, h_ksd, pilot_draws, settings, capped_grid, cap, &residuals);
-    let (step, how) = match cap {
-        Some(c) if step > c => (c, reason::lowered_to_margin(&how, step, c)),
-        _ => (step, how),
-    };
     let d = mode.len();
-    let (step, how) = match (&model, settings.objective) {
-        (Some(m), Objective::Convergence) => objective_convergence(m, step, how, &trials, &planned, d),
-        _ => (step, how),
+    // The step for a planned run, how it was chosen, its error model and predicted worst error.
+    let plan = |planned: PlannedRun| {
+        let model = error_model_step(&trials, h_ksd, pilot_draws, thin, planned.draws(), 2, sampler.mixing_exponent());
+        let (step, how, predictor) =
+            choose_step(&model, &trials, h_ksd, pilot_draws, &planned, capped_grid, cap, &residuals);
+        let (step, how) = match cap {
+            Some(c) if step > c => (c, reason::lowered_to_margin(&how, step, c)),
+            _ => (step, how),
+        };
+        let (step, how) = match (&model, settings.objective) {
+            (Some(m), Objective::Convergence) => objective_convergence(m, step, how, &trials, &planned, d),
+            _ => (step, how),
+        };
+        let predicted_error = predictor.map(|(m, with_residual)| {
+            let residual = if with_residual { residuals.at(step) } else { 0.0 };
+            m.predicted_error2_with(step, planned.draws(), residual).sqrt()
+        });
+        (step, how, model, predicted_error)
     };
-    // 6. What the planned run will show at that step: its smallest ESS, largest split-R̂ and
+    // 6. The run: the planned one, or with a target accuracy the shortest whose predicted worst
+    // error meets it; what it will show at its step: its smallest ESS, largest split-R̂ and
     // worst error.
+    let planned = match settings.target_accuracy {
+        Some(target) => target_run(target, settings.planned_run.chains, |p| plan(p).3),
+        None => None,
+    };
+    let (planned, reached) = match planned {
+        Some(p) => (p, true),
+        None => (settings.planned_run, false),
+    };
+    let (step, how, model, predicted_error) = plan(planned);
+    let how = match settings.target_accuracy {
+        Some(t) => reason::target(how, t, &planned, reached),
+        None => how,
+    };
     let predicted_ess = model.as_ref().map(|m| m.min_ess(step, planned.draws()));
     let predicted_rhat = predicted_ess.map(|ess| predicted_max_rhat(ess, &planned, d));
-    let predicted_error = predictor.map(|(m, with_residual)| {
-        let residual = if with_residual { residuals.at(step) } else { 0.0 };
-        m.predicted_error2_with(step, planned.draws(), residual).sqrt()
-    });
     let how = reason::with_predictions(how, predicted_error, predicted_ess, predicted_rhat, &model, &planned, d);
     let reason = reason::summary(&reason::Summary {
         step,
@@ -231,6 +262,7 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         extensions: trials.len() - settings.factors.len(),
         preconditioning: &preconditioning,
     });
+    let trials = trials.into_iter().map(|t| Trial { draws: None, ..t }).collect();
     Ok(Tuned {
         sampler: sampler.with_step_size(step)?,
         step_size: step,
@@ -246,7 +278,26 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
         predicted_ess,
         predicted_rhat,
         predicted_error,
+        planned_run: planned,
+        hessian,
     })
+}
+
+/// The shortest run of `chains` chains whose predicted worst error (`predicted(run)`) is at most
+/// `target`: kept iterations per chain from 100 up in steps of 10 % (to 10⁹), the first that
+/// meets it; `None` if none does or nothing is predicted.
+fn target_run(target: f64, chains: usize, predicted: impl Fn(PlannedRun) -> Option<f64>) -> Option<PlannedRun> {
+    let mut iterations = 100.0_f64;
+    while iterations <= 1e9 {
+        let run = PlannedRun::new(iterations.ceil() as u64, chains);
+        match predicted(run) {
+            Some(e) if e <= target => return Some(run),
+            Some(_) => {}
+            None => return None,
+        }
+        iterations *= 1.1;
+    }
+    None
 }
 
 /// A sampler's gradient-noise correction limit ([`Tunable::step_limit`]) when it has a finite,
@@ -335,12 +386,12 @@ fn choose_step<S: Tunable>(
     trials: &[Trial],
     h_ksd: f64,
     pilot_draws: f64,
-    settings: &TuneSettings,
+    planned: &PlannedRun,
     capped_grid: bool,
     cap: Option<f64>,
     residuals: &Residuals<'_, S>,
 ) -> (f64, String, Option<(ErrorModel, bool)>) {
-    let planned = settings.planned_run;
+    let planned = *planned;
     // The scored candidates `(h, D)` and their KSD standard errors, index for index.
     let (scored, ses): (Vec<(f64, f64)>, Vec<f64>) =
         trials.iter().filter_map(|t| t.ksd.map(|k| ((t.step_size, k), t.ksd_se.unwrap_or(f64::NAN)))).unzip();
@@ -448,6 +499,14 @@ struct Visited<S> {
 /// keeps at least half its injected noise.
 pub const CORRECTION_MARGIN: f64 = 0.5;
 
+/// The gradient noise is measured where the chains go ([`visited_noise`]) only where the pilots'
+/// best step is at least this fraction of the correction's limit: below, the correction removes
+/// at most `h λ/2 ≤ 1/8` of a variance in any direction, and a measurement 10 % off there moves a
+/// variance by about 1 % (half as much an sd), against the 10 % a run's accuracy is judged at.
+/// Control variates on moderate minibatches are below it; plain minibatches under strong noise,
+/// whose steps sit near the limit, above.
+const VISITED_MIN_RATIO: f64 = 0.25;
+
 /// Rounds of [`visited_noise`]: the first measures where chains corrected by the Laplace-draw
 /// measurement go, the second where chains corrected by the first go.
 const VISITED_NOISE_ROUNDS: u64 = 2;
@@ -467,21 +526,30 @@ fn visited_noise<M: Model + ?Sized, S: Tunable>(
     trials: &[Trial],
     limit: f64,
     settings: &TuneSettings,
+    (full_iterations, full_burn_in): (u64, u64),
     cost: &mut Cost,
 ) -> Result<Option<Visited<S>>> {
     // The pilot whose draws are closest to the posterior (the smallest KSD): its states are where
     // a run near the chosen step goes. (The largest scored step, used first, visits states that
     // its own bias widens: on the validation example's logistic regression SGLD-CV's sds then came
     // out 24 % small at 50 000 x 4, the noise measured there being larger than the run met.)
-    let Some(step) = trials
+    // Among the steps the tuner may choose (up to the margin below the limit): at the limit itself
+    // no noise is injected along the measured noise's top direction, and chains corrected there
+    // by a second measurement can wander where the noise is far larger (on the Wisconsin
+    // breast-cancer regression the two rounds then differed by 12× the top eigenvalue).
+    let Some((step, pilot_states)) = trials
         .iter()
-        .filter(|t| t.step_size <= limit)
-        .filter_map(|t| t.ksd.map(|k| (t.step_size, k)))
+        .filter(|t| t.step_size <= CORRECTION_MARGIN * limit * (1.0 + 1e-9))
+        .filter_map(|t| t.ksd.map(|k| (t, k)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(h, _)| h)
+        .map(|(t, _)| (t.step_size, t.draws.clone()))
     else {
         return Ok(None);
     };
+    // Far below the limit the correction is small in every direction (see VISITED_MIN_RATIO).
+    if step < VISITED_MIN_RATIO * limit {
+        return Ok(None);
+    }
     let d = mode.len();
     let pairs = (200 * d).clamp(GRADIENT_NOISE_POINTS_MIN, GRADIENT_NOISE_POINTS_MAX);
     let mut current = sampler.clone();
@@ -490,14 +558,27 @@ fn visited_noise<M: Model + ?Sized, S: Tunable>(
     let mut spent = Cost::default();
     for round in 0..VISITED_NOISE_ROUNDS {
         let h = current.step_limit().map_or(step, |l| step.min(l));
-        let rs = settings.pilot_run(settings.pilot_chains, settings.pilot_thin(), 0x7669_7369 + round, 0);
-        let out = match Runner::new(model, &current.with_step_size(h)?).start(mode).settings(rs).run() {
-            Ok(out) => out,
-            Err(e) if e.is_divergence() => return Ok(None),
-            Err(e) => return Err(e),
+        // The first round's chains are the pilot's at that step (the same sampler, corrected by
+        // the Laplace-draw measurement): its draws serve if it ran full length. Otherwise, and in
+        // later rounds (chains corrected by the last measurement), full-length pilot chains: the
+        // measured noise is an average over their states, and short chains at steps near the
+        // limit (where this matters) cover the posterior too little for two rounds to agree.
+        let full_length = settings.pilot_iterations == full_iterations;
+        let states = match (round, &pilot_states) {
+            (0, Some(states)) if full_length => states.as_ref().clone(),
+            _ => {
+                let full =
+                    TuneSettings { pilot_iterations: full_iterations, pilot_burn_in: full_burn_in, ..settings.clone() };
+                let rs = full.pilot_run(full.pilot_chains, full.pilot_thin(), 0x7669_7369 + round, 0);
+                let out = match Runner::new(model, &current.with_step_size(h)?).start(mode).settings(rs).run() {
+                    Ok(out) => out,
+                    Err(e) if e.is_divergence() => return Ok(None),
+                    Err(e) => return Err(e),
+                };
+                spent += out.cost - out.setup_cost;
+                out.estimate.stacked_draws()?
+            }
         };
-        spent += out.cost - out.setup_cost;
-        let states = out.estimate.stacked_draws()?;
         let seed = settings.seed.wrapping_add(round + 1);
         let Some((c, noise)) = sampler.noise_corrected_at(model, whitening, states.view(), pairs, seed, &mut spent)?
         else {
@@ -515,25 +596,24 @@ fn visited_noise<M: Model + ?Sized, S: Tunable>(
         .into_iter()
         .fold(0.0_f64, |m, l| m.max(l.abs()));
     // The correction: the noise measured at every round's states at once (each state once per
-    // round, in turn), whose error the two rounds' difference bounds: two independent
-    // measurements of one V differ by about √2 times either's error, and the pooled one's is
-    // about half that difference.
+    // round, in turn), with as many pairs as one round, whose error the two rounds' difference
+    // bounds: two independent measurements of one V differ by about √2 times either's error.
     let views: Vec<_> = all_states.iter().map(|a| a.view()).collect();
     let pooled = ndarray::concatenate(ndarray::Axis(0), &views)
         .map_err(|_| Error::NoSamples { reason: "the pilots' draws could not be pooled" })?;
     let seed = settings.seed.wrapping_add(VISITED_NOISE_ROUNDS + 1);
     let Some((current, pooled_noise)) =
-        sampler.noise_corrected_at(model, whitening, pooled.view(), 2 * pairs, seed, &mut spent)?
+        sampler.noise_corrected_at(model, whitening, pooled.view(), pairs, seed, &mut spent)?
     else {
         return Ok(None);
     };
     let top = pooled_noise.eigenvalues().last().copied().unwrap_or(0.0);
-    let misfit = if top > 0.0 { 0.5 * gap / top } else { 0.0 };
+    let misfit = if top > 0.0 { gap / (std::f64::consts::SQRT_2 * top) } else { 0.0 };
     *cost += spent;
     let l = pooled_noise.eigenvalues();
     let note = format!(
         "; measured again where pilot chains at {step:.3e} go ({VISITED_NOISE_ROUNDS} rounds, {} datum gradients): \
-         eigenvalues [{:.3e}, {:.3e}] ({}); its misfit, half the largest |eigenvalue| of the two rounds' \
+         eigenvalues [{:.3e}, {:.3e}] ({}); its misfit, the largest |eigenvalue| of the two rounds' \
          difference, {:.1} % of the largest eigenvalue",
         spent.datum_gradients,
         l.first().copied().unwrap_or(0.0),

@@ -239,3 +239,19 @@ pub(super) fn summary(s: &Summary<'_>) -> String {
         if edge { "; the smallest KSD is still at an end of the grid" } else { "" },
     )
 }
+
+/// `how` with what a target accuracy chose: the run predicted to meet it, or that none is.
+pub(super) fn target(how: String, target: f64, planned: &PlannedRun, reached: bool) -> String {
+    if reached {
+        format!(
+            "for the target ±{target} sd, the shortest run predicted to meet it: {} x {} kept draws; {how}",
+            planned.iterations, planned.chains
+        )
+    } else {
+        format!(
+            "no run is predicted to meet the target ±{target} sd (no pilot showed a bias to predict from, or the \
+             step's bias alone exceeds it): the planned {} x {} kept draws kept; {how}",
+            planned.iterations, planned.chains
+        )
+    }
+}

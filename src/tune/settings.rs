@@ -9,12 +9,26 @@ pub struct TuneSettings {
     /// Multiples of the curvature-derived centre step tried by pilot runs. Default
     /// `2⁻⁶, 2⁻⁵, …, 2¹` (eight candidates).
     pub factors: Vec<f64>,
-    /// Iterations of each pilot run, burn-in included. Default 2000.
+    /// The most iterations of each pilot chain, burn-in included: the pilots run this long for a
+    /// planned run long enough to afford it (see [`pilot_share`](Self::pilot_share)). Default
+    /// 2000.
     pub pilot_iterations: u64,
-    /// Burn-in of each pilot run. Default 200.
+    /// Burn-in of a pilot chain of [`pilot_iterations`](Self::pilot_iterations) (shorter pilots
+    /// keep the same fraction). Default 200.
     pub pilot_burn_in: u64,
-    /// At most this many (thinned, evenly spaced) draws of each pilot chain are scored: each
-    /// costs one full gradient. Default 200.
+    /// The pilots' share of the planned run: every pilot chain runs
+    /// `pilot_share × planned kept draws / (factors × pilot_chains)` iterations, between
+    /// [`pilot_min_iterations`](Self::pilot_min_iterations) and
+    /// [`pilot_iterations`](Self::pilot_iterations), so that the tuning of a short run costs a
+    /// fraction of it and a long run gets the longest pilots (see [`Trial::iterations`] for what
+    /// ran). Default [`PILOT_SHARE`]; `f64::INFINITY` always runs `pilot_iterations`.
+    pub pilot_share: f64,
+    /// The fewest iterations of a pilot chain, burn-in included, whatever the planned run.
+    /// Default [`PILOT_MIN_ITERATIONS`].
+    pub pilot_min_iterations: u64,
+    /// At most this many (thinned, evenly spaced) draws of each pilot chain are scored (each
+    /// costs one full gradient, or a minibatch under stochastic [`scoring`](Self::scoring)).
+    /// Default 200.
     pub scored_draws: usize,
     /// Independent chains per pilot, their draws pooled for the KSD (so that one lucky or unlucky
     /// chain does not decide; their spread gives the KSD's standard error). Default 4.
@@ -38,8 +52,17 @@ pub struct TuneSettings {
     /// Start from the mode found by [`find_mode`] from the given θ₀ (default true); otherwise
     /// θ₀ must already be near a mode.
     pub find_mode: bool,
-    /// The mode search.
+    /// The mode search. Default: [`ModeSettings::default()`] with `decrement_tol` =
+    /// [`TUNE_DECREMENT_TOL`] (the mode to a thousandth of a posterior sd: the pilots, the
+    /// control variate and the Laplace approximation need no more).
     pub mode: ModeSettings,
+    /// Every Hessian of the tuning — the whitening, the curvature, the Laplace approximation, the
+    /// dispersed starts and the Newton steps of the mode search — is estimated from
+    /// `max(hessian_rows, 100 d)` data drawn at random (scaled by N/m), or all of them when that
+    /// is more than half the data: `d m` datum Hessian-vector products instead of `d N`, whose
+    /// relative error (a few per cent) the whitened sampler and the pilots absorb. Default
+    /// [`HESSIAN_ROWS`]; `usize::MAX` uses all the data.
+    pub hessian_rows: usize,
     /// The curvature estimate.
     pub curvature: CurvatureSettings,
     /// While fewer than two scored candidates lie below (above) the smallest KSD, the grid is
@@ -53,6 +76,14 @@ pub struct TuneSettings {
     /// (9 000 iterations after burn-in, one chain). Set it to your run: a longer run can afford
     /// a smaller, less biased step (see the [module docs](crate::tune)).
     pub planned_run: PlannedRun,
+    /// A target accuracy in posterior sds: when set, [`tune`] also chooses the run's length, the
+    /// fewest kept iterations per chain ([`planned_run`](Self::planned_run)`.chains` chains) at
+    /// which the predicted worst error of a mean or sd ([`Tuned::predicted_error`]) is at most it,
+    /// and the step for that run; [`Tuned::planned_run`] is the run it chose. Where nothing is
+    /// predicted (no pilot showed a bias) or no run reaches it, the planned run is kept and the
+    /// reason says so. [`Sample`](crate::Sample) sets it from its
+    /// [`accuracy`](crate::Sample::accuracy). Default `None`.
+    pub target_accuracy: Option<f64>,
     /// What [`tune`] chooses the step for. Default [`Objective::Accuracy`].
     /// ([`tune_rr`](crate::tune_rr) has its own rule and ignores it.)
     pub objective: Objective,
@@ -66,6 +97,10 @@ pub struct TuneSettings {
     /// dense (`d²` per step) too; above, [`Tuned::preconditioning`] says it was not.
     /// ([`tune_rr`](crate::tune_rr) and [`MlSgld::sgld_tuned`](crate::MlSgld::sgld_tuned) ignore it.)
     pub correct_gradient_noise: bool,
+    /// How the pilots' draws are scored: exact full-data scores, or control-variate scores at
+    /// the mode whose noise the error model counts (see [`Scoring`]). Default
+    /// [`Scoring::Auto`]: exact up to N = 4 · [`SCORE_BATCH`], stochastic above.
+    pub scoring: Scoring,
 }
 
 /// What [`tune`] chooses the step for (see [`TuneSettings::objective`]).
@@ -163,19 +198,24 @@ impl Default for TuneSettings {
             factors: (-6..=1).map(|e| 2f64.powi(e)).collect(),
             pilot_iterations: 2000,
             pilot_burn_in: 200,
+            pilot_share: PILOT_SHARE,
+            pilot_min_iterations: PILOT_MIN_ITERATIONS,
             scored_draws: 200,
             pilot_chains: 4,
             ksd: KsdSettings::default(),
             moment_weight: 1.0,
             seed: 0,
             find_mode: true,
-            mode: ModeSettings::default(),
+            mode: ModeSettings { decrement_tol: TUNE_DECREMENT_TOL, ..ModeSettings::default() },
+            hessian_rows: HESSIAN_ROWS,
             curvature: CurvatureSettings::default(),
             max_extensions: 6,
             precondition: Precondition::Auto,
             planned_run: PlannedRun::default(),
             objective: Objective::Accuracy,
             correct_gradient_noise: true,
+            scoring: Scoring::Auto,
+            target_accuracy: None,
         }
     }
 }
@@ -205,7 +245,36 @@ impl TuneSettings {
                 "must plan at least one kept iteration and one chain",
             ));
         }
+        self.scoring.validate()?;
+        if let Some(t) = self.target_accuracy {
+            crate::error::check_positive("target_accuracy", t)?;
+        }
+        if self.pilot_share.is_nan() || self.pilot_share <= 0.0 {
+            return Err(Error::invalid(
+                "pilot_share",
+                self.pilot_share,
+                "must be positive (f64::INFINITY: full-length pilots)",
+            ));
+        }
+        if self.pilot_min_iterations < 2 {
+            return Err(Error::invalid("pilot_min_iterations", self.pilot_min_iterations, "must be >= 2"));
+        }
         RunSettings { n_iter: self.pilot_iterations, burn_in: self.pilot_burn_in, ..Default::default() }.validate()
+    }
+
+    /// These settings with the pilots' length scaled to the planned run (see
+    /// [`pilot_share`](Self::pilot_share)): `pilot_iterations` and `pilot_burn_in` as the pilots
+    /// run them.
+    pub(crate) fn scaled_to_run(&self) -> TuneSettings {
+        let units = (self.factors.len() * self.pilot_chains).max(1) as f64;
+        let want = (self.pilot_share * self.planned_run.draws() / units).ceil();
+        if !want.is_finite() || want >= self.pilot_iterations as f64 {
+            return self.clone();
+        }
+        let iterations =
+            (want as u64).clamp(self.pilot_min_iterations.min(self.pilot_iterations), self.pilot_iterations);
+        let burn_in = (self.pilot_burn_in as f64 * iterations as f64 / self.pilot_iterations as f64).round() as u64;
+        TuneSettings { pilot_iterations: iterations, pilot_burn_in: burn_in.min(iterations - 1), ..self.clone() }
     }
 
     /// The pilots' storage interval: every `thin`-th of the kept iterations, so that each pilot
@@ -236,12 +305,35 @@ impl TuneSettings {
     }
 }
 
+/// The default [`TuneSettings::pilot_share`]: all pilots together run half the planned run's kept
+/// draws (grid extensions beyond [`TuneSettings::factors`] add to it). At the default eight
+/// candidates and four chains, pilots reach the full [`TuneSettings::pilot_iterations`] = 2 000
+/// for planned runs of 128 000 kept draws and more (the validation example's 50 000 × 4), and
+/// stay at [`PILOT_MIN_ITERATIONS`] for runs of 32 000 and fewer (its 5 000 × 4).
+pub const PILOT_SHARE: f64 = 0.5;
+
+/// The default [`TuneSettings::pilot_min_iterations`]: 450 kept iterations per pilot chain after a
+/// burn-in of 50 hold, at the steps the tuner chooses (τ of 10–40 iterations in whitened
+/// coordinates), 10–45 effective draws per chain.
+pub const PILOT_MIN_ITERATIONS: u64 = 500;
+
+/// The Newton decrement (distance to the mode in posterior sds) at which [`tune`]'s mode search
+/// stops by default ([`TuneSettings::mode`]): the pilots start there and burn in, the control
+/// variates are centred there (their noise grows with the distance from the centre to the
+/// chains, a few sds), and the Stein identities hold about any centre.
+pub const TUNE_DECREMENT_TOL: f64 = 1e-3;
+
 /// One pilot run of [`tune`].
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trial {
     /// The step size tried.
     pub step_size: f64,
+    /// Iterations of each of its chains, burn-in included ([`TuneSettings::pilot_share`] scales
+    /// them to the planned run).
+    pub iterations: u64,
+    /// Its chains' burn-in.
+    pub burn_in: u64,
     /// Its KSD (`None` if it failed).
     pub ksd: Option<f64>,
     /// The KSD's standard error, from the spread of the pilot chains' separate KSDs (`None` with
@@ -254,6 +346,9 @@ pub struct Trial {
     /// Per coordinate: iterations per effective draw, and the Stein moment errors of the mean and
     /// the sd in Laplace sds (`None` on failure).
     pub(crate) errors: Option<PilotErrors>,
+    /// The pilot's scored draws (rows), kept while [`tune`] runs so that the gradient noise can be
+    /// measured where its chains went (`None` on failure and in the returned [`Tuned`]).
+    pub(crate) draws: Option<Arc<Array2<f64>>>,
 }
 
 /// What a pilot measured per coordinate, in the units of the run's reported error.
@@ -265,6 +360,44 @@ pub(crate) struct PilotErrors {
     pub(crate) mean: Vec<f64>,
     /// Stein moment estimate of the sd's relative error (`M_jj / 2`).
     pub(crate) sd: Vec<f64>,
+    /// The variance that stochastic scores add to `mean` (0 with exact scores).
+    pub(crate) mean_noise: Vec<f64>,
+    /// The variance that stochastic scores add to `sd` (0 with exact scores).
+    pub(crate) sd_noise: Vec<f64>,
+}
+
+impl<S> Tuned<S> {
+    /// [`dispersed_starts`] around the tuned mode, from the Hessian the tuning estimated there
+    /// (no further Hessian-vector products; the model's own Hessian where the tuning kept none).
+    ///
+    /// Errors: as [`dispersed_starts`].
+    pub fn dispersed_starts<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        n: usize,
+        scale: f64,
+        seed: u64,
+    ) -> Result<Vec<Vec<f64>>> {
+        match &self.hessian {
+            Some(h) => {
+                if n == 0 {
+                    return Err(Error::invalid("n", n, "must be >= 1"));
+                }
+                crate::error::check_positive("scale", scale)?;
+                dispersed_starts_from(h, &self.mode, n, scale, seed)
+            }
+            None => dispersed_starts(model, &self.mode, n, scale, seed),
+        }
+    }
+}
+
+impl PilotErrors {
+    /// Errors measured with exact scores (no score noise).
+    #[cfg(test)]
+    pub(crate) fn exact(tau: Vec<f64>, mean: Vec<f64>, sd: Vec<f64>) -> Self {
+        let d = tau.len();
+        PilotErrors { tau, mean, sd, mean_noise: vec![0.0; d], sd_noise: vec![0.0; d] }
+    }
 }
 
 /// What [`tune`] chose, and why.
@@ -321,4 +454,10 @@ pub struct Tuned<S> {
     /// with fewer than three scored pilots. Compare it with the accuracy you need before making
     /// the run: above it, run longer.
     pub predicted_error: Option<f64>,
+    /// The run the step was chosen for: [`TuneSettings::planned_run`], or with a
+    /// [`TuneSettings::target_accuracy`] the shortest run predicted to meet it.
+    pub planned_run: PlannedRun,
+    /// The Hessian at the mode the tuning used (dense up to the Laplace approximation's largest
+    /// dimension), for the dispersed starts.
+    pub(crate) hessian: Option<Arc<Array2<f64>>>,
 }

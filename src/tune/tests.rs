@@ -61,7 +61,17 @@ fn expected_max_of_squared_normals() {
 
 /// A scored pilot at step h that measured `errors`.
 fn pilot_trial(h: f64, errors: PilotErrors) -> Trial {
-    Trial { step_size: h, ksd: Some(1.0), ksd_se: None, failure: None, cost: Cost::default(), errors: Some(errors) }
+    Trial {
+        step_size: h,
+        iterations: 2_000,
+        burn_in: 200,
+        ksd: Some(1.0),
+        ksd_se: None,
+        failure: None,
+        cost: Cost::default(),
+        errors: Some(errors),
+        draws: None,
+    }
 }
 
 /// Pilots whose per-coordinate autocorrelation times are exactly `c_j/h` and whose sd error is
@@ -78,11 +88,7 @@ fn the_error_model_recovers_a_known_error_curve() {
     let trial = |h: f64, sd_err: f64, mean_err: f64| {
         pilot_trial(
             h,
-            PilotErrors {
-                tau: c.iter().map(|cj| cj / h).collect(),
-                mean: vec![mean_err; 2],
-                sd: vec![sd_err, 0.5 * sd_err],
-            },
+            PilotErrors::exact(c.iter().map(|cj| cj / h).collect(), vec![mean_err; 2], vec![sd_err, 0.5 * sd_err]),
         )
     };
     // The smallest step also shows a large "bias": its pilot has not explored. The largest
@@ -132,7 +138,7 @@ fn pilot_noise_is_not_taken_for_bias() {
                 let sd = (0..d)
                     .map(|j| (0.5 * tau[j] / n_pilot).sqrt() * z[d + j] + if j == 0 { beta * h } else { 0.0 })
                     .collect();
-                pilot_trial(h, PilotErrors { tau, mean, sd })
+                pilot_trial(h, PilotErrors::exact(tau, mean, sd))
             })
             .collect()
     };
@@ -197,7 +203,7 @@ fn a_bias_seen_from_the_smallest_steps_on_is_not_fitted_away() {
                 let tau: Vec<f64> = c.iter().map(|cj| cj / h).collect();
                 let mean = (0..d).map(|j| (tau[j] / n_pilot).sqrt() * z[j]).collect();
                 let sd = (0..d).map(|j| (0.5 * tau[j] / n_pilot).sqrt() * z[d + j] - beta * h).collect();
-                pilot_trial(h, PilotErrors { tau, mean, sd })
+                pilot_trial(h, PilotErrors::exact(tau, mean, sd))
             })
             .collect();
         let m = error_model_step(&trials, steps[0], n_pilot, thin, n_run, 2, Some(1.0)).expect("a model");
@@ -228,13 +234,9 @@ fn an_unresolved_autocorrelation_time_is_bounded_by_the_thinning() {
         .map(|&h| {
             pilot_trial(
                 h,
-                PilotErrors {
-                    // Coordinate 0: τ = 0.3/h, resolved (≥ 18) only at the smallest step.
-                    // Coordinate 1: τ = 8 everywhere but 15 at the largest step.
-                    tau: vec![0.3 / h, if h == steps[7] { 15.0 } else { 8.0 }],
-                    mean: vec![0.0; 2],
-                    sd: vec![0.0; 2],
-                },
+                // Coordinate 0: τ = 0.3/h, resolved (≥ 18) only at the smallest step.
+                // Coordinate 1: τ = 8 everywhere but 15 at the largest step.
+                PilotErrors::exact(vec![0.3 / h, if h == steps[7] { 15.0 } else { 8.0 }], vec![0.0; 2], vec![0.0; 2]),
             )
         })
         .collect();
@@ -261,10 +263,7 @@ fn a_fixed_mixing_exponent_extrapolates_to_small_steps() {
         .iter()
         .map(|&h| {
             let low = if h < 3.0 / 128.0 { 0.6 } else { 1.0 };
-            pilot_trial(
-                h,
-                PilotErrors { tau: c.iter().map(|cj| low * cj / h).collect(), mean: vec![0.0; 2], sd: vec![0.0; 2] },
-            )
+            pilot_trial(h, PilotErrors::exact(c.iter().map(|cj| low * cj / h).collect(), vec![0.0; 2], vec![0.0; 2]))
         })
         .collect();
     let h = steps[0] / 10.0;

@@ -29,6 +29,28 @@ pub trait Tunable: Sampler {
         None
     }
 
+    /// Where the mode search may start when none is given: the centre of a control-variate
+    /// estimator (found by a mode search already). Default `None`.
+    fn start_hint(&self) -> Option<&[f64]> {
+        None
+    }
+
+    /// The same sampler with its gradient estimator chosen at the mode (seeded by `seed`), where
+    /// the estimator is one for the tuner to choose ([`Auto`](crate::Auto)), and why in words,
+    /// adding what the choice spent to `cost`; `None` (the default) otherwise. `whitening` is the
+    /// coordinates the noise is measured in.
+    fn estimator_chosen<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        mode: &[f64],
+        whitening: &Whitening,
+        seed: u64,
+        cost: &mut Cost,
+    ) -> Result<Option<(Self, String)>> {
+        let _ = (model, mode, whitening, seed, cost);
+        Ok(None)
+    }
+
     /// The exponent γ of the iterations per effective draw, `τ ∝ h^(−γ)` as the step h goes to
     /// 0, when theory fixes it; `None` (the default): [`tune`] fits γ to its pilots.
     ///
@@ -167,7 +189,8 @@ where
     Ok(Some((s.clone().with_gradient_noise(Some(noise.clone())), noise)))
 }
 
-/// The [`Tunable`] whitening methods of a [`Langevin`] sampler.
+/// The [`Tunable`] whitening methods of a [`Langevin`] sampler, and the choice of an
+/// [`Auto`](crate::Auto) estimator.
 macro_rules! langevin_whitening {
     () => {
         fn whitened(&self, whitening: Option<Arc<Whitening>>) -> Option<Self> {
@@ -176,6 +199,25 @@ macro_rules! langevin_whitening {
 
         fn current_whitening(&self) -> Option<&Arc<Whitening>> {
             self.whitening()
+        }
+
+        fn start_hint(&self) -> Option<&[f64]> {
+            GradientEstimator::centre(self.estimator())
+        }
+
+        fn estimator_chosen<M: Model + ?Sized>(
+            &self,
+            model: &M,
+            mode: &[f64],
+            whitening: &Whitening,
+            seed: u64,
+            cost: &mut Cost,
+        ) -> Result<Option<(Self, String)>> {
+            if !self.estimator().is_unchosen() {
+                return Ok(None);
+            }
+            let (choice, why) = super::auto::choose_estimator(model, mode, whitening, seed, cost)?;
+            Ok(self.estimator().with_choice(choice).map(|e| (self.clone().with_estimator(e), why)))
         }
     };
 }
