@@ -168,16 +168,60 @@ pub fn nuts_until<M: Model + ?Sized>(
 
 /// Means, sds and the largest MCSE of a mean in sds, of per-chain draws.
 fn chain_summary(draws: &[Vec<Vec<f64>>], d: usize) -> (Vec<f64>, Vec<f64>, f64) {
+    let (mean, sd, worst, _) = chain_summary_sd(draws, d);
+    (mean, sd, worst)
+}
+
+/// As [`chain_summary`], with the largest relative MCSE of an sd too.
+fn chain_summary_sd(draws: &[Vec<Vec<f64>>], d: usize) -> (Vec<f64>, Vec<f64>, f64, f64) {
     let (c, n) = (draws.len(), draws[0].len());
-    let (mut mean, mut sd, mut worst) = (vec![0.0; d], vec![0.0; d], 0.0_f64);
+    let (mut mean, mut sd, mut worst, mut worst_sd) = (vec![0.0; d], vec![0.0; d], 0.0_f64, 0.0_f64);
     for j in 0..d {
         let x = Array2::from_shape_fn((c, n), |(k, i)| draws[k][i][j]);
         mean[j] = x.mean().unwrap_or(f64::NAN);
         sd[j] = x.std(1.0);
         let mcse = sgmcmc::diagnostics::mcse_mean(x.view()).unwrap_or(f64::INFINITY);
         worst = worst.max(mcse / sd[j]);
+        let mcse_sd = sgmcmc::diagnostics::mcse_sd(x.view()).unwrap_or(f64::INFINITY);
+        worst_sd = worst_sd.max(mcse_sd / sd[j]);
     }
-    (mean, sd, worst)
+    (mean, sd, worst, worst_sd)
+}
+
+/// A reference from a long NUTS run (where importance sampling from the Laplace approximation
+/// fails: a posterior far from Gaussian): `chains` chains of `draws` draws after nuts-rs's
+/// tuning, seeded by `seed`, on the current thread.
+pub fn nuts_reference<M: Model + ?Sized>(model: &M, chains: usize, draws: u64, seed: u64) -> Result<Reference, String> {
+    let started = Instant::now();
+    let d = model.dim();
+    let settings = DiagNutsSettings { seed, num_chains: chains, ..Default::default() };
+    let mut out: Vec<Vec<Vec<f64>>> = Vec::with_capacity(chains);
+    for c in 0..chains {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed.wrapping_mul(0xA24B_AED4).wrapping_add(c as u64));
+        let mut chain =
+            settings.new_chain(c as u64, CpuMath::new(Logp::new(model)), &mut rng).map_err(|e| e.to_string())?;
+        let start: Vec<f64> = (0..d).map(|_| rng.random_range(-2.0..2.0)).collect();
+        chain.set_position(&start).map_err(|e| e.to_string())?;
+        for _ in 0..settings.num_tune {
+            chain.draw().map_err(|e| e.to_string())?;
+        }
+        let mut kept = Vec::with_capacity(draws as usize);
+        for _ in 0..draws {
+            let (x, _) = chain.draw().map_err(|e| e.to_string())?;
+            kept.push(x.to_vec());
+        }
+        out.push(kept);
+    }
+    let (mean, sd, worst, worst_sd) = chain_summary_sd(&out, d);
+    let total = (chains as u64 * draws) as usize;
+    Ok(Reference {
+        mean,
+        sd,
+        max_se: worst.max(worst_sd),
+        ess: f64::NAN,
+        draws: total,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// A reference posterior: means and sds with their standard errors.

@@ -30,7 +30,7 @@ use crate::numeric::rng::{fill_standard_normal, stream};
 use crate::run::RunOutput;
 use crate::samplers::Discretisation;
 use crate::trace::diagnostics::{
-    Convergence, Summary, bound_z, convergence_of, mcse_mean, nan_max, relative_bound, summary,
+    Convergence, Summary, bound_z, chains_of, convergence_of, mcse_mean, mcse_sd, nan_max, relative_bound, summary,
 };
 use crate::trace::estimate::Estimate;
 use ndarray::Array2;
@@ -161,12 +161,18 @@ pub(crate) fn companion<M: Model + ?Sized, S: Discretisation>(
     let mut total = n_iter;
     let run_gradients = out.cost.datum_gradients.saturating_sub(out.setup_cost.datum_gradients).max(1);
     if let Some(share) = grow_to {
-        let rows = summary(&out.estimate)?;
+        // The run's Monte Carlo errors of each mean and sd (the summary's, without its ranks).
+        let mcse: Vec<(f64, f64)> = (0..out.estimate.dim())
+            .map(|j| {
+                let x = chains_of(&out.estimate, |t| t[j])?;
+                Ok((mcse_mean(x.view())?, mcse_sd(x.view())?))
+            })
+            .collect::<Result<_>>()?;
         let spent = triples.iter().fold(Cost::default(), |c, t| c + t.cost()).datum_gradients as f64;
         let s0 = spent / run_gradients as f64;
         let most = ((share * done as f64 / 4.0).ceil() as u64).max(n_iter);
         let kept = (n_iter - burn_in) as f64;
-        let want = companion_growth(&rows, &b, s0).map_or(n_iter, |f| burn_in + (kept * f).ceil() as u64);
+        let want = companion_growth(&mcse, &b, s0).map_or(n_iter, |f| burn_in + (kept * f).ceil() as u64);
         let to = want.clamp(n_iter, most);
         if to > n_iter {
             advance(&mut triples, to)?;
@@ -188,11 +194,11 @@ pub(crate) fn companion<M: Model + ?Sized, S: Discretisation>(
 /// `s* = r √s₀`, `r = se_b/m` now: for a fixed run the bound's noise `√(m² + se_b²)` scales as
 /// `√(1 + r² s₀/s)`, so a run of the length that meets a target costs `∝ (1 + r² s₀/s)(1 + s)`,
 /// least there. The worst coordinate's r (means and sds) decides; `None` when `s* ≤ s₀`.
-fn companion_growth(rows: &[Summary], b: &StepBias, s0: f64) -> Option<f64> {
-    let r = (0..rows.len())
+fn companion_growth(mcse: &[(f64, f64)], b: &StepBias, s0: f64) -> Option<f64> {
+    let r = (0..mcse.len())
         .flat_map(|j| {
-            let m = rows[j].mcse_mean.max(f64::MIN_POSITIVE);
-            let s = rows[j].mcse_sd.max(f64::MIN_POSITIVE);
+            let m = mcse[j].0.max(f64::MIN_POSITIVE);
+            let s = mcse[j].1.max(f64::MIN_POSITIVE);
             [b.bias_mean_se[j] / m, b.bias_sd_se[j] / s]
         })
         .filter(|r| r.is_finite())

@@ -4,7 +4,7 @@
 use crate::cost::Cost;
 use crate::error::{Error, Result};
 use crate::gradient::control_variate::ControlVariate;
-use crate::gradient::{GradientEstimator, Minibatch, SubsampledEstimator};
+use crate::gradient::{FullGradient, GradientEstimator, Minibatch, SubsampledEstimator};
 use crate::models::model::Model;
 use rand::Rng;
 
@@ -35,11 +35,14 @@ pub struct Auto {
 
 /// What [`Auto`] became.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub enum Chosen {
     /// A plain minibatch.
     Minibatch(Minibatch),
     /// Control variates centred at the mode.
     ControlVariate(ControlVariate),
+    /// The exact gradient, where a minibatch would need as many data as there are.
+    Full(FullGradient),
 }
 
 impl Auto {
@@ -74,6 +77,7 @@ macro_rules! dispatch {
         match &$self.chosen {
             Some(Chosen::Minibatch($e)) => $body,
             Some(Chosen::ControlVariate($e)) => $body,
+            Some(Chosen::Full($e)) => $body,
             None => $none,
         }
     };
@@ -81,6 +85,7 @@ macro_rules! dispatch {
         match &mut $self.chosen {
             Some(Chosen::Minibatch($e)) => $body,
             Some(Chosen::ControlVariate($e)) => $body,
+            Some(Chosen::Full($e)) => $body,
             None => $none,
         }
     };
@@ -113,7 +118,7 @@ impl GradientEstimator for Auto {
             Some(Chosen::ControlVariate(e)) => {
                 e.resized(batch_size, n_data).map(|(e, f)| (Auto { chosen: Some(Chosen::ControlVariate(e)) }, f))
             }
-            None => None,
+            Some(Chosen::Full(_)) | None => None,
         }
     }
 
@@ -133,6 +138,10 @@ impl GradientEstimator for Auto {
         dispatch!(self, e => GradientEstimator::centre(e), None)
     }
 
+    fn is_exact(&self) -> bool {
+        dispatch!(self, e => e.is_exact(), false)
+    }
+
     fn is_unchosen(&self) -> bool {
         self.chosen.is_none()
     }
@@ -144,14 +153,27 @@ impl GradientEstimator for Auto {
 
 impl SubsampledEstimator for Auto {
     fn batch_size(&self) -> usize {
-        dispatch!(self, e => e.batch_size(), 0)
+        match &self.chosen {
+            Some(Chosen::Minibatch(e)) => e.batch_size(),
+            Some(Chosen::ControlVariate(e)) => e.batch_size(),
+            Some(Chosen::Full(_)) | None => 0,
+        }
     }
 
     fn draw_indices<R: Rng + ?Sized>(&mut self, rng: &mut R, out: &mut [usize]) {
-        dispatch!(mut self, e => e.draw_indices(rng, out), ())
+        match &mut self.chosen {
+            Some(Chosen::Minibatch(e)) => e.draw_indices(rng, out),
+            Some(Chosen::ControlVariate(e)) => e.draw_indices(rng, out),
+            Some(Chosen::Full(_)) | None => {}
+        }
     }
 
     fn eval_on<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
-        dispatch!(mut self, e => e.eval_on(model, theta, idx, out), Err(Self::unchosen()))
+        match &mut self.chosen {
+            Some(Chosen::Minibatch(e)) => e.eval_on(model, theta, idx, out),
+            Some(Chosen::ControlVariate(e)) => e.eval_on(model, theta, idx, out),
+            Some(Chosen::Full(e)) => e.eval(model, theta, out),
+            None => Err(Self::unchosen()),
+        }
     }
 }

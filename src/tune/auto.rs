@@ -5,7 +5,7 @@ use crate::cost::Cost;
 use crate::error::Result;
 use crate::gradient::auto::Chosen;
 use crate::gradient::control_variate::{ControlVariate, CvSettings};
-use crate::gradient::{GradientEstimator, Minibatch};
+use crate::gradient::{FullGradient, GradientEstimator, Minibatch};
 use crate::models::model::Model;
 use crate::samplers::{GRADIENT_NOISE_BATCH, GradientNoise, Whitening};
 use crate::tune::CORRECTION_MARGIN;
@@ -59,6 +59,18 @@ pub(crate) fn choose_estimator<M: Model + ?Sized>(
     let (n_mb, n_cv) = (batch(l_mb), batch(l_cv));
     let (cost_mb, cost_cv) = (n_mb as f64 + overhead, 2.0 * n_cv as f64 + overhead);
     let use_cv = cost_cv < cost_mb;
+    // A minibatch as large as the data: the exact gradient instead, at the same cost and
+    // without noise.
+    if !use_cv && n_mb >= n_data {
+        let why = format!(
+            "gradient estimator chosen: the exact gradient (per-datum gradient noise at the mode, largest eigenvalue \
+             in whitened units: {l_mb:.3e} plain, {l_cv:.3e} with control variates; the gradient-noise correction \
+             would cover steps up to {AUTO_STEP} only with minibatches of all {n_data} data, or {n_cv} with \
+             control variates at about {cost_cv:.0} datum gradients per step against {:.0})",
+            n_data as f64 + overhead
+        );
+        return Ok((Chosen::Full(FullGradient::new()), why));
+    }
     let why = format!(
         "gradient estimator chosen: {} on minibatches of {} (per-datum gradient noise at the mode, largest eigenvalue \
          in whitened units: {l_mb:.3e} plain, {l_cv:.3e} with control variates; the gradient-noise correction covers \

@@ -168,7 +168,8 @@ where
     K: crate::samplers::LangevinKernel,
     E: GradientEstimator,
 {
-    if !s.estimator().independent_draws() {
+    // An exact gradient has no noise to correct by.
+    if !s.estimator().independent_draws() || s.estimator().is_exact() {
         return Ok(None);
     }
     let (noise, c) = match at {
