@@ -16,22 +16,22 @@
 //! posterior sd and every sd within ±10 %, 95 %, Monte Carlo error and step bias together) under
 //! a budget; [`draws`](Sample::draws) asks for a fixed length instead. [`Sample::run`] does, in
 //! order, what the seven-call path does by hand:
-//! 1. [`tune`]: the mode, the whitening (the default [`Precondition::Auto`](crate::tune::Precondition::Auto)),
+//! 1. [`tune`](crate::tune::tune): the mode, the whitening (the default [`Precondition::Auto`](crate::tune::Precondition::Auto)),
 //!    the choice of an [`Auto`](crate::Auto) estimator, the gradient-noise correction where the
 //!    sampler takes one, and the step — for the shortest run its error model predicts to meet
 //!    the target ([`TuneSettings::target_accuracy`](crate::tune::TuneSettings::target_accuracy)),
 //!    or for exactly the run asked for;
-//! 2. [`dispersed_starts`]: one start per chain around the mode, twice the Laplace spread, so
+//! 2. [`dispersed_starts`](crate::tune::dispersed_starts): one start per chain around the mode, twice the Laplace spread, so
 //!    that split-R̂ can see chains that have not forgotten where they began;
-//! 3. [`Runner`], with the model checked at the starts;
+//! 3. [`Runner`](crate::Runner), with the model checked at the starts;
 //! 4. [`step_bias`](crate::step_bias): a coupled companion at half the step from the chains'
 //!    last states (an antithetic triple per chain), at [`STEP_BIAS_COST`] of the run's cost, grown
-//!    up to [`STEP_BIAS_MAX_COST`] where its own noise sets the bound
+//!    up to [`STEP_BIAS_MAX_COST`](crate::STEP_BIAS_MAX_COST) where its own noise sets the bound
 //!    ([`bias_check`](Sample::bias_check) fixes its cost; `None` turns it off);
 //! 5. the verdict ([`Convergence`], with the step bias folded into the accuracy it states) and
 //!    the summary table (with the bias beside the Monte Carlo errors);
 //! 6. aiming at an accuracy: until the run converges and states a bound within the target, the
-//!    same chains extended ([`Resume`]: the draws of one run of the final length) by what their
+//!    same chains extended ([`Resume`](crate::Resume): the draws of one run of the final length) by what their
 //!    own errors say is needed, then 4 and 5 again — at most [`MAX_EXTENSIONS`] times, within
 //!    the [`budget`](Sample::budget) and the [`time_limit`](Sample::time_limit) — and
 //!    [`Sampled::target`] says what was reached, or why not and how long a run would reach it.
@@ -44,38 +44,40 @@
 //! little about τ's, whose tail is heavier). [`Sampled::derived`] gives any function of the
 //! parameters (θⱼ = μ + τ θ̃ⱼ, a prediction, a contrast) the same verdict and table.
 //!
+//! **Every sampler.** The path above is that of every [`Tunable`](crate::tune::Tunable)
+//! [`Discretisation`](crate::samplers::Discretisation) (SGLD, pSGLD, SGHMC, SGNHT, cyclical SGLD,
+//! …). [`Hamcmc`](crate::Hamcmc) is tuned and run the same way but has no companion at half the
+//! step (its L-BFGS metric is not a discretisation): its bound is the Monte Carlo error alone and
+//! an accuracy target is never declared reached ([`Target::why`] says so). [`Mala`](crate::Mala),
+//! the exact reference, skips the tuner (it adapts in its burn-in, at least its `adapt_steps`):
+//! the mode and the Hessian set its starts, and with no step bias its Monte Carlo bound is the
+//! accuracy it states. Richardson–Romberg ([`RichardsonRomberg`](crate::RichardsonRomberg)) and
+//! [`Multilevel`] have their own paths ([`SampledRr`], [`SampledMl`]).
+//!
 //! Every choice it made is in the [`Sampled`] it returns: the tuner's record ([`Tuned`], whose
 //! `reason` and `preconditioning` say why), the run's settings and output, the bias check. The
 //! pieces stay public for experts: the same draws come from calling them in this order with
 //! the settings recorded in [`Sampled`].
 
-use crate::coupled::mlsgld::{AdaptiveSettings, MlSgld, MlSgldSettings, MlmcResult, RmseTarget};
-use crate::coupled::richardson::{RichardsonRomberg, RrOutput, extrapolated_rows};
-use crate::coupled::step_bias::{
-    Companion, STEP_BIAS_COST, STEP_BIAS_MAX_COST, StepBias, companion, rows_with_bias, with_bias,
-};
-use crate::coupled::tune_rr::{TunedRr, tune_rr};
+use crate::coupled::step_bias::{Companion, STEP_BIAS_COST, StepBias, rows_with_bias, with_bias};
 use crate::error::{Error, Result};
-use crate::gradient::SubsampledEstimator;
 use crate::models::Layout;
 use crate::models::model::Model;
-use crate::run::observe::{Budget, WallTime};
-use crate::run::runner::{Resume, Runner};
 use crate::run::{RunOutput, RunSettings};
-use crate::samplers::Discretisation;
 use crate::trace::diagnostics::{Convergence, SummaryTable, convergence_of, summary};
 use crate::trace::estimate::Estimate;
-use crate::tune::Preconditioned;
-use crate::tune::{PlannedRun, Tunable, TuneSettings, Tuned, dispersed_starts, tune};
+use crate::tune::{PlannedRun, TuneSettings, Tuned};
 
+mod coupled;
+mod run;
 mod target;
+pub use coupled::{Multilevel, SampledMl, SampledRr};
 pub use target::{DEFAULT_ACCURACY, DEFAULT_BUDGET, DEFAULT_BUDGET_EPOCHS, MAX_EXTENSIONS, Target};
-use target::{EXTENSION_MIN_GROWTH, PLAN_MARGIN, needed_growth};
 
 /// The spread of [`Sample`]'s dispersed starts, in Laplace sds around the mode.
 pub const START_SPREAD: f64 = 2.0;
 
-/// The trustworthy path as one value: a model, a sampler (any step: [`tune`] chooses it), the
+/// The trustworthy path as one value: a model, a sampler (any step: [`tune`](crate::tune::tune) chooses it), the
 /// run's length stated once, then [`run`](Self::run). See the [module docs](self).
 #[derive(Debug, Clone)]
 #[must_use = "a Sample does nothing until .run()"]
@@ -141,7 +143,7 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
     /// no thinning, seed 0, the search for the mode from θ = 0 (or from a control-variate
     /// estimator's centre), [`TuneSettings::default()`] (its pilots sized for a run of 5 000 kept
     /// draws per chain), the step-bias check at [`STEP_BIAS_COST`] of the run's cost, grown up to
-    /// [`STEP_BIAS_MAX_COST`] where its own noise sets the bound.
+    /// [`STEP_BIAS_MAX_COST`](crate::STEP_BIAS_MAX_COST) where its own noise sets the bound.
     pub fn new(model: &'m M, sampler: S) -> Self {
         Sample {
             model,
@@ -241,7 +243,7 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
 
     /// The step-bias check's cost relative to the run ([`step_bias`](crate::step_bias)), fixed;
     /// `None` turns it off (the verdict then states the Monte Carlo error alone). Default: at
-    /// [`STEP_BIAS_COST`], grown up to [`STEP_BIAS_MAX_COST`] where the check's own noise is the
+    /// [`STEP_BIAS_COST`], grown up to [`STEP_BIAS_MAX_COST`](crate::STEP_BIAS_MAX_COST) where the check's own noise is the
     /// larger part of the stated bound (to the share that makes a bound cheapest, run and check
     /// together).
     pub fn bias_check(mut self, cost: Option<f64>) -> Self {
@@ -260,7 +262,7 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
         self
     }
 
-    /// The run's settings: what [`run`](Self::run) passes to [`Runner`] for a fixed run of
+    /// The run's settings: what [`run`](Self::run) passes to [`Runner`](crate::Runner) for a fixed run of
     /// [`draws`](Self::draws) (when aiming at an accuracy, the first run's length is the tuner's).
     pub fn run_settings(&self) -> RunSettings {
         self.settings_for(self.draws)
@@ -283,442 +285,6 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
     /// The budget of an accuracy target, datum gradients.
     fn budget_or_default(&self) -> u64 {
         self.budget.unwrap_or(DEFAULT_BUDGET.max(DEFAULT_BUDGET_EPOCHS.saturating_mul(self.model.n_data() as u64)))
-    }
-}
-
-impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
-    /// Tunes, runs, checks the step's bias and states the verdict (see the [module
-    /// docs](self)).
-    ///
-    /// Errors: invalid settings (no draws, no chain, a bias-check cost outside (0, 10]); those
-    /// of [`tune`], [`dispersed_starts`], [`Runner`] and
-    /// [`step_bias`](crate::step_bias); [`Error::DimensionMismatch`]
-    /// for a start or names not of the model's dimension.
-    pub fn run(self) -> Result<Sampled<S>> {
-        let started = std::time::Instant::now();
-        let (settings, layout, mut theta0, mut ts) = self.plan()?;
-        if let (None, Some(c)) = (&self.start, self.sampler.start_hint()) {
-            theta0 = c.to_vec();
-        }
-        if let Some(a) = self.accuracy {
-            crate::error::check_positive("accuracy", a)?;
-            ts.target_accuracy = Some(a * PLAN_MARGIN);
-        }
-        let width = layout.as_ref().map_or(self.model.dim(), Layout::dim);
-        let names = self.reported_names(layout.as_ref(), width)?;
-        let tuned = tune(self.model, &self.sampler, &theta0, &ts)?;
-        // Aiming at an accuracy, the first run is the one the tuner chose (thinned draws counted
-        // after thinning).
-        let settings = match self.accuracy {
-            Some(_) => self.settings_for((tuned.planned_run.iterations / self.thin.max(1)).max(1)),
-            None => settings,
-        };
-        let starts = tuned.dispersed_starts(self.model, self.chains, START_SPREAD, self.seed)?;
-        let mut spent = tuned.cost.datum_gradients;
-        let runner = Runner::new(self.model, &tuned.sampler).starts(&starts).settings(settings);
-        let mut output = match self.first_run_limits(spent, started) {
-            (Some(budget), Some(wall)) => runner.observer(&budget).observer(&wall).run()?,
-            (Some(budget), None) => runner.observer(&budget).run()?,
-            (None, Some(wall)) => runner.observer(&wall).run()?,
-            (None, None) => runner.run()?,
-        };
-        let mut extensions = 0;
-        loop {
-            let companion = match self.bias_cost {
-                Some(cost) => {
-                    let grow = self.bias_grows.then_some(STEP_BIAS_MAX_COST);
-                    Some(companion(self.model, &tuned.sampler, &output, cost, grow)?)
-                }
-                None => None,
-            };
-            let (convergence, table, bias) = match &layout {
-                Some(l) => {
-                    let f = |phi: &[f64], theta: &mut [f64]| l.forward(phi, theta, None);
-                    verdict(&output.estimate, companion.as_ref(), Some((width, &f)), names.clone())?
-                }
-                None => verdict(&output.estimate, companion.as_ref(), None, names.clone())?,
-            };
-            spent += run_cost(&output) + bias.as_ref().map_or(0, |b| b.cost.datum_gradients);
-            let Some(accuracy) = self.accuracy else {
-                let settings = output.settings;
-                return Ok(Sampled {
-                    tuned,
-                    output,
-                    bias,
-                    convergence,
-                    table,
-                    settings,
-                    layout,
-                    companion,
-                    target: None,
-                });
-            };
-            let draws = kept_draws(&output);
-            let bound = convergence.stated_bound();
-            let mut target =
-                Target { accuracy, reached: false, bound, extensions, draws, needed_draws: None, why: None };
-            let finish = |target: Target, output: RunOutput<S>| -> Result<Sampled<S>> {
-                let settings = output.settings;
-                let target = Some(target);
-                Ok(Sampled {
-                    tuned: tuned.clone(),
-                    output,
-                    bias: bias.clone(),
-                    convergence: convergence.clone(),
-                    table: table.clone(),
-                    settings,
-                    layout: layout.clone(),
-                    companion: companion.clone(),
-                    target,
-                })
-            };
-            if convergence.converged && bound <= accuracy {
-                target.reached = true;
-                return finish(target, output);
-            }
-            if !output.is_complete() {
-                target.why = Some(self.stopped_why());
-                return finish(target, output);
-            }
-            let growth = match needed_growth(&table.rows, bias.as_ref(), accuracy) {
-                Ok(g) => g.max(EXTENSION_MIN_GROWTH),
-                Err(b) => {
-                    target.why = Some(format!(
-                        "the step's estimated bias alone gives ±{b:.3} sd, above the target whatever the length: ask for a \
-                         longer fixed run (Sample::draws) or a smaller step (TuneSettings::planned_run), or a looser accuracy"
-                    ));
-                    return finish(target, output);
-                }
-            };
-            let want = (draws as f64 * growth).ceil() as u64;
-            target.needed_draws = Some(want);
-            if extensions >= MAX_EXTENSIONS {
-                target.why = Some(format!(
-                    "{MAX_EXTENSIONS} extensions made; the run predicts {want} kept draws per chain for the target"
-                ));
-                return finish(target, output);
-            }
-            // What the extension may cost: the budget left, at this run's cost per kept draw
-            // (its step-bias check in proportion), and the wall time left.
-            let per_draw =
-                (run_cost(&output) + bias.as_ref().map_or(0, |b| b.cost.datum_gradients)) as f64 / draws.max(1) as f64;
-            let budget = self.budget_or_default();
-            let affordable = draws + (budget.saturating_sub(spent) as f64 / per_draw.max(1e-300)) as u64;
-            let timed = self.time_limit.map(|t| {
-                let per = started.elapsed().as_secs_f64() / (draws as f64 + 1.0);
-                draws + ((t.as_secs_f64() - started.elapsed().as_secs_f64()).max(0.0) / per.max(1e-300)) as u64
-            });
-            let cap = affordable.min(timed.unwrap_or(u64::MAX));
-            let next = want.min(cap);
-            if next < draws + draws / 10 + 1 {
-                target.why = Some(format!(
-                    "{} left; the run predicts {want} kept draws per chain for the target (raise Sample::{})",
-                    if timed.is_some_and(|t| t < affordable) { "no time" } else { "no budget" },
-                    if timed.is_some_and(|t| t < affordable) { "time_limit" } else { "budget" },
-                ));
-                return finish(target, output);
-            }
-            output.settings.n_iter = output.settings.burn_in + next * output.settings.thin.max(1);
-            // The run's cost is counted again, whole, after the extension.
-            spent -= run_cost(&output);
-            output = Resume::new(self.model, output).run()?;
-            extensions += 1;
-        }
-    }
-
-    /// The observers that keep the first run of an accuracy target within the budget and the
-    /// time limit, given what the tuning spent and when the call started.
-    fn first_run_limits(&self, spent: u64, started: std::time::Instant) -> (Option<Budget>, Option<WallTime>) {
-        if self.accuracy.is_none() {
-            return (None, None);
-        }
-        // The run and its step-bias check share what the tuning left.
-        let share = 1.0 + self.bias_cost.unwrap_or(0.0);
-        let left = (self.budget_or_default().saturating_sub(spent) as f64 / share) as u64;
-        let wall = self.time_limit.map(|t| WallTime::new(t.saturating_sub(started.elapsed())));
-        (Some(Budget::datum_gradients(left)), wall)
-    }
-
-    /// Why an accuracy target's run stopped before its length.
-    fn stopped_why(&self) -> String {
-        format!(
-            "the run stopped at the {} (raise Sample::{})",
-            if self.time_limit.is_some() { "budget or the time limit" } else { "budget" },
-            if self.time_limit.is_some() { "budget or Sample::time_limit" } else { "budget" }
-        )
-    }
-}
-
-/// A run's datum gradients beyond its estimator's setup.
-fn run_cost<S>(out: &RunOutput<S>) -> u64 {
-    out.cost.datum_gradients.saturating_sub(out.setup_cost.datum_gradients)
-}
-
-/// The kept draws per chain of a run so far (the fewest over its chains).
-fn kept_draws<S>(out: &RunOutput<S>) -> u64 {
-    let s = &out.settings;
-    out.chains.iter().map(|c| c.iterations.saturating_sub(s.burn_in) / s.thin.max(1)).min().unwrap_or(0)
-}
-
-impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, RichardsonRomberg<S>> {
-    /// The trustworthy path for a Richardson–Romberg extrapolation (SGRRLD, SGRRHMC): chooses
-    /// chain A's step for this run with [`tune_rr`] (the mode, the whitening, the step from the
-    /// extrapolated measure's Stein moment errors), starts the replicate pairs dispersed around the
-    /// mode, runs them ([`Runner`]) and states the verdict and table of the
-    /// **extrapolated** draws (as [`RrOutput::convergence`] and [`RrOutput::summary_table`]; on
-    /// the constrained scale with the blocks' names for a model with an
-    /// [`output_layout`](Model::output_layout), both chains' draws mapped before they are
-    /// combined). The extrapolation removes the step's first-order bias, so there is no step-bias
-    /// companion: the stated bound is the extrapolated draws' Monte Carlo error
-    /// ([`bias_check`](Sample::bias_check) is ignored).
-    ///
-    /// ```
-    /// use sgmcmc::prelude::*;
-    ///
-    /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 42)?;
-    /// let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(100))?;
-    /// let fit = Sample::new(&model, RichardsonRomberg::new(sgld)).draws(2_000).seed(1).run()?;
-    /// println!("{fit}"); // chain A's step, the verdict, the extrapolated table
-    /// # Ok::<(), sgmcmc::Error>(())
-    /// ```
-    ///
-    /// Errors: invalid settings; those of [`tune_rr`], [`dispersed_starts`] and
-    /// [`Runner`]; [`Error::DimensionMismatch`] for a start or names not of the model's
-    /// dimension.
-    pub fn run(self) -> Result<SampledRr<S>> {
-        let (settings, layout, theta0, ts) = self.plan()?;
-        let names = self.reported_names(layout.as_ref(), layout.as_ref().map_or(self.model.dim(), Layout::dim))?;
-        let tuned = tune_rr(self.model, &self.sampler, &theta0, &ts)?;
-        let starts = dispersed_starts(self.model, &tuned.mode, self.chains, START_SPREAD, self.seed)?;
-        let output = Runner::new(self.model, &tuned.rr).starts(&starts).settings(settings).run()?;
-        let rows = match &layout {
-            Some(l) => {
-                let f = |phi: &[f64], theta: &mut [f64]| l.forward(phi, theta, None);
-                let (coarse, fine) = (output.coarse.map_draws(l.dim(), f)?, output.fine.map_draws(l.dim(), f)?);
-                extrapolated_rows(&coarse, &fine)?
-            }
-            None => extrapolated_rows(&output.coarse, &output.fine)?,
-        };
-        let convergence = convergence_of(&rows, output.fine.n_parts()).named(&names);
-        let table = SummaryTable::new(names, rows)?;
-        Ok(SampledRr { tuned, output, convergence, table, settings })
-    }
-}
-
-/// What [`Sample::run`] made for a Richardson–Romberg extrapolation, and every choice on the
-/// way.
-#[non_exhaustive]
-#[derive(Debug, Clone)]
-pub struct SampledRr<S> {
-    /// The tuner's record: mode, whitening, chain A's step and why ([`TunedRr::reason`]).
-    pub tuned: TunedRr<S>,
-    /// The run: both chains' draws, the extrapolated estimate, cost, wall time.
-    pub output: RrOutput<S>,
-    /// The verdict on the extrapolated draws (on the constrained scale for a model with an
-    /// [`output_layout`](Model::output_layout)); its bound is their Monte Carlo error.
-    pub convergence: Convergence,
-    /// The extrapolated draws' summary table (a signed measure: equal-tailed intervals, see
-    /// [`RrOutput::summary_table`]).
-    pub table: SummaryTable,
-    /// The run's settings.
-    pub settings: RunSettings,
-}
-
-impl<S> SampledRr<S> {
-    /// The extrapolated estimate (signed weights), on the sampler's coordinates.
-    pub fn estimate(&self) -> &Estimate {
-        &self.output.estimate
-    }
-}
-
-impl<S> std::fmt::Display for SampledRr<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(
-            f,
-            "Richardson–Romberg: chain A's step {:.4e}, chain B's {:.4e}{} ({} replicate pairs x {} kept draws of A)",
-            self.tuned.step_size,
-            0.5 * self.tuned.step_size,
-            if self.tuned.whitening.is_some() { " in whitened coordinates" } else { "" },
-            self.settings.n_chains,
-            self.settings.n_iter - self.settings.burn_in,
-        )?;
-        writeln!(f, "{}", self.convergence)?;
-        write!(f, "{}", self.table)
-    }
-}
-
-/// Multilevel SGLD on the trustworthy path: what `Sample::new(&model, Multilevel::new(estimator))`
-/// runs ([`MlSgld::sgld_tuned`], then [`MlSgld::run_adaptive`] with every mean and sd at a
-/// target accuracy). Build it with [`new`](Self::new) and the setters.
-#[non_exhaustive]
-#[derive(Debug, Clone)]
-pub struct Multilevel<E> {
-    /// The gradient estimator of every level (a [`ControlVariate`](crate::ControlVariate) or a
-    /// plain [`Minibatch`](crate::Minibatch)).
-    pub estimator: E,
-    /// The multilevel settings before tuning (h₀ and the horizon are tuned; `keep_points` is
-    /// set, the seed is [`Sample::seed`]'s).
-    pub settings: MlSgldSettings,
-    /// The target: every coordinate's mean to this RMSE in posterior sds and every sd to this
-    /// relative RMSE ([`RmseTarget::Moments`]). Default 0.1.
-    pub accuracy: f64,
-    /// The most datum gradients the run may spend ([`AdaptiveSettings::max_cost`]); default
-    /// none.
-    pub max_cost: Option<u64>,
-}
-
-impl<E> Multilevel<E> {
-    /// Multilevel SGLD with `estimator`, the default settings and accuracy 0.1.
-    pub fn new(estimator: E) -> Self {
-        Multilevel { estimator, settings: MlSgldSettings::default(), accuracy: 0.1, max_cost: None }
-    }
-
-    /// Every mean to RMSE `accuracy` posterior sds and every sd to relative RMSE `accuracy`.
-    pub fn accuracy(mut self, accuracy: f64) -> Self {
-        self.accuracy = accuracy;
-        self
-    }
-
-    /// The most datum gradients the run may spend.
-    pub fn max_cost(mut self, max_cost: u64) -> Self {
-        self.max_cost = Some(max_cost);
-        self
-    }
-}
-
-impl<'m, M: Model + ?Sized, E: SubsampledEstimator> Sample<'m, M, Multilevel<E>> {
-    /// The trustworthy path for multilevel SGLD: [`MlSgld::sgld_tuned`] (the mode, the whitening,
-    /// h₀ and the horizon from the whitened curvature, h₀ capped at the gradient noise's limit),
-    /// then Giles' adaptive multilevel Monte Carlo ([`MlSgld::run_adaptive`]) with every
-    /// coordinate's mean and sd at the target [`Multilevel::accuracy`]
-    /// ([`RmseTarget::Moments`]), doubling the horizon itself where level 0 has not relaxed.
-    /// The paths are independent, so there is no R̂: the run's verdict is its bias tests, which
-    /// it passes or returns an error, and its stated accuracy is
-    /// [`MomentErrors::error_bound`](crate::MomentErrors::error_bound) (standard errors and
-    /// remaining biases together). [`draws`](Sample::draws), [`chains`](Sample::chains),
-    /// [`burn_in`](Sample::burn_in) and [`bias_check`](Sample::bias_check) do not apply; the
-    /// tuner's planned run is left as they give it. The estimates are of the sampler's
-    /// coordinates (φ for a constrained model, rows named `phi[j]`; names given with
-    /// [`names`](Sample::names) name these d coordinates).
-    ///
-    /// ```
-    /// use sgmcmc::prelude::*;
-    /// use sgmcmc::Multilevel;
-    ///
-    /// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 42)?;
-    /// let fit = Sample::new(&model, Multilevel::new(Minibatch::new(25)).accuracy(0.2)).seed(1).run()?;
-    /// println!("{fit}"); // h₀, levels, cost, every mean and sd with its error bars
-    /// assert!(fit.moments.error_bound.is_finite());
-    /// # Ok::<(), sgmcmc::Error>(())
-    /// ```
-    ///
-    /// Errors: those of [`MlSgld::sgld_tuned`] and [`MlSgld::run_adaptive`] (a budget exhausted,
-    /// level 0 not relaxed after the doublings); [`Error::InvalidParameter`] for an accuracy that
-    /// is not finite and positive; [`Error::DimensionMismatch`] for a start or names not of the
-    /// model's dimension.
-    pub fn run(self) -> Result<SampledMl<E>> {
-        let (_, layout, theta0, ts) = self.plan()?;
-        crate::error::check_positive("accuracy", self.sampler.accuracy)?;
-        // The estimates are of the sampler's coordinates: φ for a constrained model.
-        let d = self.model.dim();
-        let names = match (&layout, &self.names) {
-            (Some(_), None) => (0..d).map(|j| format!("phi[{j}]")).collect(),
-            _ => self.reported_names(None, d)?,
-        };
-        let settings = MlSgldSettings { keep_points: true, seed: self.seed, ..self.sampler.settings };
-        let (ml, setup) = MlSgld::sgld_tuned(self.model, settings, self.sampler.estimator.clone(), &theta0, &ts)?;
-        let g = whitened_square_mean(setup.whitening.clone());
-        let target = AdaptiveSettings {
-            target: RmseTarget::Moments(self.sampler.accuracy),
-            max_cost: self.sampler.max_cost,
-            ..Default::default()
-        };
-        let result = ml.run_adaptive(self.model, &g, &target)?;
-        let moments = result.moments.clone().ok_or(Error::NotStored { what: "the multilevel run's end points" })?;
-        Ok(SampledMl { h0: ml.h0(), ml, setup, result, moments, names })
-    }
-}
-
-/// What [`Sample::run`] made for multilevel SGLD, and every choice on the way.
-#[non_exhaustive]
-#[derive(Debug, Clone)]
-pub struct SampledMl<E> {
-    /// The tuned level-0 step.
-    pub h0: f64,
-    /// The tuned multilevel sampler (its horizon before any doubling).
-    pub ml: MlSgld<crate::samplers::Sgld<E>>,
-    /// The tuner's record: mode, whitening, curvature, cost.
-    pub setup: Preconditioned<crate::samplers::Sgld<E>>,
-    /// The adaptive run: levels, cost, horizon doublings, the signed measure of the end points.
-    pub result: MlmcResult,
-    /// Every coordinate's mean and sd with their standard errors, remaining biases and the
-    /// stated accuracy ([`MomentErrors::error_bound`](crate::MomentErrors::error_bound)).
-    pub moments: crate::coupled::mlsgld::MomentErrors,
-    /// The rows' names.
-    pub names: Vec<String>,
-}
-
-impl<E> SampledMl<E> {
-    /// The signed measure of the kept end points (weights `±1/N_l`).
-    pub fn estimate(&self) -> Option<&Estimate> {
-        self.result.measure.as_ref()
-    }
-
-    /// The scalar g the run targeted besides every mean and sd: the mean squared whitened
-    /// coordinate `‖φ‖²/d` (about 1 under the Laplace approximation), for further runs of
-    /// [`ml`](Self::ml) comparable with this one.
-    pub fn g(&self) -> impl Fn(&[f64]) -> f64 + Send + Sync + use<E> {
-        whitened_square_mean(self.setup.whitening.clone())
-    }
-}
-
-/// `θ ↦ ‖φ‖²/d` with φ the whitened θ (θ itself without a whitening).
-fn whitened_square_mean(w: Option<std::sync::Arc<crate::samplers::Whitening>>) -> impl Fn(&[f64]) -> f64 + Send + Sync {
-    move |t: &[f64]| -> f64 {
-        let mut phi = t.to_vec();
-        if let Some(w) = &w {
-            w.to_phi(t, &mut phi);
-        }
-        phi.iter().map(|x| x * x).sum::<f64>() / t.len() as f64
-    }
-}
-
-impl<E> std::fmt::Display for SampledMl<E> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let r = &self.result;
-        writeln!(
-            f,
-            "multilevel SGLD: h₀ {:.4e}{}, {} levels, horizon {} ({} doubling(s)), {:.3e} datum gradients",
-            self.h0,
-            if self.setup.whitening.is_some() { " in whitened coordinates" } else { "" },
-            r.levels.len(),
-            r.horizon,
-            r.horizon_doublings,
-            r.cost.datum_gradients as f64,
-        )?;
-        writeln!(
-            f,
-            "bias tests passed: means within ±{:.3} sd, sds within ±{:.1} % ({:.0} %, all coordinates; standard errors and \
-             remaining biases)",
-            self.moments.error_bound,
-            100.0 * self.moments.error_bound,
-            100.0 * crate::trace::diagnostics::BOUND_PROB
-        )?;
-        let m = &self.moments;
-        let width = self.names.iter().map(String::len).max().unwrap_or(4).max(4);
-        writeln!(
-            f,
-            "{:width$}  {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
-            "", "mean", "sd", "se_mean", "se_sd", "bias_mean", "bias_sd"
-        )?;
-        for (j, name) in self.names.iter().enumerate() {
-            writeln!(
-                f,
-                "{name:width$}  {:>10.4} {:>10.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4}",
-                m.mean[j], m.sd[j], m.se_mean[j], m.se_sd[j], m.bias_mean[j], m.bias_sd[j]
-            )?;
-        }
-        Ok(())
     }
 }
 

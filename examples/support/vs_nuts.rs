@@ -193,6 +193,27 @@ fn chain_summary_sd(draws: &[Vec<Vec<f64>>], d: usize) -> (Vec<f64>, Vec<f64>, f
 /// tuning, seeded by `seed`, on the current thread.
 pub fn nuts_reference<M: Model + ?Sized>(model: &M, chains: usize, draws: u64, seed: u64) -> Result<Reference, String> {
     let started = Instant::now();
+    let out = nuts_draws(model, chains, draws, seed)?;
+    Ok(reference_of(&out, started.elapsed().as_secs_f64()))
+}
+
+/// A reference from per-chain draws (chains × draws × width): means, sds and the largest
+/// standard error of a mean (in sds) or of an sd (relative).
+pub fn reference_of(draws: &[Vec<Vec<f64>>], seconds: f64) -> Reference {
+    let width = draws[0][0].len();
+    let (mean, sd, worst, worst_sd) = chain_summary_sd(draws, width);
+    let total = draws.iter().map(Vec::len).sum();
+    Reference { mean, sd, max_se: worst.max(worst_sd), ess: f64::NAN, draws: total, seconds }
+}
+
+/// NUTS's draws (chains × draws × d) after nuts-rs's tuning, chains one after the other on this
+/// thread, each started uniformly in `[−2, 2]^d`.
+pub fn nuts_draws<M: Model + ?Sized>(
+    model: &M,
+    chains: usize,
+    draws: u64,
+    seed: u64,
+) -> Result<Vec<Vec<Vec<f64>>>, String> {
     let d = model.dim();
     let settings = DiagNutsSettings { seed, num_chains: chains, ..Default::default() };
     let mut out: Vec<Vec<Vec<f64>>> = Vec::with_capacity(chains);
@@ -212,16 +233,7 @@ pub fn nuts_reference<M: Model + ?Sized>(model: &M, chains: usize, draws: u64, s
         }
         out.push(kept);
     }
-    let (mean, sd, worst, worst_sd) = chain_summary_sd(&out, d);
-    let total = (chains as u64 * draws) as usize;
-    Ok(Reference {
-        mean,
-        sd,
-        max_se: worst.max(worst_sd),
-        ess: f64::NAN,
-        draws: total,
-        seconds: started.elapsed().as_secs_f64(),
-    })
+    Ok(out)
 }
 
 /// A reference posterior: means and sds with their standard errors.

@@ -372,3 +372,56 @@ pub(crate) fn hessian_rows<M: Model + ?Sized>(model: &M, settings: &TuneSettings
 
 /// Mixed into [`TuneSettings::seed`] for the data subset of the tuning's Hessians.
 const HESSIAN_SEED: u64 = 0x4865_7373_6961_6e73;
+
+/// MALA's record in the shape of [`Tuned`] (MALA adapts its own step and metric; nothing is
+/// piloted): the mode from `theta0` (with `settings.mode` and its Hessian subset), the Hessian
+/// there (for the dispersed starts) and its curvature, the sampler as given.
+///
+/// Errors: invalid settings or `theta0`; those of [`find_mode`] and the Hessian.
+pub(crate) fn mala_record<M: Model + ?Sized>(
+    model: &M,
+    mala: &crate::samplers::Mala,
+    theta0: &[f64],
+    settings: &TuneSettings,
+    started: std::time::Instant,
+) -> Result<Tuned<crate::samplers::Mala>> {
+    settings.validate()?;
+    check_shape(model)?;
+    check_len("theta0", model.dim(), theta0.len())?;
+    if !all_finite(theta0) {
+        return Err(Error::NonFiniteStart { what: "theta0" });
+    }
+    let mut cost = Cost::default();
+    let mode = if settings.find_mode {
+        let opt = find_mode(model, theta0, &ModeSettings { hessian_rows: settings.hessian_rows, ..settings.mode })?;
+        cost += opt.cost;
+        opt.theta
+    } else {
+        theta0.to_vec()
+    };
+    let rows = hessian_rows(model, settings);
+    let mut hess_cost = Cost::default();
+    let h = dense_hessian_on(model, &mode, rows.as_deref(), &mut hess_cost)?;
+    cost += hess_cost;
+    let curvature = curvature_of_dense(&h, true, Hessian::new(model, &mode).exact, hess_cost)?;
+    Ok(Tuned {
+        sampler: mala.clone(),
+        step_size: mala.settings().step_size,
+        centre: f64::NAN,
+        curvature,
+        mode,
+        trials: Vec::new(),
+        cost,
+        reason: "MALA, Metropolis-adjusted and exact: its step and metric adapt in the burn-in \
+                 (MalaSettings::adapt_steps, target_accept, metric); nothing is piloted and there is no step bias"
+            .to_string(),
+        whitening: None,
+        preconditioning: "MALA's own metric (MalaSettings::metric), adapted in the burn-in".to_string(),
+        wall_time: started.elapsed(),
+        predicted_ess: None,
+        predicted_rhat: None,
+        predicted_error: None,
+        planned_run: settings.planned_run,
+        hessian: Some(Arc::new(h)),
+    })
+}

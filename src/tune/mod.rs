@@ -122,7 +122,7 @@ mod grid;
 pub use grid::*;
 mod predict;
 pub use predict::*;
-mod geometry;
+pub(crate) mod geometry;
 pub use geometry::*;
 mod auto;
 pub use auto::{AUTO_MIN_BATCH, AUTO_STEP};

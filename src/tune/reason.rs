@@ -244,7 +244,7 @@ pub(super) fn summary(s: &Summary<'_>) -> String {
 pub(super) fn target(how: String, target: f64, planned: &PlannedRun, reached: bool) -> String {
     if reached {
         format!(
-            "for the target ±{target} sd, the shortest run predicted to meet it: {} x {} kept draws; {how}",
+            "for the target ±{target:.3} sd, the shortest run predicted to meet it: {} x {} kept draws; {how}",
             planned.iterations, planned.chains
         )
     } else {

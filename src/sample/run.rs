@@ -1,0 +1,260 @@
+//! The paths of [`Sample::run`] for one chain per start: samplers tuned by [`tune`] and checked by
+//! the step-bias companion, HAMCMC (tuned, not a [`Discretisation`]: no companion) and MALA (exact:
+//! its own adaptation, no step bias), with the accuracy target's extensions (see the [module
+//! docs](super)).
+
+use super::target::{EXTENSION_MIN_GROWTH, MAX_EXTENSIONS, PLAN_MARGIN, Target, needed_growth};
+use super::{START_SPREAD, Sample, Sampled, verdict};
+use crate::coupled::step_bias::{Companion, STEP_BIAS_MAX_COST, companion};
+use crate::error::Result;
+use crate::gradient::GradientEstimator;
+use crate::models::Layout;
+use crate::models::model::Model;
+use crate::run::RunOutput;
+use crate::run::observe::{Budget, WallTime};
+use crate::run::runner::{Resume, Runner};
+use crate::samplers::{Discretisation, Hamcmc, Mala, Sampler};
+use crate::tune::{Tunable, TuneSettings, Tuned, tune};
+
+/// What a path's step-bias check is: the companion of a [`Discretisation`], or none.
+type Check<'a, M, S> = dyn Fn(&M, &S, &RunOutput<S>, Option<f64>, bool) -> Result<Option<Companion>> + 'a;
+
+impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
+    /// Tunes, runs, checks the step's bias and states the verdict (see the [module
+    /// docs](super)); aiming at an accuracy (the default), extends the chains until the stated
+    /// bound meets it or the budget ends the run.
+    ///
+    /// Errors: invalid settings (no draws, no chain, a bias-check cost outside (0, 10], an
+    /// accuracy that is not positive); those of [`tune`], [`dispersed_starts`](crate::tune::dispersed_starts),
+    /// [`Runner`] and [`step_bias`](crate::step_bias);
+    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) for a start or names not of
+    /// the model's dimension.
+    pub fn run(self) -> Result<Sampled<S>> {
+        let hint = self.sampler.start_hint().map(<[f64]>::to_vec);
+        let check = |model: &M, sampler: &S, out: &RunOutput<S>, cost: Option<f64>, grows: bool| match cost {
+            Some(cost) => Ok(Some(companion(model, sampler, out, cost, grows.then_some(STEP_BIAS_MAX_COST))?)),
+            None => Ok(None),
+        };
+        self.run_path(hint, |m, s, t, ts| tune(m, s, t, ts), &check, None)
+    }
+}
+
+/// Why a HAMCMC run does not state a checked accuracy.
+const HAMCMC_UNCHECKED: &str = "HAMCMC's step bias is not checked (its L-BFGS metric is not a Discretisation, so no \
+    companion at half the step can be coupled to it): the bound is its Monte Carlo error alone, and no accuracy \
+    target is declared reached; use Sgld::auto() or pSGLD for a checked accuracy";
+
+impl<'m, M: Model + ?Sized, E: GradientEstimator> Sample<'m, M, Hamcmc<E>> {
+    /// The path for HAMCMC: [`tune`] (its centre step from the L-BFGS metric at the mode), the
+    /// dispersed starts, the run and the verdict — without a step-bias check (HAMCMC is not a
+    /// [`Discretisation`]): the verdict's bound is the Monte Carlo error alone, and aiming at an
+    /// accuracy the chains are extended until it meets the target, which is then not declared
+    /// reached ([`Target::why`] says why).
+    ///
+    /// Errors: as for the other samplers.
+    pub fn run(self) -> Result<Sampled<Hamcmc<E>>> {
+        self.run_path(None, |m, s, t, ts| tune(m, s, t, ts), &|_, _, _, _, _| Ok(None), Some(HAMCMC_UNCHECKED))
+    }
+}
+
+impl<'m, M: Model + ?Sized> Sample<'m, M, Mala> {
+    /// The path for MALA, the exact reference: the mode and the Hessian there (for the dispersed
+    /// starts; [`Tuned`] records them, with no pilots), the run — MALA adapts its own step and
+    /// metric in the burn-in ([`MalaSettings`](crate::MalaSettings)), the burn-in at least its
+    /// `adapt_steps` — and the verdict. Metropolis-adjusted, it has no step bias: the bound is
+    /// the Monte Carlo error. Aiming at an accuracy, the first run is the planned length
+    /// ([`TuneSettings::planned_run`]'s, 5 000 draws per chain), then the chains are extended.
+    ///
+    /// Errors: those of the mode search, the Hessian and the run.
+    pub fn run(self) -> Result<Sampled<Mala>> {
+        let adapt = self.sampler.settings().adapt_steps;
+        let this = match self.burn_in {
+            None => Sample { burn_in: Some(adapt.max(1_000)), ..self },
+            Some(_) => self,
+        };
+        this.run_path(None, mala_setup, &|_, _, _, _, _| Ok(None), None)
+    }
+}
+
+/// MALA's record in the shape of the tuner's: the mode (from `theta0`, with the tuning's mode
+/// settings), the Hessian there (with its data subset), its curvature, and the sampler as given.
+fn mala_setup<M: Model + ?Sized>(model: &M, mala: &Mala, theta0: &[f64], ts: &TuneSettings) -> Result<Tuned<Mala>> {
+    let started = std::time::Instant::now();
+    crate::tune::geometry::mala_record(model, mala, theta0, ts, started)
+}
+
+impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
+    /// The one path: `setup` chooses the sampler (the tuner, or MALA's record) from `theta0`
+    /// (the start given, else `hint`), the chains start dispersed, run, are checked (`check`:
+    /// the step-bias companion, or none) and judged, and aiming at an accuracy are extended
+    /// until the stated bound meets it; `unchecked` says why a bound without a bias check is not
+    /// a reached target.
+    fn run_path(
+        self,
+        hint: Option<Vec<f64>>,
+        setup: impl FnOnce(&M, &S, &[f64], &TuneSettings) -> Result<Tuned<S>>,
+        check: &Check<'_, M, S>,
+        unchecked: Option<&str>,
+    ) -> Result<Sampled<S>> {
+        let started = std::time::Instant::now();
+        let (settings, layout, mut theta0, mut ts) = self.plan()?;
+        if let (None, Some(c)) = (&self.start, hint) {
+            theta0 = c;
+        }
+        if let Some(a) = self.accuracy {
+            crate::error::check_positive("accuracy", a)?;
+            ts.target_accuracy = Some(a * PLAN_MARGIN);
+        }
+        let width = layout.as_ref().map_or(self.model.dim(), Layout::dim);
+        let names = self.reported_names(layout.as_ref(), width)?;
+        let tuned = setup(self.model, &self.sampler, &theta0, &ts)?;
+        // Aiming at an accuracy, the first run is the one the tuner chose (thinned draws counted
+        // after thinning).
+        let settings = match self.accuracy {
+            Some(_) => self.settings_for((tuned.planned_run.iterations / self.thin.max(1)).max(1)),
+            None => settings,
+        };
+        let starts = tuned.dispersed_starts(self.model, self.chains, START_SPREAD, self.seed)?;
+        let mut spent = tuned.cost.datum_gradients;
+        let runner = Runner::new(self.model, &tuned.sampler).starts(&starts).settings(settings);
+        let mut output = match self.first_run_limits(spent, started) {
+            (Some(budget), Some(wall)) => runner.observer(&budget).observer(&wall).run()?,
+            (Some(budget), None) => runner.observer(&budget).run()?,
+            (None, Some(wall)) => runner.observer(&wall).run()?,
+            (None, None) => runner.run()?,
+        };
+        let mut extensions = 0;
+        loop {
+            let companion = check(self.model, &tuned.sampler, &output, self.bias_cost, self.bias_grows)?;
+            let (convergence, table, bias) = match &layout {
+                Some(l) => {
+                    let f = |phi: &[f64], theta: &mut [f64]| l.forward(phi, theta, None);
+                    verdict(&output.estimate, companion.as_ref(), Some((width, &f)), names.clone())?
+                }
+                None => verdict(&output.estimate, companion.as_ref(), None, names.clone())?,
+            };
+            spent += run_cost(&output) + bias.as_ref().map_or(0, |b| b.cost.datum_gradients);
+            let Some(accuracy) = self.accuracy else {
+                let settings = output.settings;
+                return Ok(Sampled {
+                    tuned,
+                    output,
+                    bias,
+                    convergence,
+                    table,
+                    settings,
+                    layout,
+                    companion,
+                    target: None,
+                });
+            };
+            let draws = kept_draws(&output);
+            let bound = convergence.stated_bound();
+            let mut target =
+                Target { accuracy, reached: false, bound, extensions, draws, needed_draws: None, why: None };
+            let finish = |target: Target, output: RunOutput<S>| -> Result<Sampled<S>> {
+                let settings = output.settings;
+                let target = Some(target);
+                Ok(Sampled {
+                    tuned: tuned.clone(),
+                    output,
+                    bias: bias.clone(),
+                    convergence: convergence.clone(),
+                    table: table.clone(),
+                    settings,
+                    layout: layout.clone(),
+                    companion: companion.clone(),
+                    target,
+                })
+            };
+            if convergence.converged && bound <= accuracy {
+                match unchecked {
+                    // The Monte Carlo error alone meets the target; the step's bias is unknown.
+                    Some(why) => target.why = Some(why.to_string()),
+                    None => target.reached = true,
+                }
+                return finish(target, output);
+            }
+            if !output.is_complete() {
+                target.why = Some(self.stopped_why());
+                return finish(target, output);
+            }
+            let growth = match needed_growth(&table.rows, bias.as_ref(), accuracy) {
+                Ok(g) => g.max(EXTENSION_MIN_GROWTH),
+                Err(b) => {
+                    target.why = Some(format!(
+                        "the step's estimated bias alone gives ±{b:.3} sd, above the target whatever the length: ask for a \
+                         longer fixed run (Sample::draws) or a smaller step (TuneSettings::planned_run), or a looser accuracy"
+                    ));
+                    return finish(target, output);
+                }
+            };
+            let want = (draws as f64 * growth).ceil() as u64;
+            target.needed_draws = Some(want);
+            if extensions >= MAX_EXTENSIONS {
+                target.why = Some(format!(
+                    "{MAX_EXTENSIONS} extensions made; the run predicts {want} kept draws per chain for the target"
+                ));
+                return finish(target, output);
+            }
+            // What the extension may cost: the budget left, at this run's cost per kept draw
+            // (its step-bias check in proportion), and the wall time left.
+            let per_draw =
+                (run_cost(&output) + bias.as_ref().map_or(0, |b| b.cost.datum_gradients)) as f64 / draws.max(1) as f64;
+            let budget = self.budget_or_default();
+            let affordable = draws + (budget.saturating_sub(spent) as f64 / per_draw.max(1e-300)) as u64;
+            let timed = self.time_limit.map(|t| {
+                let per = started.elapsed().as_secs_f64() / (draws as f64 + 1.0);
+                draws + ((t.as_secs_f64() - started.elapsed().as_secs_f64()).max(0.0) / per.max(1e-300)) as u64
+            });
+            let cap = affordable.min(timed.unwrap_or(u64::MAX));
+            let next = want.min(cap);
+            if next < draws + draws / 10 + 1 {
+                target.why = Some(format!(
+                    "{} left; the run predicts {want} kept draws per chain for the target (raise Sample::{})",
+                    if timed.is_some_and(|t| t < affordable) { "no time" } else { "no budget" },
+                    if timed.is_some_and(|t| t < affordable) { "time_limit" } else { "budget" },
+                ));
+                return finish(target, output);
+            }
+            output.settings.n_iter = output.settings.burn_in + next * output.settings.thin.max(1);
+            // The run's cost is counted again, whole, after the extension.
+            spent -= run_cost(&output);
+            output = Resume::new(self.model, output).run()?;
+            extensions += 1;
+        }
+    }
+
+    /// The observers that keep the first run of an accuracy target within the budget and the
+    /// time limit, given what the tuning spent and when the call started.
+    fn first_run_limits(&self, spent: u64, started: std::time::Instant) -> (Option<Budget>, Option<WallTime>) {
+        if self.accuracy.is_none() {
+            return (None, None);
+        }
+        // The run and its step-bias check share what the tuning left.
+        let share = 1.0 + self.bias_cost.unwrap_or(0.0);
+        let left = (self.budget_or_default().saturating_sub(spent) as f64 / share) as u64;
+        let wall = self.time_limit.map(|t| WallTime::new(t.saturating_sub(started.elapsed())));
+        (Some(Budget::datum_gradients(left)), wall)
+    }
+
+    /// Why an accuracy target's run stopped before its length.
+    fn stopped_why(&self) -> String {
+        format!(
+            "the run stopped at the {} (raise Sample::{})",
+            if self.time_limit.is_some() { "budget or the time limit" } else { "budget" },
+            if self.time_limit.is_some() { "budget or Sample::time_limit" } else { "budget" }
+        )
+    }
+}
+
+/// A run's datum gradients beyond its estimator's setup.
+fn run_cost<S>(out: &RunOutput<S>) -> u64 {
+    out.cost.datum_gradients.saturating_sub(out.setup_cost.datum_gradients)
+}
+
+/// The kept draws per chain of a run so far (the fewest over its chains).
+fn kept_draws<S>(out: &RunOutput<S>) -> u64 {
+    let s = &out.settings;
+    out.chains.iter().map(|c| c.iterations.saturating_sub(s.burn_in) / s.thin.max(1)).min().unwrap_or(0)
+}
