@@ -362,6 +362,37 @@ fn a_run_extended_to_its_target_makes_the_draws_of_one_run_of_that_length() {
     assert_eq!(target.draws, fit.settings.n_iter - fit.settings.burn_in);
 }
 
+/// `Sample::thin(k)` keeps every k-th draw of the same chains: its kept draws (counted after
+/// thinning, as `draws` asks) are, bit for bit, one fixed subsequence of every k-th draw of the
+/// unthinned run of the same tuned sampler, starts and seed; `thin(0)` is refused by name.
+#[test]
+fn sample_thins_the_same_chains_and_counts_draws_after_thinning() {
+    let model = LinearGaussian::synthetic(2_000, 3, 1.0, 10.0, 5).unwrap();
+    let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50)).unwrap();
+    let (k, draws) = (5u64, 400u64);
+    let fit = Sample::new(&model, sgld.clone()).draws(draws).thin(k).seed(3).run().unwrap();
+    assert_eq!(fit.settings.thin, k);
+    assert_eq!(fit.settings.n_iter - fit.settings.burn_in, draws * k);
+    let starts = fit.tuned.dispersed_starts(&model, 4, sgmcmc::sample::START_SPREAD, 3).unwrap();
+    let all = RunSettings { thin: 1, ..fit.settings };
+    let once = Runner::new(&model, &fit.tuned.sampler).starts(&starts).settings(all).run().unwrap();
+    for c in 0..4 {
+        let thinned = fit.estimate().part(c).unwrap().stacked_draws().unwrap();
+        let full = once.estimate.part(c).unwrap().stacked_draws().unwrap();
+        assert_eq!(thinned.nrows() as u64, draws);
+        assert_eq!(full.nrows() as u64, draws * k);
+        let row = |a: &Array2<f64>, i: usize| a.row(i).iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let offset = (0..k as usize)
+            .find(|&o| row(&full, o) == row(&thinned, 0))
+            .expect("the first kept draw is one of the first k");
+        for i in 0..draws as usize {
+            assert_eq!(row(&thinned, i), row(&full, i * k as usize + offset), "chain {c}, kept draw {i}");
+        }
+    }
+    let e = Sample::new(&model, sgld).draws(draws).thin(0).run().unwrap_err();
+    assert!(matches!(e.root(), Error::InvalidParameter { name: "thin", .. }), "{e}");
+}
+
 /// The default path's setup — mode, Hessian, the choice of estimator, the gradient-noise
 /// measurement, the pilots and their scores, the step-bias check — costs at most the larger of
 /// 30 passes over the data and the run itself, at N = 10⁵ (counted in datum gradients and
