@@ -902,7 +902,7 @@ fn main() -> Res<()> {
         converged_off.join(", ")
     );
     say!(
-        "  silent misses: of those, runs whose own error bound claimed ≤ 0.1 ({}): {}",
+        "  silent misses: of those, runs whose error exceeds their own stated bound plus the reference's ({}): {}",
         silent.len(),
         silent.join(", ")
     );
