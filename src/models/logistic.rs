@@ -181,6 +181,17 @@ impl LogisticRegression<f32> {
 }
 
 impl<X: DataScalar> LogisticRegression<X> {
+    /// The 0/1 labels of a block of at most [`BLOCK`] data, from their bits (lanes past the
+    /// block's end stay 0).
+    #[inline]
+    fn block_labels(&self, block: &[usize]) -> [f64; BLOCK] {
+        let mut y = [0.0; BLOCK];
+        for (y, &i) in y.iter_mut().zip(block) {
+            *y = self.label_bits.get(i);
+        }
+        y
+    }
+
     fn from_rows(rows: Rows<X>, labels: &Array1<f64>, prior_var: f64) -> Result<Self> {
         check_len("labels", rows.n, labels.len())?;
         if let Some(y) = labels.iter().find(|&&y| y != 0.0 && y != 1.0) {
@@ -301,10 +312,7 @@ impl<X: DataScalar> Model for LogisticRegression<X> {
             out,
             |i| bits.prefetch(i),
             |block, z| {
-                let mut y = [0.0; BLOCK];
-                for (y, &i) in y.iter_mut().zip(block) {
-                    *y = self.label_bits.get(i);
-                }
+                let y = self.block_labels(block);
                 for (z, &y) in z.iter_mut().zip(&y) {
                     *z = residual(*z, y);
                 }
@@ -341,10 +349,7 @@ impl<X: DataScalar> Model for LogisticRegression<X> {
             out,
             |i| bits.prefetch(i),
             |block, z| {
-                let mut y = [0.0; BLOCK];
-                for (y, &i) in y.iter_mut().zip(block) {
-                    *y = self.label_bits.get(i);
-                }
+                let y = self.block_labels(block);
                 // Only the block's own lanes: a short last block leaves the rest unused.
                 for (k, (z, &y)) in z.iter_mut().zip(&y).enumerate() {
                     if k < block.len() {

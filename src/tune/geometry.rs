@@ -76,6 +76,18 @@ pub fn precondition<M: Model + ?Sized, S: Tunable>(
     Ok(geometry(model, sampler, theta0, settings)?.0)
 }
 
+/// The checks every tuning entry makes before it spends anything: the settings, the model's
+/// shape, and a start of the model's dimension with finite values.
+fn check_inputs<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &TuneSettings) -> Result<()> {
+    settings.validate()?;
+    check_shape(model)?;
+    check_len("theta0", model.dim(), theta0.len())?;
+    if !all_finite(theta0) {
+        return Err(Error::NonFiniteStart { what: "theta0" });
+    }
+    Ok(())
+}
+
 /// [`precondition`], plus the Hessian at the mode (dense up to [`DENSE_LAPLACE_MAX_DIM`]) and its
 /// diagonal.
 #[allow(clippy::type_complexity)]
@@ -85,12 +97,7 @@ pub(super) fn geometry<M: Model + ?Sized, S: Tunable>(
     theta0: &[f64],
     settings: &TuneSettings,
 ) -> Result<(Preconditioned<S>, Option<Array2<f64>>, Vec<f64>)> {
-    settings.validate()?;
-    check_shape(model)?;
-    check_len("theta0", model.dim(), theta0.len())?;
-    if !all_finite(theta0) {
-        return Err(Error::NonFiniteStart { what: "theta0" });
-    }
+    check_inputs(model, theta0, settings)?;
     let mut cost = Cost::default();
     let d = model.dim();
     let (mode, newton_hessian) = if settings.find_mode {
@@ -385,12 +392,7 @@ pub(crate) fn mala_record<M: Model + ?Sized>(
     settings: &TuneSettings,
     started: std::time::Instant,
 ) -> Result<Tuned<crate::samplers::Mala>> {
-    settings.validate()?;
-    check_shape(model)?;
-    check_len("theta0", model.dim(), theta0.len())?;
-    if !all_finite(theta0) {
-        return Err(Error::NonFiniteStart { what: "theta0" });
-    }
+    check_inputs(model, theta0, settings)?;
     let mut cost = Cost::default();
     let mode = if settings.find_mode {
         let opt = find_mode(model, theta0, &ModeSettings { hessian_rows: settings.hessian_rows, ..settings.mode })?;
