@@ -32,15 +32,17 @@
 //! others), as the ranks exchange their status at each collective step. Mismatched shards are
 //! errors on every rank at construction.
 //!
-//! **Panics abort the job.** A panic cannot be exchanged like an error (the panicking rank
-//! leaves the collective sequence), so [`Cluster::init`] installs a panic hook: a panic on any
-//! thread of any rank prints `sgmcmc::distributed: rank r of R panicked …` with the panic's own
-//! message, then calls `MPI_Abort` (exit code [`PANIC_EXIT_CODE`]), which ends every rank of the
-//! job at once (`tests/mpi.rs` checks: within seconds, on 2 and 4 ranks, for a model panicking
-//! in a chain over ranks and in a sharded run). A `catch_unwind` cannot keep an MPI job alive
-//! after a panic. Should the hook be replaced after `init`, dropping the [`Cluster`] while
-//! unwinding aborts the job too. (A single-process run has no such hook: a panic in one chain
-//! propagates to the caller of `Runner::run` once the other chains have finished.)
+//! **Panics.** A panic in a chain's user code (the model's methods, an observer) on its own
+//! thread is caught at the chain's boundary, as in one process: it becomes [`Error::Panic`] in
+//! that chain, and every rank returns the error naming the rank, the chain and the iteration
+//! (once the ranks exchange their outputs at the end of the run). Any other panic cannot be
+//! exchanged like an error (the panicking rank leaves the collective sequence), so
+//! [`Cluster::init`] installs a panic hook: a panic anywhere else — in a sharded run, whose
+//! steps are collective, or on a thread the model spawned itself — prints
+//! `sgmcmc::distributed: rank r of R panicked …` with the panic's own message, then calls
+//! `MPI_Abort` (exit code [`PANIC_EXIT_CODE`]), which ends every rank of the job at once
+//! (`scripts/test-mpi` checks both, on 2 and 4 ranks). Should the hook be replaced after
+//! `init`, dropping the [`Cluster`] while unwinding aborts the job too.
 //!
 #![doc = include_str!("../docs/guide/cluster.md")]
 

@@ -48,6 +48,20 @@ pub enum Error {
         /// The iteration (1-based; 0 means the initial state) at which it was computed.
         iteration: u64,
     },
+    /// A non-finite gradient at a chain's start (or a point [`check_model`](crate::check_model)
+    /// tried), located: the first coordinate that is NaN or ±∞ and whose gradient it is — the
+    /// prior's, or one datum's (`grad_data_sum` on that item alone), so that the datum with a
+    /// NaN or an overflow can be found. A divergence like [`Error::NonFiniteGradient`].
+    #[error("non-finite gradient at iteration {iteration}: coordinate {coordinate} of {}", non_finite_source(*datum))]
+    NonFiniteGradientAt {
+        /// The iteration (0: the start).
+        iteration: u64,
+        /// The first non-finite coordinate (0-based).
+        coordinate: usize,
+        /// The datum (0-based index into the model's data) whose own gradient is non-finite;
+        /// `None` if the prior's is.
+        datum: Option<usize>,
+    },
     /// A starting point given by the caller contained NaN or ±∞.
     #[error("non-finite starting point: {what} contains NaN or ±∞")]
     NonFiniteStart {
@@ -205,7 +219,11 @@ pub enum Error {
         reason: &'static str,
     },
     /// An iterative computation stopped before meeting its tolerance.
-    #[error("{what} did not converge in {iterations} iterations (residual {residual:e})")]
+    #[error(
+        "{what} did not converge in {iterations} iteration{} (residual {residual:e}){}",
+        if *iterations == 1 { "" } else { "s" },
+        not_converged_hint(what)
+    )]
     NotConverged {
         /// The computation.
         what: &'static str,
@@ -244,6 +262,21 @@ pub enum Error {
         line: usize,
         /// What was wrong.
         reason: String,
+    },
+    /// A Zarr trace (feature `zarr`) with a chain not wholly written — its writer stopped (was
+    /// killed, failed) before it wrote that chain's draws, which would read as NaN.
+    #[error(
+        "the Zarr trace {path} is incomplete: chain {chain} has {written} of {expected} draws written (the process writing it stopped before it finished); rewrite the trace"
+    )]
+    IncompleteTrace {
+        /// The trace's directory.
+        path: String,
+        /// The first chain not wholly written.
+        chain: usize,
+        /// Its draws written (0: none, or not all of its chunks).
+        written: u64,
+        /// The trace's draws per chain.
+        expected: u64,
     },
     /// A file could not be read or written.
     #[error("I/O error on {path}: {message}")]
@@ -330,6 +363,48 @@ pub enum Error {
         /// The encoder's or decoder's message.
         reason: String,
     },
+    /// User code (the model's methods, an observer) panicked inside a chain: the panic was
+    /// caught at the chain's boundary, the other chains ran to their end, and what was drawn is
+    /// kept ([`Error::Kept`] around the [`Error::Chain`] naming the chain, around this).
+    #[error("a panic in {during} at iteration {iteration}: {message}")]
+    Panic {
+        /// Where: `"the chain's step (the model's code or the sampler's)"`, `"an observer"`, ….
+        during: &'static str,
+        /// The iteration being made (1-based; 0 is the chain's start).
+        iteration: u64,
+        /// The panic's message (its `&str` or `String` payload).
+        message: String,
+    },
+    /// A run failed after it had drawn, or a [`Resume`](crate::Resume) was refused: the error,
+    /// and the output as it stood — every chain's draws and report up to its failure (failed
+    /// chains are recorded as [`Divergence`](crate::Divergence)s with their message), or the
+    /// output handed to the refused `Resume`, unchanged. Its message is the error's own; take
+    /// the output back with [`Error::into_output`] (or look at it with [`Error::output`]).
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    /// use sgmcmc::Resume;
+    ///
+    /// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 7)?;
+    /// let other = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 8)?;
+    /// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50))?;
+    /// let settings = RunSettings { n_iter: 1_000, burn_in: 100, ..Default::default() };
+    /// let out = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(settings).run()?;
+    /// // Resumed with another data set: refused, and the run comes back with the error.
+    /// let e = Resume::new(&other, out).run().unwrap_err();
+    /// assert!(matches!(e.root(), Error::CheckpointMismatch { .. }));
+    /// let out: RunOutput<Sgld<Minibatch>> = e.into_output().expect("the run is kept");
+    /// assert_eq!(out.chains[0].iterations, 1_000);
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
+    #[error("{source}")]
+    Kept {
+        /// The error.
+        #[source]
+        source: Box<Error>,
+        /// The output as it stood.
+        output: KeptOutput,
+    },
     /// An error raised inside one chain of a multi-chain run.
     #[error("chain {chain}: {source}")]
     Chain {
@@ -345,10 +420,27 @@ impl Error {
     /// For an error raised inside a chain of a run (or a path of a multilevel sample), the error
     /// itself; otherwise `self`.
     ///
-    /// Convenient for matching: `err.root()` is the variant the sampler or model raised.
+    /// Convenient for matching: `err.root()` is the variant the sampler or model raised (also
+    /// through [`Error::Kept`]).
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    /// let model = LinearGaussian::synthetic(100, 2, 1.0, 10.0, 1)?;
+    /// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(10))?;
+    /// match Runner::new(&model, &sgld).start(&[0.0, 0.0]).run() {
+    ///     // before: Err(Error::Chain { chain, source }) => …
+    ///     Err(e) if e.is_divergence() => println!("chain {:?}: {}", e.chain(), e.root()),
+    ///     Err(e) => return Err(e),
+    ///     Ok(out) => println!("{}", out.estimate.mean()?[0]),
+    /// }
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
     pub fn root(&self) -> &Error {
         match self {
-            Error::Chain { source, .. } | Error::Sample { source, .. } | Error::Rank { source, .. } => source.root(),
+            Error::Chain { source, .. }
+            | Error::Sample { source, .. }
+            | Error::Rank { source, .. }
+            | Error::Kept { source, .. } => source.root(),
             other => other,
         }
     }
@@ -364,7 +456,13 @@ impl Error {
     /// assert!(!Error::EmptyData { what: "no data" }.is_divergence());
     /// ```
     pub fn is_divergence(&self) -> bool {
-        matches!(self.root(), Error::NonFiniteState { .. } | Error::NonFiniteGradient { .. } | Error::Runaway { .. })
+        matches!(
+            self.root(),
+            Error::NonFiniteState { .. }
+                | Error::NonFiniteGradient { .. }
+                | Error::NonFiniteGradientAt { .. }
+                | Error::Runaway { .. }
+        )
     }
 
     /// Whether this is [`Error::Unsupported`] (a [`Model`](crate::Model) method the model does not
@@ -393,9 +491,11 @@ impl Error {
     pub fn iteration(&self) -> Option<u64> {
         match self.root() {
             Error::NonFiniteGradient { iteration }
+            | Error::NonFiniteGradientAt { iteration, .. }
             | Error::NonFiniteState { iteration }
             | Error::NonFinitePotential { iteration }
-            | Error::Runaway { iteration, .. } => Some(*iteration),
+            | Error::Runaway { iteration, .. }
+            | Error::Panic { iteration, .. } => Some(*iteration),
             Error::ModelFailure { iteration, .. } | Error::RankFailure { iteration, .. } => *iteration,
             _ => None,
         }
@@ -405,10 +505,39 @@ impl Error {
     pub fn chain(&self) -> Option<usize> {
         match self {
             Error::Chain { chain, .. } => Some(*chain),
-            Error::Rank { source, .. } => source.chain(),
+            Error::Rank { source, .. } | Error::Kept { source, .. } => source.chain(),
             Error::RankFailure { chain, .. } => *chain,
             _ => None,
         }
+    }
+
+    /// The output kept with the error ([`Error::Kept`], also inside chain and rank wrappers), if
+    /// it is an `O` (a [`RunOutput`](crate::RunOutput) of the run's sampler, an
+    /// [`RrOutput`](crate::RrOutput), …).
+    pub fn output<O: 'static>(&self) -> Option<&O> {
+        match self {
+            Error::Kept { output, source } => output.0.downcast_ref::<O>().or_else(|| source.output()),
+            Error::Chain { source, .. } | Error::Rank { source, .. } => source.output(),
+            _ => None,
+        }
+    }
+
+    /// The output kept with the error (see [`output`](Self::output)), taken back: moved out when
+    /// this error holds the only reference to it, else cloned.
+    pub fn into_output<O: Clone + Send + Sync + 'static>(self) -> Option<O> {
+        match self {
+            Error::Kept { output, source } => match std::sync::Arc::downcast::<O>(output.0) {
+                Ok(arc) => Some(std::sync::Arc::try_unwrap(arc).unwrap_or_else(|a| (*a).clone())),
+                Err(_) => source.into_output(),
+            },
+            Error::Chain { source, .. } | Error::Rank { source, .. } => source.into_output(),
+            _ => None,
+        }
+    }
+
+    /// `self` with `output` kept ([`Error::Kept`]).
+    pub(crate) fn keeping<O: Send + Sync + 'static>(self, output: O) -> Self {
+        Error::Kept { source: Box::new(self), output: KeptOutput(std::sync::Arc::new(output)) }
     }
 
     /// A [`ModelFailure`](Error::ModelFailure) raised outside a sampler step: what an adapter
@@ -438,6 +567,35 @@ impl Error {
     }
 }
 
+/// What an [`Error::Kept`] holds: a run's output (any type), shared. Two are equal when they
+/// are the same value (not a deep comparison); `Debug` names the type.
+#[derive(Clone)]
+pub struct KeptOutput(std::sync::Arc<dyn std::any::Any + Send + Sync>);
+
+impl KeptOutput {
+    /// Whether it holds an `O`.
+    pub fn is<O: 'static>(&self) -> bool {
+        self.0.is::<O>()
+    }
+
+    /// The shared value.
+    pub(crate) fn into_any(self) -> std::sync::Arc<dyn std::any::Any + Send + Sync> {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for KeptOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeptOutput(..)")
+    }
+}
+
+impl PartialEq for KeptOutput {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 fn runaway_causes(gradient_outward: Option<bool>) -> &'static str {
     match gradient_outward {
         Some(true) => {
@@ -451,6 +609,25 @@ fn runaway_causes(gradient_outward: Option<bool>) -> &'static str {
         None => {
             "either the step size is too large (lower it) or the gradient has the wrong sign (it must be ∇U = −∇log p, see check_model)"
         }
+    }
+}
+
+/// What the mode search's [`Error::NotConverged`] names.
+pub(crate) const MODE_SEARCH: &str = "the mode search (L-BFGS, then Newton up to ModeSettings::newton_max_dim)";
+
+fn not_converged_hint(what: &str) -> &'static str {
+    if what == MODE_SEARCH {
+        ": raise ModeSettings::max_iter (or newton_max_iter) or loosen decrement_tol; if it stopped within a few \
+         iterations, check the model with check_model (a gradient of the wrong sign, ∇log p for ∇U, looks like this)"
+    } else {
+        ""
+    }
+}
+
+fn non_finite_source(datum: Option<usize>) -> String {
+    match datum {
+        Some(i) => format!("datum {i}'s gradient (grad_data_sum on item {i} alone): check that datum's values"),
+        None => "the prior's gradient (grad_prior)".to_string(),
     }
 }
 
@@ -474,6 +651,43 @@ pub(crate) fn check_non_negative(name: &'static str, x: f64) -> Result<()> {
 /// Checks that a slice has length `expected`.
 pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<()> {
     if expected == got { Ok(()) } else { Err(Error::DimensionMismatch { what, expected, got }) }
+}
+
+/// Errors with [`Error::OutOfMemory`] naming `what` if `needed` bytes exceed `limit` (none: no
+/// check). Call it before allocating on a size the user gave.
+pub(crate) fn check_bytes(what: &'static str, needed: u128, limit: Option<u64>) -> Result<()> {
+    let needed = u64::try_from(needed).unwrap_or(u64::MAX);
+    match limit {
+        Some(limit) if needed > limit => Err(Error::OutOfMemory { what, needed, limit: Some(limit) }),
+        _ => Ok(()),
+    }
+}
+
+/// Errors with [`Error::InvalidParameter`] naming `what`, the first entry of `values` for which
+/// `ok` fails and its index (0-based), and `reason`.
+pub(crate) fn check_entries<'a>(
+    what: &'static str,
+    values: impl IntoIterator<Item = &'a f64>,
+    ok: impl Fn(f64) -> bool,
+    reason: &'static str,
+) -> Result<()> {
+    match values.into_iter().enumerate().find(|(_, v)| !ok(**v)) {
+        Some((i, v)) => Err(Error::invalid(what, format!("{v} at index {i} (0-based)"), reason)),
+        None => Ok(()),
+    }
+}
+
+/// The indices `0..n` of every datum, for a full-data pass: checked against
+/// [`DEFAULT_MEMORY_LIMIT`](crate::DEFAULT_MEMORY_LIMIT) and reserved without aborting (a model
+/// may report a data size it does not hold in memory).
+pub(crate) fn all_indices(n: usize) -> Result<Vec<usize>> {
+    let what = "the indices of every datum (the model's n_data)";
+    let needed = n as u128 * std::mem::size_of::<usize>() as u128;
+    check_bytes(what, needed, Some(crate::run::DEFAULT_MEMORY_LIMIT))?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory { what, needed: needed as u64, limit: None })?;
+    v.extend(0..n);
+    Ok(v)
 }
 
 /// Checks that every entry of `x` is finite.

@@ -61,7 +61,7 @@ pub use coupled::step_bias::{
     STEP_BIAS_COST, STEP_BIAS_MAX_COST, STEP_BIAS_MIN_ITERATIONS, StepBias, convergence_with_bias, step_bias,
 };
 pub use coupled::tune_rr::{RrTrial, TunedRr, tune_rr};
-pub use error::{Error, Result};
+pub use error::{Error, KeptOutput, Result};
 pub use gradient::auto::{Auto, Chosen};
 pub use gradient::control_variate::{ControlVariate, CvSettings};
 pub use gradient::optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
@@ -78,8 +78,8 @@ pub use numeric::schedule::StepSize;
 pub use run::runner::{Resume, Runner};
 #[allow(deprecated)]
 pub use run::{
-    ChainReport, Divergence, OnDivergence, RunOutput, RunSettings, Storage, resume, run, run_chains,
-    run_chains_observed, run_observed,
+    ChainReport, DEFAULT_MEMORY_LIMIT, Divergence, OnDivergence, RunOutput, RunSettings, STATE_VECTORS, Storage,
+    resume, run, run_chains, run_chains_observed, run_observed,
 };
 pub use sample::{Derived, Multilevel, Sample, Sampled, SampledMl, SampledRr};
 pub use samplers::{

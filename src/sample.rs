@@ -109,8 +109,26 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
     /// The run's settings, layout, start and tuner settings, checked.
     fn plan(&self) -> Result<Plan> {
         let d = self.model.dim();
+        if self.accuracy.is_none() && self.draws == 0 {
+            return Err(Error::invalid(
+                "draws",
+                0,
+                "must be >= 1: the kept draws per chain of a fixed run (Sample::draws)",
+            ));
+        }
         let settings = self.run_settings();
         settings.validate()?;
+        // Sizes before anything is allocated: the chains, their step-bias companions (an
+        // antithetic triple each), the tuner's pilots and the mode search's vectors.
+        let units = self.chains.saturating_mul(4).saturating_add(self.tune.pilot_chains).saturating_add(4);
+        RunSettings { n_chains: units, ..settings }.check_states::<S>(
+            d,
+            1,
+            "the tuned path's chains, companions, pilots and mode search (Sample::chains × the sampler's state in the model's dimension)",
+        )?;
+        if self.accuracy.is_none() {
+            settings.check_memory(d, 1)?;
+        }
         let theta0 = self.start.clone().unwrap_or_else(|| vec![0.0; d]);
         let layout = self.model.output_layout().cloned();
         let ts = TuneSettings { planned_run: PlannedRun::new(self.draws, self.chains), ..self.tune.clone() };

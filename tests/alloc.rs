@@ -12,12 +12,14 @@ struct Counting;
 
 thread_local! {
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
 }
 
 // SAFETY: forwards to the system allocator; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        LARGEST.with(|c| c.set(c.get().max(layout.size())));
         // SAFETY: same contract as the caller's.
         unsafe { System.alloc(layout) }
     }
@@ -27,6 +29,7 @@ unsafe impl GlobalAlloc for Counting {
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        LARGEST.with(|c| c.set(c.get().max(new_size)));
         // SAFETY: same contract as the caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -49,6 +52,52 @@ fn steps_allocations<S: Sampler, M: Model>(mut s: S, model: &M) -> u64 {
         s.step(model, &mut rng).unwrap();
     }
     allocations() - before
+}
+
+/// The largest single allocation (bytes) this thread makes while running `f`.
+fn largest_allocation<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    LARGEST.with(|c| c.set(0));
+    let r = f();
+    (r, LARGEST.with(|c| c.get()))
+}
+
+/// A model of any dimension that allocates nothing itself.
+struct Wide(usize);
+
+impl Model for Wide {
+    fn dim(&self) -> usize {
+        self.0
+    }
+    fn n_data(&self) -> usize {
+        10
+    }
+    fn grad_prior(&self, t: &[f64], o: &mut [f64]) -> Result<()> {
+        o.copy_from_slice(t);
+        Ok(())
+    }
+    fn grad_data_sum(&self, _: &[f64], _: &[usize], o: &mut [f64]) -> Result<()> {
+        o.fill(0.0);
+        Ok(())
+    }
+}
+
+/// The sizes the crate refuses (10⁹ chains, dimension 2⁴⁰, a synthetic set of 2⁴⁰ columns) are
+/// refused without allocating them: no single allocation of the refusal reaches 64 KiB
+/// (`tests/hardening.rs` checks the errors and that they come within a second).
+#[test]
+fn refused_sizes_allocate_nothing_of_their_size() {
+    const SMALL: usize = 64 << 10;
+    let m = LinearGaussian::synthetic(100, 2, 1.0, 10.0, 1).unwrap();
+    let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(10)).unwrap();
+    let st = RunSettings { n_chains: 1_000_000_000, storage: Storage::Moments, ..Default::default() };
+    let (r, big) = largest_allocation(|| Runner::new(&m, &sgld).start(&[0.0, 0.0]).settings(st).run());
+    assert!(matches!(r, Err(Error::OutOfMemory { .. })) && big < SMALL, "{big} bytes");
+    let (r, big) = largest_allocation(|| Sample::new(&m, Sgld::auto()).chains(1_000_000_000).run());
+    assert!(matches!(r, Err(Error::OutOfMemory { .. })) && big < SMALL, "{big} bytes");
+    let (r, big) = largest_allocation(|| Sample::new(&Wide(1 << 40), Sgld::auto()).run());
+    assert!(matches!(r, Err(Error::OutOfMemory { .. })) && big < SMALL, "{big} bytes");
+    let (r, big) = largest_allocation(|| LogisticRegression::synthetic(10, 1 << 40, 1.0, 1));
+    assert!(matches!(r, Err(Error::OutOfMemory { .. })) && big < SMALL, "{big} bytes");
 }
 
 #[test]

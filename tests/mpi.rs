@@ -124,8 +124,10 @@ impl Model for Empty {
 }
 
 /// `--panic chains` / `--panic sharded`: the model panics on the last rank at its 200th
-/// data-gradient call, in a run that would otherwise take minutes. `scripts/test-mpi` checks
-/// that every rank's process exits within 10 s, non-zero, and that the output names the rank.
+/// data-gradient call. In chains (`chains`) the panic is caught at the chain's boundary:
+/// `scripts/test-mpi` checks that every rank returns the typed error naming the rank, chain and
+/// iteration. In a sharded run (a collective in every step) it aborts the job: every rank's
+/// process exits within 10 s, non-zero, and the output names the rank.
 fn panic_scenario(cluster: &Cluster, what: &str) {
     let (me, size) = (cluster.rank(), cluster.size());
     let lg = LinearGaussian::synthetic(2_000, 3, 1.0, 10.0, 5).expect("model");
@@ -138,9 +140,24 @@ fn panic_scenario(cluster: &Cluster, what: &str) {
     println!("[rank {me}] panic scenario '{what}' on {size} rank(s): rank {} panics", size - 1);
     let r = match what {
         "chains" => {
+            // A panic in a chain is caught at the chain's boundary: a typed error on every
+            // rank, naming the rank, the chain and the iteration (the run is short enough for
+            // the other chains to finish: the ranks learn of the failure at the end).
             let inits: Vec<Vec<f64>> = (0..2 * size).map(|c| vec![0.1 * c as f64, -0.2, 0.3]).collect();
-            let rs = RunSettings { n_chains: 2 * size, storage: Storage::Moments, ..long };
-            Runner::new(&fails(lg, bad), &sgld).starts(&inits).settings(rs).run_on(cluster).map(|_| ())
+            let rs = RunSettings { n_chains: 2 * size, storage: Storage::Moments, n_iter: 20_000, ..long };
+            let r = Runner::new(&fails(lg, bad), &sgld).starts(&inits).settings(rs).run_on(cluster).map(|_| ());
+            match &r {
+                Err(e) if bad && matches!(e.root(), Error::Panic { .. }) && names_rank(e, me) => {
+                    println!("[rank {me}] contained panic, typed: {e}");
+                }
+                Err(Error::RankFailure { rank, chain: Some(c), iteration: Some(k), .. })
+                    if !bad && *rank == size - 1 =>
+                {
+                    println!("[rank {me}] contained panic, typed: rank {rank} failed in chain {c} at iteration {k}");
+                }
+                _ => println!("[rank {me}] the panic scenario returned {r:?}: not the typed error expected"),
+            }
+            return;
         }
         "sharded" => {
             let n = 2_000;
@@ -385,6 +402,11 @@ fn main() {
             Ok(_) => "no error".into(),
         };
         let ok = r.as_ref().err().is_some_and(|e| {
+            // The failing rank's own error keeps its chain's output (`Error::Kept`).
+            let e = match e {
+                Error::Kept { source, .. } => &**source,
+                e => e,
+            };
             (names_rank(e.root(), bad_rank)
                 || names_rank(e, bad_rank)
                 || matches!(e, Error::Chain { source, .. } if names_rank(source, bad_rank)))

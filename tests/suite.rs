@@ -33,6 +33,8 @@ mod glm;
 mod guards;
 #[path = "hamcmc.rs"]
 mod hamcmc;
+#[path = "hardening.rs"]
+mod hardening;
 #[path = "mf.rs"]
 mod mf;
 #[path = "mlsgld.rs"]

@@ -128,3 +128,37 @@ fn a_named_block_trace_has_one_variable_per_block() {
     ));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A trace whose writer stopped after two of three chains (as a killed process leaves it):
+/// the crate's reader refuses the unwritten chain instead of returning NaN, `completeness` says
+/// what is there, and `finish` refuses to mark it finished; the whole trace reads as complete.
+#[test]
+fn a_partial_trace_is_refused_not_read_as_nan() {
+    let o = out(Storage::Samples);
+    let dir = std::env::temp_dir().join(format!("sgmcmc_zarr_partial_{}", std::process::id()));
+    let path = dir.join("partial.zarr");
+    let parts: Vec<&Samples> = (0..3).map(|c| o.estimate.samples(c).unwrap()).collect();
+    {
+        let trace = ZarrTrace::create(&path, 3, 500, 3, false).unwrap();
+        trace.write_chain(0, parts[0]).unwrap();
+        trace.write_chain(1, parts[1]).unwrap();
+        // The writer ends here, without finishing.
+    }
+    let trace = ZarrTrace::open(&path).unwrap();
+    let done = trace.completeness().unwrap();
+    assert_eq!(done.draws_written, vec![500, 500, 0]);
+    assert!(!done.finished && !done.is_complete(500));
+    assert_eq!(trace.read_chain(1).unwrap(), parts[1].draws());
+    let e = trace.read_chain(2).unwrap_err();
+    assert_eq!(e, Error::IncompleteTrace { path: path.display().to_string(), chain: 2, written: 0, expected: 500 });
+    assert!(e.to_string().contains("chain 2 has 0 of 500 draws written"), "{e}");
+    assert!(matches!(trace.finish().unwrap_err(), Error::IncompleteTrace { chain: 2, .. }));
+    // The last chain written: the trace can be finished, and reads as complete.
+    trace.write_chain(2, parts[2]).unwrap();
+    trace.finish().unwrap();
+    let done = ZarrTrace::open(&path).unwrap().completeness().unwrap();
+    assert!(done.finished && done.is_complete(500), "{done:?}");
+    let whole = write_zarr(dir.join("whole.zarr"), &o.estimate).unwrap();
+    assert!(whole.completeness().unwrap().is_complete(500));
+    std::fs::remove_dir_all(&dir).ok();
+}

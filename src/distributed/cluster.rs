@@ -8,7 +8,7 @@ pub const PANIC_EXIT_CODE: i32 = 101;
 /// The MPI world of this process: initialises MPI on creation and finalises it when dropped.
 /// Create exactly one, in `main`, before anything else uses MPI.
 ///
-/// A panic anywhere in the process after `init` aborts the whole job (see the
+/// A panic after `init` outside a chain's boundary aborts the whole job (see the
 /// [module docs](crate::distributed)); dropping the `Cluster` during a panic's unwinding does too.
 pub struct Cluster {
     _universe: mpi::environment::Universe,
@@ -37,6 +37,12 @@ impl Cluster {
         let (rank, size) = (world.rank() as usize, world.size() as usize);
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
+            if crate::run::panic_is_contained() {
+                // Inside a chain's boundary: the panic unwinds to it and becomes a typed error
+                // that every rank reports, as any chain error.
+                previous(info);
+                return;
+            }
             // One write of the whole line: `eprintln!` writes its pieces one by one to the
             // unbuffered stderr, and other ranks' output can land between them (seen: "rank "
             // and "3 of 4 panicked" split by another rank's line).

@@ -214,5 +214,8 @@ pub fn write_zarr_mpi(
             .filter(|&(c, _)| ranks.runs_here(c as u64))
             .try_for_each(|(c, s)| trace.write_chain(c, s))
     });
-    agree(&ranks, written)
+    agree(&ranks, written)?;
+    // Every rank has written its chains: rank 0 marks the trace finished.
+    let finished = if cluster.rank == 0 { ZarrTrace::open(path).and_then(|t| t.finish()) } else { Ok(()) };
+    agree(&ranks, finished)
 }

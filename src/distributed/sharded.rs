@@ -2,6 +2,7 @@
 //! identical ([`run_sharded`]).
 
 use super::*;
+use crate::run::uncontained;
 
 thread_local! {
     /// Scratch of [`Sharded`]: local indices and the exchanged partial sums.
@@ -196,38 +197,43 @@ impl<M: Model> Model for Sharded<M> {
         self.n_data
     }
 
+    // Every method runs with panics uncontained: a panic on one rank must abort the job (the
+    // other ranks wait for this one in the step's collective), not unwind into the chain.
     fn grad_prior(&self, theta: &[f64], out: &mut [f64]) -> Result<()> {
-        self.local.grad_prior(theta, out)
+        uncontained(|| self.local.grad_prior(theta, out))
     }
 
     fn grad_data_sum(&self, theta: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
-        self.reduce(out, |li, buf| self.local.grad_data_sum(theta, li, buf), idx, true)
+        uncontained(|| self.reduce(out, |li, buf| self.local.grad_data_sum(theta, li, buf), idx, true))
     }
 
     fn potential_prior(&self, theta: &[f64]) -> Result<f64> {
-        self.local.potential_prior(theta)
+        uncontained(|| self.local.potential_prior(theta))
     }
 
     fn potential_data_sum(&self, theta: &[f64], idx: &[usize]) -> Result<f64> {
         let mut out = [0.0];
-        let r = self.reduce(
-            &mut out,
-            |li, buf| {
-                buf[0] = self.local.potential_data_sum(theta, li).map_err(|e| e.needed_by("a sharded potential"))?;
-                Ok(())
-            },
-            idx,
-            false,
-        );
+        let r = uncontained(|| {
+            self.reduce(
+                &mut out,
+                |li, buf| {
+                    buf[0] =
+                        self.local.potential_data_sum(theta, li).map_err(|e| e.needed_by("a sharded potential"))?;
+                    Ok(())
+                },
+                idx,
+                false,
+            )
+        });
         r.map(|()| out[0])
     }
 
     fn hvp_prior(&self, theta: &[f64], v: &[f64], out: &mut [f64]) -> Result<()> {
-        self.local.hvp_prior(theta, v, out)
+        uncontained(|| self.local.hvp_prior(theta, v, out))
     }
 
     fn hvp_data_sum(&self, theta: &[f64], v: &[f64], idx: &[usize], out: &mut [f64]) -> Result<()> {
-        self.reduce(out, |li, buf| self.local.hvp_data_sum(theta, v, li, buf), idx, true)
+        uncontained(|| self.reduce(out, |li, buf| self.local.hvp_data_sum(theta, v, li, buf), idx, true))
     }
 
     fn output_layout(&self) -> Option<&crate::models::Layout> {

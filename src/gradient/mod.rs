@@ -30,7 +30,7 @@ use rand::Rng;
 /// (HAMCMC needs this). [`estimate`](Self::estimate) does both.
 ///
 #[doc = include_str!("../../docs/guide/estimators.md")]
-pub trait GradientEstimator: Clone + Send + Sync {
+pub trait GradientEstimator: Clone + Send + Sync + 'static {
     /// Binds the estimator to `model`: validates its settings against the model (batch size
     /// against N, dimensions) and allocates its buffers. Called by a sampler's `init`; calling it
     /// again re-binds (and keeps the cost counter).
@@ -167,7 +167,7 @@ impl GradientEstimator for FullGradient {
         check_shape(model)?;
         let n = model.n_data();
         if self.all.len() != n {
-            self.all = (0..n).collect();
+            self.all = crate::error::all_indices(n)?;
         }
         self.scratch.resize(model.dim(), 0.0);
         Ok(())
@@ -234,7 +234,7 @@ impl Subsample {
         self.n_data = n_data;
         self.idx.resize(self.batch_size, 0);
         if !self.replacement && self.perm.len() != n_data {
-            self.perm = (0..n_data).collect();
+            self.perm = crate::error::all_indices(n_data)?;
         }
         Ok(())
     }

@@ -364,12 +364,7 @@ const NEWTON_FLOOR_DECREMENT: f64 = 1e-3;
 
 fn not_converged(iterations: u64, g: &[f64], settings: &ModeSettings) -> Error {
     let _ = settings;
-    Error::NotConverged {
-        what: "the mode search (L-BFGS, then Newton up to ModeSettings::newton_max_dim): raise ModeSettings::max_iter \
-               (or newton_max_iter), or loosen decrement_tol",
-        iterations,
-        residual: dot(g, g).sqrt(),
-    }
+    Error::NotConverged { what: crate::error::MODE_SEARCH, iterations, residual: dot(g, g).sqrt() }
 }
 
 /// The line search of [`find_mode`] on `φ'(t) = ∇U(x + t·dir)ᵀdir` from `t = 1`: doubling, then

@@ -66,7 +66,7 @@ impl Taylor {
         }
         let mut sub = Subsample::new(settings.batch_size, settings.replacement);
         sub.prepare(n)?;
-        let all: Vec<usize> = (0..n).collect();
+        let all = crate::error::all_indices(n)?;
         let mut data_grad0 = vec![0.0; d];
         let mut setup = Cost::default();
         let cache = if settings.cache_centre_gradients {

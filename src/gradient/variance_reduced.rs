@@ -94,7 +94,7 @@ impl GradientEstimator for Svrg {
         if self.snapshot.len() != d || self.all.len() != n {
             self.snapshot.clear();
             self.since = 0;
-            self.all = (0..n).collect();
+            self.all = crate::error::all_indices(n)?;
         }
         self.snapshot_grad.resize(d, 0.0);
         self.buf.resize(d, 0.0);

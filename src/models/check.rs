@@ -81,6 +81,61 @@ pub struct ModelCheck {
     pub cost: Cost,
 }
 
+/// Where `model`'s gradient at `theta` is not finite: the prior's first non-finite coordinate,
+/// else the first of `items` (all the data if `None`) whose own `grad_data_sum` has one (items
+/// scanned in blocks of 4 096, a failing block item by item), as [`Error::NonFiniteGradientAt`] at `iteration`.
+/// `None` if every part is finite (the non-finite value came from summing them) or a model
+/// method fails. For the error paths only: up to one pass over `items`.
+pub(crate) fn locate_non_finite<M: Model + ?Sized>(
+    model: &M,
+    theta: &[f64],
+    iteration: u64,
+    items: Option<&[usize]>,
+) -> Option<Error> {
+    const BLOCK: usize = 4_096;
+    let d = model.dim();
+    let mut g = vec![0.0; d];
+    let first_bad = |g: &[f64]| g.iter().position(|v| !v.is_finite());
+    model.grad_prior(theta, &mut g).ok()?;
+    if let Some(coordinate) = first_bad(&g) {
+        return Some(Error::NonFiniteGradientAt { iteration, coordinate, datum: None });
+    }
+    let mut scan = |block: &[usize]| -> Option<Option<Error>> {
+        model.grad_data_sum(theta, block, &mut g).ok()?;
+        if first_bad(&g).is_none() {
+            return Some(None);
+        }
+        for &i in block {
+            model.grad_data_sum(theta, &[i], &mut g).ok()?;
+            if let Some(coordinate) = first_bad(&g) {
+                return Some(Some(Error::NonFiniteGradientAt { iteration, coordinate, datum: Some(i) }));
+            }
+        }
+        Some(None)
+    };
+    match items {
+        Some(items) => {
+            for block in items.chunks(BLOCK) {
+                if let Some(e) = scan(block)? {
+                    return Some(e);
+                }
+            }
+        }
+        None => {
+            let n = model.n_data();
+            let mut block = Vec::with_capacity(n.min(BLOCK));
+            for start in (0..n).step_by(BLOCK) {
+                block.clear();
+                block.extend(start..(start + BLOCK).min(n));
+                if let Some(e) = scan(&block)? {
+                    return Some(e);
+                }
+            }
+        }
+    }
+    None
+}
+
 /// Checks that `model`'s gradients are gradients of its potential `U = −log p`, with the right
 /// sign, at `theta`.
 ///
@@ -132,7 +187,7 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
         model.grad_data_sum(x, &idx, gd)?;
         cost.datum_gradients += b as u64;
         if !all_finite(gp) || !all_finite(gd) {
-            return Err(Error::NonFiniteGradient { iteration: 0 });
+            return Err(locate_non_finite(model, x, 0, Some(&idx)).unwrap_or(Error::NonFiniteGradient { iteration: 0 }));
         }
         Ok(())
     };

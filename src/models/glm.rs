@@ -224,25 +224,57 @@ impl Glm<f64> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::Io { path: path.display().to_string(), message: e.to_string() })?;
-        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-        let header: Vec<&str> = lines.next().unwrap_or("").split(',').map(str::trim).collect();
+        // Line numbers as an editor shows them (blank lines counted, skipped).
+        let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+        let header: Vec<&str> = lines.next().map_or("", |(_, l)| l).split(',').map(str::trim).collect();
+        for (j, h) in header.iter().enumerate() {
+            if let Some(first) = header[..j].iter().position(|g| g == h) {
+                return Err(Error::invalid(
+                    "csv",
+                    format!("column `{h}` (columns {} and {})", first + 1, j + 1),
+                    "two columns of the header have the same name",
+                ));
+            }
+        }
         let col = header
             .iter()
             .position(|h| *h == response)
             .ok_or_else(|| Error::invalid("csv", response, "no column of that name in the header"))?;
         let (mut xs, mut ys, mut n) = (Vec::new(), Vec::new(), 0);
-        for (k, line) in lines.enumerate() {
+        for (k, line) in lines {
             let fields: Vec<&str> = line.split(',').map(str::trim).collect();
             if fields.len() != header.len() {
-                return Err(Error::invalid("csv", format!("line {}", k + 2), "a row has another number of fields"));
+                return Err(Error::invalid("csv", format!("line {}", k + 1), "a row has another number of fields"));
             }
             for (j, f) in fields.iter().enumerate() {
                 let v: f64 = f.parse().map_err(|_| {
-                    Error::invalid("csv", format!("line {}, column `{}`: {f:?}", k + 2, header[j]), "not a number")
+                    Error::invalid("csv", format!("line {}, column `{}`: {f:?}", k + 1, header[j]), "not a number")
                 })?;
+                if !v.is_finite() {
+                    return Err(Error::invalid(
+                        "csv",
+                        format!("line {}, column `{}`: {f:?}", k + 1, header[j]),
+                        "not a finite number (NaN or ±∞): drop or impute the row",
+                    ));
+                }
                 if j == col { ys.push(v) } else { xs.push(v) }
             }
             n += 1;
+        }
+        let p = header.len() - 1;
+        // A constant covariate is the intercept again: its coefficient is identified by the prior
+        // alone. Refused by name.
+        if n > 1 {
+            for (jx, name) in header.iter().filter(|h| **h != response).enumerate() {
+                let first = xs[jx];
+                if (1..n).all(|i| xs[i * p + jx] == first) {
+                    return Err(Error::invalid(
+                        "csv",
+                        format!("column `{name}` = {first} in every row"),
+                        "a constant covariate duplicates the intercept (its coefficient would be set by the prior alone): drop the column",
+                    ));
+                }
+            }
         }
         let p = header.len() - 1;
         let x = Array2::from_shape_vec((n, p), xs).map_err(|_| Error::EmptyData { what: "no data rows in the CSV" })?;
@@ -259,6 +291,11 @@ impl Glm<f64> {
         if p == 0 {
             return Err(Error::EmptyData { what: "no columns (p = 0)" });
         }
+        crate::error::check_bytes(
+            "the synthetic data set (n_data × (p + 1) numbers)",
+            n_data as u128 * (p as u128 + 1) * 8 + p as u128 * 8,
+            Some(crate::run::DEFAULT_MEMORY_LIMIT),
+        )?;
         let mut rng = stream(seed, &[0x61_6d]);
         let beta: Vec<f64> = (0..p).map(|_| (0.25 / p as f64).sqrt() * standard_normal(&mut rng)).collect();
         let x = Array2::from_shape_fn((n_data, p), |_| standard_normal(&mut rng));
@@ -331,22 +368,16 @@ impl<X: DataScalar> Glm<X> {
     /// The model on rows already stored (see [`new`](Glm::new)).
     fn from_rows(family: Family, rows: Rows<X>, y: &Array1<f64>, settings: &GlmSettings) -> Result<Self> {
         check_len("responses y", rows.n, y.len())?;
-        for &v in y {
-            let ok = match family {
-                Family::Gaussian => v.is_finite(),
-                Family::Logistic | Family::Probit => v == 0.0 || v == 1.0,
-                Family::Poisson | Family::NegativeBinomial => v >= 0.0 && v.fract() == 0.0 && v.is_finite(),
-            };
-            if !ok {
-                return Err(Error::invalid("y", v, "outside the family's support (0/1, counts, or finite)"));
-            }
-        }
+        let support = |v: f64| match family {
+            Family::Gaussian => v.is_finite(),
+            Family::Logistic | Family::Probit => v == 0.0 || v == 1.0,
+            Family::Poisson | Family::NegativeBinomial => v >= 0.0 && v.fract() == 0.0 && v.is_finite(),
+        };
+        crate::error::check_entries("y", y, support, "outside the family's support (0/1, counts, or finite)")?;
         let offset = match &settings.offset {
             Some(o) => {
                 check_len("offsets", rows.n, o.len())?;
-                if let Some(v) = o.iter().find(|v| !v.is_finite()) {
-                    return Err(Error::invalid("offset", v, "every offset must be finite"));
-                }
+                crate::error::check_entries("offset", o.iter(), f64::is_finite, "every offset must be finite")?;
                 Some(o.to_vec())
             }
             None => None,
@@ -354,9 +385,12 @@ impl<X: DataScalar> Glm<X> {
         let weights = match &settings.weights {
             Some(w) => {
                 check_len("weights", rows.n, w.len())?;
-                if let Some(v) = w.iter().find(|v| !(v.is_finite() && **v > 0.0)) {
-                    return Err(Error::invalid("weights", v, "every weight must be finite and > 0"));
-                }
+                crate::error::check_entries(
+                    "weights",
+                    w.iter(),
+                    |v| v.is_finite() && v > 0.0,
+                    "every weight must be finite and > 0",
+                )?;
                 Some(w.to_vec())
             }
             None => None,

@@ -1,7 +1,7 @@
 //! Bayesian linear regression with a Gaussian prior: the exactly solvable test model.
 
 use super::{DataScalar, Rows, axpy, normal_array, prior_precision, row_dot};
-use crate::error::{Error, Result, check_len, check_positive};
+use crate::error::{Result, check_len, check_positive};
 use crate::models::model::Model;
 use crate::numeric::prefetch::prefetch;
 use crate::numeric::rng::stream;
@@ -38,8 +38,8 @@ impl LinearGaussian<f64> {
     /// The model for design `A` (N × d, one datum per row), targets `x` (N), noise variance
     /// `σx²` and prior variance `σθ²`.
     ///
-    /// Errors: [`Error::EmptyData`] for N = 0 or d = 0, [`Error::DimensionMismatch`] if
-    /// `targets.len() != N`, [`Error::InvalidParameter`] for non-positive variances or non-finite
+    /// Errors: [`Error::EmptyData`](crate::Error::EmptyData) for N = 0 or d = 0, [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if
+    /// `targets.len() != N`, [`Error::InvalidParameter`](crate::Error::InvalidParameter) for non-positive variances or non-finite
     /// data.
     pub fn new(design: &Array2<f64>, targets: &Array1<f64>, noise_var: f64, prior_var: f64) -> Result<Self> {
         Self::from_rows(Rows::from_array(design, "design")?, targets, noise_var, prior_var)
@@ -64,6 +64,11 @@ impl LinearGaussian<f64> {
         check_positive("design_sd", design_sd)?;
         check_positive("noise_var", noise_var)?;
         check_positive("prior_var", prior_var)?;
+        crate::error::check_bytes(
+            "the synthetic data set (n_data × (dim + 1) numbers)",
+            n_data as u128 * (dim as u128 + 1) * 8 + dim as u128 * 8,
+            Some(crate::run::DEFAULT_MEMORY_LIMIT),
+        )?;
         let mut rng = stream(seed, &[0x11_6a55]);
         let theta = normal_array(&mut rng, dim) * prior_var.sqrt();
         let design = Array2::from_shape_fn((n_data, dim), |_| design_sd * super::standard_normal(&mut rng));
@@ -79,8 +84,8 @@ impl LinearGaussian<f64> {
     /// posterior is recomputed for the rounded design; the gradients are those of the model on
     /// it, computed in f64 (see [`DataScalar`]).
     ///
-    /// Errors: [`Error::InvalidParameter`] (`"design"`) if an entry is beyond f32's range;
-    /// [`Error::LinearAlgebra`] if the rounded posterior precision is not positive definite.
+    /// Errors: [`Error::InvalidParameter`](crate::Error::InvalidParameter) (`"design"`) if an entry is beyond f32's range;
+    /// [`Error::LinearAlgebra`](crate::Error::LinearAlgebra) if the rounded posterior precision is not positive definite.
     pub fn to_f32(&self) -> Result<LinearGaussian<f32>> {
         let targets = Array1::from_vec(self.targets.clone());
         let mut m = LinearGaussian::from_rows(self.rows.convert("design")?, &targets, self.noise_var, self.prior_var)?;
@@ -103,9 +108,7 @@ impl<X: DataScalar> LinearGaussian<X> {
     /// The model on rows already stored (see [`new`](LinearGaussian::new)).
     fn from_rows(rows: Rows<X>, targets: &Array1<f64>, noise_var: f64, prior_var: f64) -> Result<Self> {
         check_len("targets", rows.n, targets.len())?;
-        if targets.iter().any(|x| !x.is_finite()) {
-            return Err(Error::invalid("targets", "non-finite entry", "every entry must be finite"));
-        }
+        crate::error::check_entries("targets", targets, f64::is_finite, "every entry must be finite")?;
         check_positive("noise_var", noise_var)?;
         let inv_prior = prior_precision(prior_var)?;
         let inv_noise = 1.0 / noise_var;

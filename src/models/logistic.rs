@@ -121,6 +121,11 @@ impl LogisticRegression<f64> {
         if dim == 0 {
             return Err(Error::EmptyData { what: "no columns (d = 0)" });
         }
+        crate::error::check_bytes(
+            "the synthetic data set (n_data × (dim + 1) numbers)",
+            n_data as u128 * (dim as u128 + 1) * 8 + dim as u128 * 8,
+            Some(crate::run::DEFAULT_MEMORY_LIMIT),
+        )?;
         let mut rng = stream(seed, &[0x1091_5710]);
         let scale = (4.0 / dim as f64).sqrt();
         let theta = Array1::from_shape_fn(dim, |_| scale * standard_normal(&mut rng));
@@ -194,9 +199,7 @@ impl<X: DataScalar> LogisticRegression<X> {
 
     fn from_rows(rows: Rows<X>, labels: &Array1<f64>, prior_var: f64) -> Result<Self> {
         check_len("labels", rows.n, labels.len())?;
-        if let Some(y) = labels.iter().find(|&&y| y != 0.0 && y != 1.0) {
-            return Err(Error::invalid("labels", y, "every label must be 0 or 1"));
-        }
+        crate::error::check_entries("labels", labels, |y| y == 0.0 || y == 1.0, "every label must be 0 or 1")?;
         let inv_prior = prior_precision(prior_var)?;
         let labels = labels.to_vec();
         let label_bits = Bits::from_labels(&labels);

@@ -34,9 +34,7 @@ impl Ratings {
         if let Some(i) = items.iter().find(|&&i| i >= n_items) {
             return Err(Error::invalid("items", i, "item index must be below n_items"));
         }
-        if let Some(v) = values.iter().find(|v| !v.is_finite()) {
-            return Err(Error::invalid("values", v, "ratings must be finite"));
-        }
+        crate::error::check_entries("values", &values, f64::is_finite, "ratings must be finite")?;
         Ok(Ratings { users, items, values, n_users, n_items })
     }
 
@@ -103,6 +101,11 @@ impl Ratings {
             return Err(Error::EmptyData { what: "n_users, n_items and rank must be >= 1" });
         }
         crate::error::check_non_negative("noise_sd", noise_sd)?;
+        crate::error::check_bytes(
+            "the synthetic ratings ((n_users + n_items) × rank factors and n_ratings × 3 numbers)",
+            (n_users as u128 + n_items as u128) * rank as u128 * 8 + n_ratings as u128 * 24,
+            Some(crate::run::DEFAULT_MEMORY_LIMIT),
+        )?;
         let mut rng = stream(seed, &[0x9_3f_u64]);
         let s = (rank as f64).powf(-0.25);
         let w: Vec<f64> = (0..n_users * rank).map(|_| s * standard_normal(&mut rng)).collect();

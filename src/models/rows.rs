@@ -107,8 +107,13 @@ impl<X: DataScalar> Rows<X> {
         if d == 0 {
             return Err(Error::EmptyData { what: "no columns (d = 0)" });
         }
-        if a.iter().any(|x| !(*x).into().is_finite()) {
-            return Err(Error::invalid(what, "non-finite entry", "every entry must be finite"));
+        if let Some(((i, j), x)) = a.indexed_iter().find(|(_, x)| !(**x).into().is_finite()) {
+            let x: f64 = (*x).into();
+            return Err(Error::invalid(
+                what,
+                format!("{x} at row {i}, column {j} (0-based)"),
+                "every entry must be finite",
+            ));
         }
         Ok(Rows::aligned(n, d, a.iter().copied()))
     }

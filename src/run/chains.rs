@@ -183,9 +183,23 @@ pub(crate) fn run_chain_subset<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
     }
     let setup_cost = sampler.setup_cost();
     let start = Instant::now();
-    let done = drive(model, units, settings, observers, start)?.into_iter().map(Finished::into_done).collect();
+    let done: Vec<_> =
+        drive_all(model, units, settings, observers, start).into_iter().map(Finished::into_done).collect();
+    let every_unit_reported = done.iter().all(|f| matches!(f, Finished::Diverged(..)));
     let wall = start.elapsed();
-    assemble(done, settings, setup_cost, wall, Duration::ZERO, crate::run::checkpoint::ModelFingerprint::of(model))
+    let out =
+        assemble(done, settings, setup_cost, wall, Duration::ZERO, crate::run::checkpoint::ModelFingerprint::of(model));
+    match out {
+        // A part of a run over ranks whose chains all diverged under `Report`: its output goes to
+        // the merge, which fails only if every rank's did.
+        Err(Error::Kept { output, .. }) if every_unit_reported && selected.len() < settings.n_chains => {
+            match std::sync::Arc::downcast::<RunOutput<S>>(output.into_any()) {
+                Ok(o) => Ok(std::sync::Arc::try_unwrap(o).unwrap_or_else(|a| (*a).clone())),
+                Err(_) => Err(Error::NoSamples { reason: "no chain" }),
+            }
+        }
+        out => out,
+    }
 }
 
 /// Merges the outputs of [`run_chain_subset`] over disjoint subsets that together cover every
@@ -294,14 +308,25 @@ pub(crate) fn resume_inner<M: Model + ?Sized, S: Sampler>(
     run: RunOutput<S>,
     observers: &[&dyn Observer],
 ) -> Result<RunOutput<S>> {
-    let settings = run.settings;
-    settings.validate()?;
-    crate::error::check_len("model dimension (resumed run)", run.model.dim, model.dim())?;
-    run.model.check(model)?;
-    settings.check_memory(run.model.dim, 1)?;
-    if run.chains.iter().any(|c| c.iterations > settings.n_iter) {
-        return Err(Error::invalid("n_iter", settings.n_iter, "is below the iterations a chain has already done"));
+    // Refused before anything is taken apart: the run comes back with the error.
+    let checks = (|| {
+        run.settings.validate()?;
+        crate::error::check_len("model dimension (resumed run)", run.model.dim, model.dim())?;
+        run.model.check(model)?;
+        run.settings.check_memory(run.model.dim, 1)?;
+        if run.chains.iter().any(|c| c.iterations > run.settings.n_iter) {
+            return Err(Error::invalid(
+                "n_iter",
+                run.settings.n_iter,
+                "is below the iterations a chain has already done",
+            ));
+        }
+        Ok(())
+    })();
+    if let Err(e) = checks {
+        return Err(e.keeping(run));
     }
+    let settings = run.settings;
     let mut healthy = run.estimate.into_parts().into_iter();
     let mut diverged = run.divergences.into_iter();
     let mut units = Vec::with_capacity(run.chains.len());
@@ -332,7 +357,7 @@ pub(crate) fn resume_inner<M: Model + ?Sized, S: Sampler>(
     let setup_cost = run.setup_cost;
     let start = Instant::now();
     let mut done: Vec<Finished<ChainUnitDone<S>>> =
-        drive(model, units, &settings, observers, start)?.into_iter().map(Finished::into_done).collect();
+        drive_all(model, units, &settings, observers, start).into_iter().map(Finished::into_done).collect();
     for (chain, report, div) in done_diverged {
         done.push(Finished::Diverged(ChainUnitDone { chain, report, estimate: None }, div));
     }
@@ -360,7 +385,15 @@ impl<S: Sampler> Unit for ChainUnit<S> {
 
     fn start<M: Model + ?Sized>(&mut self, model: &M, settings: &RunSettings) -> Result<()> {
         if !self.started {
-            self.sampler.init(model, &self.theta0, &mut self.rng)?;
+            if let Err(e) = self.sampler.init(model, &self.theta0, &mut self.rng) {
+                // A non-finite gradient at the start is located: the coordinate and the datum.
+                return Err(match e.root() {
+                    Error::NonFiniteGradient { iteration: 0 } => {
+                        crate::models::check::locate_non_finite(model, &self.theta0, 0, None).unwrap_or(e)
+                    }
+                    _ => e,
+                });
+            }
             self.runaway = RunawayDetector::new(&self.theta0);
             self.recorder = Some(Recorder::new(settings, model.dim(), 1, self.sampler.gradient().is_some())?);
             self.started = true;
@@ -409,6 +442,7 @@ impl<S: Sampler> Finished<ChainUnit<S>> {
         match self {
             Finished::Ran(u, stopped) => Finished::Ran(u.into_done(), stopped),
             Finished::Diverged(u, div) => Finished::Diverged(u.into_done(), div),
+            Finished::Failed(u, e) => Finished::Failed(u.into_done(), e),
         }
     }
 }
@@ -416,7 +450,7 @@ impl<S: Sampler> Finished<ChainUnit<S>> {
 impl<S> Finished<ChainUnitDone<S>> {
     pub(super) fn chain(&self) -> usize {
         match self {
-            Finished::Ran(u, _) | Finished::Diverged(u, _) => u.chain,
+            Finished::Ran(u, _) | Finished::Diverged(u, _) | Finished::Failed(u, _) => u.chain,
         }
     }
 }
@@ -428,7 +462,11 @@ pub(super) struct ChainUnitDone<S> {
     pub(super) estimate: Option<Estimate>,
 }
 
-/// Builds the output of a run of chains.
+/// Builds the output of a run of chains. A failed chain (an error, a caught panic) is kept in
+/// the output as a divergence with its draws, and the run's result is then the lowest failing
+/// chain's error with the output kept ([`Error::Kept`]); so is a run whose every chain diverged
+/// under [`OnDivergence::Report`]. When no chain made an iteration (every start failed) there is
+/// nothing to keep: the error alone.
 pub(super) fn assemble<S: Sampler>(
     done: Vec<Finished<ChainUnitDone<S>>>,
     settings: &RunSettings,
@@ -440,7 +478,8 @@ pub(super) fn assemble<S: Sampler>(
     let mut estimates = Vec::new();
     let mut chains = Vec::new();
     let mut divergences = Vec::new();
-    let mut first_error = None;
+    let mut first_divergence = None;
+    let mut failure = None;
     for f in done {
         match f {
             Finished::Ran(u, stopped) => {
@@ -457,18 +496,31 @@ pub(super) fn assemble<S: Sampler>(
                 if let Some(e) = estimate {
                     div.draws.push(e);
                 }
-                first_error.get_or_insert_with(|| div.to_error());
+                first_divergence.get_or_insert_with(|| div.to_error());
+                chains.push(report);
+                divergences.push(div);
+            }
+            Finished::Failed(u, error) => {
+                let ChainUnitDone { chain, mut report, estimate } = u;
+                report.diverged = true;
+                let div = Divergence {
+                    chain,
+                    iteration: error.iteration().unwrap_or(report.iterations + 1),
+                    non_finite_state: matches!(error.root(), Error::NonFiniteState { .. }),
+                    message: error.to_string(),
+                    draws: estimate.into_iter().collect(),
+                };
+                failure.get_or_insert(error);
                 chains.push(report);
                 divergences.push(div);
             }
         }
     }
-    if estimates.is_empty() {
-        return Err(first_error.unwrap_or(Error::NoSamples { reason: "no chain" }));
-    }
+    let all_diverged = estimates.is_empty();
     let cost = chains.iter().map(|c| c.cost).sum::<Cost>() + setup_cost;
-    Ok(RunOutput {
-        estimate: Estimate::combine(estimates)?,
+    let estimate = if all_diverged { Estimate::empty(model.dim) } else { Estimate::combine(estimates)? };
+    let output = RunOutput {
+        estimate,
         chains,
         cost,
         setup_cost,
@@ -476,7 +528,14 @@ pub(super) fn assemble<S: Sampler>(
         settings: *settings,
         divergences,
         model,
-    })
+    };
+    match failure.or_else(|| all_diverged.then(|| first_divergence.unwrap_or(Error::NoSamples { reason: "no chain" })))
+    {
+        // Kept only when some chain made an iteration (a failure at every start has nothing).
+        Some(e) if output.chains.iter().any(|c| c.iterations > 0) => Err(e.keeping(output)),
+        Some(e) => Err(e),
+        None => Ok(output),
+    }
 }
 
 impl<S: Sampler> ChainUnit<S> {

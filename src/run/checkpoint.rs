@@ -1,13 +1,16 @@
 //! Checkpoints: a run saved to a file and resumed later, bit-identically.
 //!
-//! # File format (version 5)
+//! # File format (version 6)
 //!
 //! | bytes | content |
 //! |---|---|
 //! | 0–7 | the magic `SGMCMCCK` |
-//! | 8–11 | the format version, a little-endian `u32` (5; older versions are refused with [`Error::CheckpointMismatch`]: 4 before Langevin samplers could carry a [`GradientNoise`](crate::GradientNoise), 1 before Langevin samplers could carry a [`Whitening`](crate::Whitening), 2 before runs remembered their model's data size and fingerprint, 3 before stored draws carried their step sizes) |
+//! | 8–11 | the format version, a little-endian `u32` (6; 5 is read too, see below; older versions are refused with [`Error::CheckpointMismatch`]: 4 before Langevin samplers could carry a [`GradientNoise`](crate::GradientNoise), 1 before Langevin samplers could carry a [`Whitening`](crate::Whitening), 2 before runs remembered their model's data size and fingerprint, 3 before stored draws carried their step sizes; any other value is [`Error::CorruptCheckpoint`]) |
 //! | 12–(end − 4) | a [postcard](https://docs.rs/postcard) encoding (wire format v1) of the header, then of the body |
-//! | last 4 | the CRC-32 (iSCSI/Castagnoli polynomial) of bytes 12–(end − 4), little-endian |
+//! | last 4 | the CRC-32 (iSCSI/Castagnoli polynomial) of bytes 8–(end − 4), little-endian: the version is covered, so a corrupted version byte is [`Error::CorruptCheckpoint`], not an "older format" |
+//!
+//! Format 5 is format 6 with the checksum over bytes 12–(end − 4) only (the version not
+//! covered); its files load unchanged.
 //!
 //! The header holds the kind of run (`"run"`, `"richardson-romberg"`, `"multilevel"`), the
 //! sampler's Rust type name and the crate version that wrote the file. The body is the run's
@@ -47,7 +50,7 @@ use std::path::Path;
 const MAGIC: &[u8; 8] = b"SGMCMCCK";
 
 /// The checkpoint format version this build writes and reads.
-pub const CHECKPOINT_VERSION: u32 = 5;
+pub const CHECKPOINT_VERSION: u32 = 6;
 
 const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
 
@@ -75,7 +78,7 @@ pub(crate) fn encode<T: Serialize>(kind: &str, sampler: &str, body: &T) -> Resul
     bytes.extend_from_slice(&CHECKPOINT_VERSION.to_le_bytes());
     let bytes = postcard::to_extend(&header, bytes).map_err(encode_err)?;
     let mut bytes = postcard::to_extend(body, bytes).map_err(encode_err)?;
-    let crc = CRC.checksum(&bytes[12..]);
+    let crc = CRC.checksum(&bytes[8..]);
     bytes.extend_from_slice(&crc.to_le_bytes());
     Ok(bytes)
 }
@@ -92,18 +95,42 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8], kind: &str, sampler: &st
     let mut v = [0u8; 4];
     v.copy_from_slice(&bytes[8..12]);
     let version = u32::from_le_bytes(v);
-    if version != CHECKPOINT_VERSION {
-        return Err(Error::CheckpointMismatch {
-            what: "format version",
-            expected: CHECKPOINT_VERSION.to_string(),
-            found: version.to_string(),
-        });
+    let end = bytes.len() - 4;
+    v.copy_from_slice(&bytes[end..]);
+    let stored = u32::from_le_bytes(v);
+    // Format 6's checksum covers the version; formats 1–5's began after it.
+    let checked = |from: usize| CRC.checksum(&bytes[from..end]) == stored;
+    let altered = || corrupt("checksum mismatch (the file was altered or truncated)");
+    match version {
+        CHECKPOINT_VERSION => {
+            if !checked(8) {
+                return Err(altered());
+            }
+        }
+        // Format 5 has the same header and body; only its checksum began after the version.
+        5 => {
+            if !checked(12) {
+                return Err(altered());
+            }
+        }
+        1..=4 => {
+            if !checked(12) {
+                return Err(altered());
+            }
+            return Err(Error::CheckpointMismatch {
+                what: "format version",
+                expected: format!("{CHECKPOINT_VERSION} (or 5)"),
+                found: format!("{version} (an older format of this crate, which this build no longer reads)"),
+            });
+        }
+        _ => {
+            return Err(corrupt(&format!(
+                "format version {version} is not a format of this crate (it writes format {CHECKPOINT_VERSION} and reads 5 \
+                 and {CHECKPOINT_VERSION}): the version bytes are corrupt, or the file is not an sgmcmc checkpoint"
+            )));
+        }
     }
-    let (payload, crc) = bytes[12..].split_at(bytes.len() - 16);
-    v.copy_from_slice(crc);
-    if CRC.checksum(payload) != u32::from_le_bytes(v) {
-        return Err(corrupt("checksum mismatch (the file was altered or truncated)"));
-    }
+    let payload = &bytes[12..end];
     let (header, rest): (Header, &[u8]) =
         postcard::take_from_bytes(payload).map_err(|e| corrupt(&format!("undecodable header ({e})")))?;
     if header.kind != kind {

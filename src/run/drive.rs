@@ -130,6 +130,9 @@ pub(crate) enum Finished<U> {
     Ran(U, bool),
     /// Diverged (under [`OnDivergence::Report`]).
     Diverged(U, Divergence),
+    /// Failed: an error (a divergence under [`OnDivergence::Error`], a model failure, a caught
+    /// panic), wrapped in [`Error::Chain`]; the unit as it stood (its draws up to the failure).
+    Failed(U, Error),
 }
 
 /// Drives every unit to `settings.n_iter` (or until an observer stops it) on the rayon pool,
@@ -142,10 +145,81 @@ pub(crate) fn drive<M: Model + ?Sized, U: Unit>(
     observers: &[&dyn Observer],
     run_start: Instant,
 ) -> Result<Vec<Finished<U>>> {
+    drive_all(model, units, settings, observers, run_start)
+        .into_iter()
+        .map(|f| match f {
+            Finished::Failed(_, e) => Err(e),
+            f => Ok(f),
+        })
+        .collect()
+}
+
+/// As [`drive`], keeping the failed units ([`Finished::Failed`]) with their draws.
+pub(crate) fn drive_all<M: Model + ?Sized, U: Unit>(
+    model: &M,
+    units: Vec<U>,
+    settings: &RunSettings,
+    observers: &[&dyn Observer],
+    run_start: Instant,
+) -> Vec<Finished<U>> {
     let n_chains = settings.n_chains;
-    let results =
-        fan_out(units, settings.parallel, || (), |(), u| drive_one(model, u, settings, observers, run_start, n_chains));
-    results.into_iter().collect()
+    fan_out(units, settings.parallel, || (), |(), u| drive_one(model, u, settings, observers, run_start, n_chains))
+}
+
+thread_local! {
+    /// Whether this thread is inside a chain's [`contained`] region: a panic there is caught and
+    /// becomes [`Error::Panic`] (the MPI panic hook lets it unwind instead of aborting the job).
+    static CONTAINED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with panics not contained (the MPI panic hook aborts the job on one): for code whose
+/// panic must not unwind into a chain's boundary, because other ranks wait for it in a
+/// collective (a sharded model's methods).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn uncontained<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CONTAINED.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(CONTAINED.with(|c| c.replace(false)));
+    f()
+}
+
+/// Whether a panic on this thread now will be caught by a chain's boundary.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn panic_is_contained() -> bool {
+    CONTAINED.with(std::cell::Cell::get)
+}
+
+/// Runs `f` with panics caught: `Err(message)` if it panicked (the payload's `&str` or
+/// `String`), else what `f` returned.
+pub(crate) fn contained<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> {
+    let outer = CONTAINED.with(|c| c.replace(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    CONTAINED.with(|c| c.set(outer));
+    r.map_err(|payload| {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(a panic payload that is not a string)".to_string())
+    })
+}
+
+/// [`contained`] for code returning a [`Result`]: a panic becomes [`Error::Panic`] (`during`,
+/// at the iteration `at` gives once `f` is done).
+fn guarded<T, U: ?Sized>(
+    during: &'static str,
+    unit: &mut U,
+    at: impl FnOnce(&U) -> u64,
+    f: impl FnOnce(&mut U) -> Result<T>,
+) -> Result<T> {
+    match contained(|| f(unit)) {
+        Ok(r) => r,
+        Err(message) => Err(Error::Panic { during, iteration: at(unit), message }),
+    }
 }
 
 /// What observers see of a unit.
@@ -169,7 +243,13 @@ pub(super) fn progress<U: Unit>(
     }
 }
 
-/// Drives one unit to the end of the run or until an observer stops it.
+/// Where in a chain user code runs, for [`Error::Panic`].
+const IN_INIT: &str = "the chain's start (the sampler's init: the model's code or the sampler's)";
+const IN_STEP: &str = "the chain's step (the model's code or the sampler's)";
+const IN_OBSERVER: &str = "an observer";
+
+/// Drives one unit to the end of the run or until an observer stops it. User code (the model,
+/// the observers) runs inside [`contained`]: a panic becomes [`Error::Panic`], the unit is kept.
 pub(super) fn drive_one<M: Model + ?Sized, U: Unit>(
     model: &M,
     mut u: U,
@@ -177,20 +257,19 @@ pub(super) fn drive_one<M: Model + ?Sized, U: Unit>(
     observers: &[&dyn Observer],
     run_start: Instant,
     n_chains: usize,
-) -> Result<Finished<U>> {
+) -> Finished<U> {
     let chain = u.index();
     let t0 = Instant::now();
     let wall0 = *u.wall_mut();
     let wrap = |e: Error| Error::Chain { chain, source: Box::new(e) };
     let first = u.iteration() == 0;
     let outcome = (|| -> Result<bool> {
-        u.start(model, settings)?;
+        guarded(IN_INIT, &mut u, |_| 0, |u| u.start(model, settings))?;
         let mut stop = false;
         if first {
             let p = progress(&u, n_chains, settings.n_iter, wall0 + t0.elapsed(), run_start);
-            for o in observers {
-                stop |= o.init(&p) == Control::Stop;
-            }
+            stop = contained(|| observers.iter().fold(false, |s, o| s | (o.init(&p) == Control::Stop)))
+                .map_err(|message| Error::Panic { during: IN_OBSERVER, iteration: 0, message })?;
         }
         while !stop && u.iteration() < settings.n_iter {
             let k = u.iteration();
@@ -203,30 +282,37 @@ pub(super) fn drive_one<M: Model + ?Sized, U: Unit>(
                 .min()
                 .unwrap_or(settings.n_iter)
                 .min(settings.n_iter);
-            u.advance(model, next, settings)?;
+            // A panicking step is one past the last completed iteration (units count their
+            // iterations as they complete them).
+            guarded(IN_STEP, &mut u, |u| u.iteration() + 1, |u| u.advance(model, next, settings))?;
             let p = progress(&u, n_chains, settings.n_iter, wall0 + t0.elapsed(), run_start);
-            for o in observers {
-                if next % o.interval().max(1) == 0 || next == settings.n_iter {
-                    stop |= o.observe(&p) == Control::Stop;
-                }
-            }
+            stop = contained(|| {
+                observers.iter().fold(stop, |s, o| {
+                    let due = next % o.interval().max(1) == 0 || next == settings.n_iter;
+                    s | (due && o.observe(&p) == Control::Stop)
+                })
+            })
+            .map_err(|message| Error::Panic { during: IN_OBSERVER, iteration: next, message })?;
         }
         Ok(stop && u.iteration() < settings.n_iter)
     })();
-    let finish = |u: &mut U| {
-        *u.wall_mut() = wall0 + t0.elapsed();
-        let p = progress(u, n_chains, settings.n_iter, wall0 + t0.elapsed(), run_start);
-        for o in observers {
-            o.finish(&p);
-        }
+    let reported = match &outcome {
+        Ok(_) => true,
+        Err(e) => e.is_divergence() && settings.on_divergence == OnDivergence::Report,
     };
-    match outcome {
-        Ok(stopped) => {
-            finish(&mut u);
-            Ok(Finished::Ran(u, stopped))
+    let mut outcome = outcome;
+    if reported {
+        *u.wall_mut() = wall0 + t0.elapsed();
+        let p = progress(&u, n_chains, settings.n_iter, wall0 + t0.elapsed(), run_start);
+        if let Err(message) = contained(|| observers.iter().for_each(|o| o.finish(&p))) {
+            outcome = Err(Error::Panic { during: IN_OBSERVER, iteration: p.iteration, message });
         }
+    } else {
+        *u.wall_mut() = wall0 + t0.elapsed();
+    }
+    match outcome {
+        Ok(stopped) => Finished::Ran(u, stopped),
         Err(e) if e.is_divergence() && settings.on_divergence == OnDivergence::Report => {
-            finish(&mut u);
             let (iteration, non_finite_state) = match *e.root() {
                 Error::NonFiniteState { iteration } => (iteration, true),
                 Error::NonFiniteGradient { iteration } => (iteration, false),
@@ -234,9 +320,9 @@ pub(super) fn drive_one<M: Model + ?Sized, U: Unit>(
                 _ => (0, false),
             };
             let div = Divergence { chain, iteration, non_finite_state, message: e.to_string(), draws: Vec::new() };
-            Ok(Finished::Diverged(u, div))
+            Finished::Diverged(u, div)
         }
-        Err(e) => Err(wrap(e)),
+        Err(e) => Finished::Failed(u, wrap(e)),
     }
 }
 

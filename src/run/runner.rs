@@ -173,16 +173,23 @@ impl<M: Model + ?Sized, S: Sampler> Runner<'_, M, S> {
     /// [`weight`](Sampler::weight) (and its gradient for
     /// [`Storage::SamplesAndGradients`](crate::Storage::SamplesAndGradients)).
     ///
-    /// A panic inside a chain (the model's code panicking, say) is not an error value: it
-    /// propagates to the caller once the chains running at that moment have finished, and the
-    /// run's output is lost. Models should return errors through [`Model::grad_data_sum`].
+    /// A panic inside a chain (the model's code or an observer panicking) is caught at the
+    /// chain's boundary and becomes [`Error::Panic`] in that chain; the other chains run to
+    /// their end. Once the chains have run, nothing drawn is lost: an error of a chain (once any
+    /// chain has made an iteration) comes back as [`Error::Kept`] around it, holding the run's output — every chain's draws and
+    /// report, the failed chains as [`Divergence`](crate::Divergence)s with their draws up to the
+    /// failure ([`Error::into_output`] takes it back). So does a run whose every chain diverged
+    /// under [`OnDivergence::Report`](crate::OnDivergence::Report).
     ///
     /// Errors: no start given, or not one per chain ([`Error::DimensionMismatch`]); invalid
-    /// settings; [`Error::MemoryLimit`]; the model check at the starts; anything `init` or
-    /// `step` returns, wrapped in [`Error::Chain`] with the chain's index (the lowest failing
-    /// index when several fail); [`Error::NotStored`] if gradients are to be stored but the
-    /// sampler keeps none.
+    /// settings; [`Error::MemoryLimit`] for the kept draws and [`Error::OutOfMemory`] for the
+    /// chains' states ([`RunSettings::memory_limit`]), both before anything is allocated; the
+    /// model check at the starts; anything `init` or `step` returns, wrapped in [`Error::Chain`]
+    /// with the chain's index (the lowest failing index when several fail) inside
+    /// [`Error::Kept`] (match on [`Error::root`]); [`Error::NotStored`] if gradients are to be
+    /// stored but the sampler keeps none.
     pub fn run(self) -> Result<RunOutput<S>> {
+        self.settings.check_chains::<S>(self.model.dim(), 1)?;
         let starts = self.chain_starts()?;
         run_chains_on(&Local, self.model, self.method, &starts, &self.settings, &self.observers)
     }
@@ -201,6 +208,7 @@ impl<M: Model + ?Sized, S: Discretisation> Runner<'_, M, RichardsonRomberg<S>> {
     ///
     /// Errors: as for chains of a sampler, each wrapped in [`Error::Chain`] with the replicate.
     pub fn run(self) -> Result<RrOutput<S>> {
+        self.settings.check_chains::<S>(self.model.dim(), 2)?;
         let starts = self.chain_starts()?;
         run_rr_chains_on(&Local, self.model, self.method, &starts, &self.settings, &self.observers)
     }
@@ -268,7 +276,8 @@ impl<M: Model + ?Sized, S: Sampler> Resume<'_, M, RunOutput<S>> {
     ///
     /// Errors: [`Error::DimensionMismatch`] or [`Error::CheckpointMismatch`] if `model` is not
     /// the run's; invalid settings (`n_iter` below the iterations already done); then as
-    /// [`Runner::run`].
+    /// [`Runner::run`]. A refused resume hands the output back unchanged, in [`Error::Kept`]
+    /// around the error ([`Error::into_output`]).
     pub fn run(self) -> Result<RunOutput<S>> {
         resume_inner(self.model, self.output, &self.observers)
     }

@@ -86,12 +86,21 @@ impl Default for RunSettings {
             storage: Storage::Samples,
             parallel: true,
             on_divergence: OnDivergence::Error,
-            memory_limit: Some(8 << 30),
+            memory_limit: Some(DEFAULT_MEMORY_LIMIT),
             check_model: true,
             runaway_factor: Some(1e3),
         }
     }
 }
+
+/// The default memory limit of a run ([`RunSettings::memory_limit`]) and of what the crate
+/// allocates on a size the user gives without a limit of its own (synthetic data sets, the
+/// tuned path's workspace): 8 GiB.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 8 << 30;
+
+/// The vectors of the model's dimension a chain's state is counted as, for the memory check
+/// made before a run allocates its chains.
+pub const STATE_VECTORS: usize = 10;
 
 impl RunSettings {
     /// Checks every field.
@@ -143,6 +152,26 @@ impl RunSettings {
             Some(limit) if needed > limit => Err(Error::MemoryLimit { needed, limit }),
             _ => Ok(()),
         }
+    }
+
+    /// Errors with [`Error::OutOfMemory`] if the chains' states — `chains_per_unit` samplers per
+    /// chain (2 for a Richardson–Romberg pair), each its own value and about
+    /// [`STATE_VECTORS`] vectors of dimension `d` (position, gradients, estimator and noise
+    /// buffers, start, runaway detector) — exceed the limit: checked before any start or state is
+    /// built, so `n_chains = 10⁹` or a model of dimension 2⁴⁰ fails at once.
+    pub(crate) fn check_chains<S>(&self, d: usize, chains_per_unit: usize) -> Result<()> {
+        self.check_states::<S>(
+            d,
+            chains_per_unit,
+            "the chains' states (RunSettings::n_chains × the sampler's state in the model's dimension)",
+        )
+    }
+
+    /// [`check_chains`](Self::check_chains) naming `what`.
+    pub(crate) fn check_states<S>(&self, d: usize, chains_per_unit: usize, what: &'static str) -> Result<()> {
+        let per_sampler = std::mem::size_of::<S>() as u128 + STATE_VECTORS as u128 * d as u128 * 8;
+        let needed = (per_sampler + 64) * chains_per_unit as u128 * self.n_chains as u128;
+        crate::error::check_bytes(what, needed, self.memory_limit)
     }
 
     /// The number of draws each chain records: `⌊(n_iter − burn_in) / thin⌋`.

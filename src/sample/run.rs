@@ -39,6 +39,32 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
     }
 }
 
+/// The model check at `theta0`, when the tuned path's set-up failed: its error if it finds the
+/// gradient wrong (the culprit then), else `None` (the set-up's own error stands).
+fn blame_model<M: Model + ?Sized>(
+    model: &M,
+    theta0: &[f64],
+    check: bool,
+    failure: &crate::Error,
+) -> Option<crate::Error> {
+    if !check || theta0.len() != model.dim() || !crate::error::all_finite(theta0) {
+        return None;
+    }
+    match crate::models::check::check_model(model, theta0, &crate::models::check::CheckSettings::default()) {
+        Err(
+            e @ (crate::Error::GradientSign { .. }
+            | crate::Error::GradientMismatch { .. }
+            | crate::Error::NonFiniteGradientAt { .. }
+            | crate::Error::NonFiniteGradient { .. }),
+        ) => Some(e),
+        // A non-finite gradient the checked items did not show: located over all the data.
+        _ if matches!(failure.root(), crate::Error::NonFiniteGradient { .. }) => {
+            crate::models::check::locate_non_finite(model, theta0, 0, None)
+        }
+        _ => None,
+    }
+}
+
 /// Why a HAMCMC run does not state a checked accuracy.
 const HAMCMC_UNCHECKED: &str = "HAMCMC's step bias is not checked (its L-BFGS metric is not a Discretisation, so no \
     companion at half the step can be coupled to it): the bound is its Monte Carlo error alone, and no accuracy \
@@ -107,7 +133,12 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
         }
         let width = layout.as_ref().map_or(self.model.dim(), Layout::dim);
         let names = self.reported_names(layout.as_ref(), width)?;
-        let tuned = setup(self.model, &self.sampler, &theta0, &ts)?;
+        let tuned = match setup(self.model, &self.sampler, &theta0, &ts) {
+            Ok(t) => t,
+            // A set-up that failed on a model with a wrong gradient (∇log p for ∇U, a mismatch,
+            // a non-finite gradient at the start) blames the model, not the search's limits.
+            Err(e) => return Err(blame_model(self.model, &theta0, settings.check_model, &e).unwrap_or(e)),
+        };
         // Aiming at an accuracy, the first run is the one the tuner chose (thinned draws counted
         // after thinning).
         let settings = match self.accuracy {

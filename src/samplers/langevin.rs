@@ -49,7 +49,7 @@ use serde::{Deserialize, Serialize};
 /// assert_eq!(out.estimate.mean()?.len(), 2);
 /// # Ok::<(), sgmcmc::Error>(())
 /// ```
-pub trait LangevinKernel: Clone + std::fmt::Debug + Send + Sync {
+pub trait LangevinKernel: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// The nominal time step `h_k` of the 1-based iteration k: `γ_k` for SGLD, `√η_k` for SGHMC.
     /// A sample is weighted by the time step of the step that leaves it.
     fn time_step(&self, k: u64) -> f64;

@@ -395,7 +395,7 @@ impl Sampler for Mala {
             return Err(Error::NonFiniteStart { what: "theta0" });
         }
         if self.all.len() != model.n_data() {
-            self.all = (0..model.n_data()).collect();
+            self.all = crate::error::all_indices(model.n_data())?;
         }
         self.theta.clear();
         self.theta.extend_from_slice(theta0);

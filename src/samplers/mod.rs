@@ -97,7 +97,7 @@ use rand::Rng;
 /// step that leaves it, `γ_{k+1}` (Durmus et al. 2016, eq. 6; equal weights for a constant step).
 ///
 #[doc = include_str!("../../docs/guide/samplers.md")]
-pub trait Sampler: Clone + Send + Sync {
+pub trait Sampler: Clone + Send + Sync + 'static {
     /// Binds the sampler to `model` and sets `θ₀ = theta0` (copied; the caller's slice is not
     /// changed). Validates the model against the settings (dimension, batch size against N),
     /// allocates, and computes what the first step needs (the gradient at θ₀).

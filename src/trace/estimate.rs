@@ -346,6 +346,12 @@ pub struct Estimate {
 }
 
 impl Estimate {
+    /// An estimate of dimension `dim` with no part (what a failed run keeps when no chain kept
+    /// draws of its own: their draws are in the run's divergences).
+    pub(crate) fn empty(dim: usize) -> Estimate {
+        Estimate { dim, parts: Vec::new() }
+    }
+
     /// Every part's stored draws, for writers that lay chains side by side (export, Zarr).
     ///
     /// Errors: [`Error::NotStored`] for a streaming (moments-only) part, [`Error::NoSamples`]

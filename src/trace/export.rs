@@ -17,7 +17,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[cfg(feature = "zarr")]
-pub use crate::trace::zarr::{ZarrTrace, write_zarr, write_zarr_named};
+pub use crate::trace::zarr::{Completeness, ZarrTrace, write_zarr, write_zarr_named};
 
 /// The draws as a `(chain, draw, dim)` array. Errors: [`Error::NotStored`] for streaming-mode
 /// parts, [`Error::DimensionMismatch`] for chains of different lengths, [`Error::NoSamples`].

@@ -24,6 +24,14 @@ struct Var {
 /// [`ZarrTrace::open`] reads back.
 const VARIABLES_ATTR: &str = "sgmcmc_variables";
 
+/// The root attribute that says whether the trace was finished ([`ZarrTrace::finish`]): `false`
+/// from creation until every chain is written and the writer said so.
+const FINISHED_ATTR: &str = "sgmcmc_finished";
+
+/// The array of the draws written per chain, `(chain)`, int64: 0 until the chain's chunks are
+/// all written, then its number of draws (written last, so a chain whose mark is set is whole).
+const WRITTEN_ARRAY: &str = "/sample_stats/draws_written";
+
 fn io(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Io { path: path.display().to_string(), message: e.to_string() }
 }
@@ -152,6 +160,21 @@ fn utc_now_iso8601() -> String {
 ///
 /// The root and both groups carry `created_at` (UTC, ISO 8601), `inference_library` and
 /// `inference_library_version`, as ArviZ writes them.
+///
+/// **Completeness.** Unwritten chunks read as NaN, so a trace whose writer was killed would
+/// look like a run with NaN chains. Each chain's last write is its mark in
+/// `sample_stats/draws_written` (dims `(chain)`: its number of draws, 0 until it is whole), and
+/// the root attribute `sgmcmc_finished` turns true when the writer [`finish`](Self::finish)es
+/// ([`write_zarr`] does). [`read_chain`](Self::read_chain) refuses a chain not written
+/// ([`Error::IncompleteTrace`]) and [`completeness`](Self::completeness) says what is there. In
+/// Python, check before use:
+///
+/// ```text
+/// def sgmcmc_complete(dt):  # dt = xr.open_datatree(path, engine="zarr")
+///     n = dt["posterior"].sizes["draw"]
+///     written = dt["sample_stats"]["draws_written"].values
+///     return bool(dt.attrs.get("sgmcmc_finished", False)) and bool((written == n).all())
+/// ```
 #[derive(Debug)]
 pub struct ZarrTrace {
     path: PathBuf,
@@ -163,6 +186,27 @@ pub struct ZarrTrace {
     cost: Array<FilesystemStore>,
     step_size: Array<FilesystemStore>,
     gradient: Option<Array<FilesystemStore>>,
+    /// The completeness mark per chain; `None` for a trace written before marks existed.
+    written: Option<Array<FilesystemStore>>,
+    store: Arc<FilesystemStore>,
+}
+
+/// How much of a [`ZarrTrace`] was written ([`ZarrTrace::completeness`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completeness {
+    /// Draws written per chain: the trace's number of draws once the chain is whole, 0 for a
+    /// chain not (or not wholly) written.
+    pub draws_written: Vec<u64>,
+    /// Whether the writer finished the trace ([`ZarrTrace::finish`]; [`write_zarr`] does).
+    pub finished: bool,
+}
+
+impl Completeness {
+    /// Whether every chain is whole and the trace was finished.
+    pub fn is_complete(&self, n_draws: usize) -> bool {
+        self.finished && self.draws_written.iter().all(|&k| k == n_draws as u64)
+    }
 }
 
 impl ZarrTrace {
@@ -221,6 +265,7 @@ impl ZarrTrace {
         let listed: Vec<serde_json::Value> =
             vars.iter().map(|(name, shape)| serde_json::json!({ "name": name, "shape": shape })).collect();
         attrs.insert(VARIABLES_ATTR.into(), serde_json::Value::Array(listed));
+        attrs.insert(FINISHED_ATTR.into(), false.into());
         root.store_metadata().map_err(|e| io(path, e))?;
         let (c, n, d) = (n_chains as u64, n_draws as u64, dim as u64);
         for group in ["posterior", "sample_stats"] {
@@ -270,6 +315,11 @@ impl ZarrTrace {
             .build(store.clone(), "/sample_stats/step_size")
             .map_err(|e| io(path, e))?;
         step_size.store_metadata().map_err(|e| io(path, e))?;
+        let written = ArrayBuilder::new(vec![c], vec![1], data_type::int64(), 0i64)
+            .dimension_names(Some(["chain"]))
+            .build(store.clone(), WRITTEN_ARRAY)
+            .map_err(|e| io(path, e))?;
+        written.store_metadata().map_err(|e| io(path, e))?;
         consolidate(&store, path)?;
         Ok(ZarrTrace {
             path: path.to_path_buf(),
@@ -281,6 +331,8 @@ impl ZarrTrace {
             cost,
             step_size,
             gradient,
+            written: Some(written),
+            store,
         })
     }
 
@@ -337,7 +389,53 @@ impl ZarrTrace {
             step_size: open("/sample_stats/step_size")?,
             vars,
             gradient,
+            written: if path.join(WRITTEN_ARRAY.trim_start_matches('/')).join("zarr.json").exists() {
+                Some(open(WRITTEN_ARRAY)?)
+            } else {
+                None
+            },
+            store,
         })
+    }
+
+    /// How much of the trace was written: the draws per chain and whether it was finished. A
+    /// trace whose writer was killed shows its unwritten chains at 0 and `finished: false`. A
+    /// trace written before the marks existed reads as complete.
+    ///
+    /// Errors: [`Error::Io`].
+    pub fn completeness(&self) -> Result<Completeness> {
+        let Some(w) = &self.written else {
+            return Ok(Completeness { draws_written: vec![self.n_draws as u64; self.n_chains], finished: true });
+        };
+        let mut draws_written = Vec::with_capacity(self.n_chains);
+        for c in 0..self.n_chains as u64 {
+            let v: Vec<i64> = w.retrieve_chunk::<Vec<i64>>(&[c]).map_err(|e| io(&self.path, e))?;
+            draws_written.push(v.first().copied().unwrap_or(0).max(0) as u64);
+        }
+        let root = zarrs::group::Group::open(self.store.clone(), "/").map_err(|e| io(&self.path, e))?;
+        let finished = root.attributes().get(FINISHED_ATTR).and_then(serde_json::Value::as_bool).unwrap_or(false);
+        Ok(Completeness { draws_written, finished })
+    }
+
+    /// Marks the trace finished (the root attribute `sgmcmc_finished`), once every chain is
+    /// written: what a reader checks to know the run that wrote it ended. [`write_zarr`] calls
+    /// it; a writer of its own chains (over ranks: one process, after all have written) calls it
+    /// last.
+    ///
+    /// Errors: [`Error::IncompleteTrace`] naming the first chain not written; [`Error::Io`].
+    pub fn finish(&self) -> Result<()> {
+        let done = self.completeness()?;
+        if let Some((chain, &k)) = done.draws_written.iter().enumerate().find(|&(_, &k)| k != self.n_draws as u64) {
+            return Err(self.incomplete(chain, k));
+        }
+        let mut root = zarrs::group::Group::open(self.store.clone(), "/").map_err(|e| io(&self.path, e))?;
+        root.attributes_mut().insert(FINISHED_ATTR.into(), true.into());
+        root.store_metadata().map_err(|e| io(&self.path, e))?;
+        consolidate(&self.store, &self.path)
+    }
+
+    fn incomplete(&self, chain: usize, written: u64) -> Error {
+        Error::IncompleteTrace { path: self.path.display().to_string(), chain, written, expected: self.n_draws as u64 }
     }
 
     /// The store's directory.
@@ -389,15 +487,27 @@ impl ZarrTrace {
             let flat = grads.as_slice().ok_or(Error::NotStored { what: "contiguous gradients" })?;
             g.store_chunk(&[c, 0, 0], flat).map_err(|e| io(p, e))?;
         }
+        // Last: the chain's completeness mark.
+        if let Some(w) = &self.written {
+            w.store_chunk(&[c], &[self.n_draws as i64]).map_err(|e| io(p, e))?;
+        }
         Ok(())
     }
 
     /// Reads chain `chain`'s draws back (`draws × dim`), e.g. to check a trace.
     ///
-    /// Errors: [`Error::InvalidParameter`] for a chain out of range; [`Error::Io`].
+    /// Errors: [`Error::InvalidParameter`] for a chain out of range; [`Error::IncompleteTrace`]
+    /// for a chain not (wholly) written — its draws would read as NaN; [`Error::Io`].
     pub fn read_chain(&self, chain: usize) -> Result<ndarray::Array2<f64>> {
         if chain >= self.n_chains {
             return Err(Error::invalid("chain", chain, "must be below the trace's number of chains"));
+        }
+        if let Some(w) = &self.written {
+            let v: Vec<i64> = w.retrieve_chunk::<Vec<i64>>(&[chain as u64]).map_err(|e| io(&self.path, e))?;
+            let k = v.first().copied().unwrap_or(0).max(0) as u64;
+            if k != self.n_draws as u64 {
+                return Err(self.incomplete(chain, k));
+            }
         }
         let mut out = ndarray::Array2::zeros((self.n_draws, self.dim));
         for v in &self.vars {
@@ -444,6 +554,7 @@ pub fn write_zarr(path: impl AsRef<Path>, est: &Estimate) -> Result<ZarrTrace> {
     for (k, s) in parts.iter().enumerate() {
         trace.write_chain(k, s)?;
     }
+    trace.finish()?;
     Ok(trace)
 }
 
@@ -462,5 +573,6 @@ pub fn write_zarr_named(path: impl AsRef<Path>, est: &Estimate, layout: &Layout)
     for (k, s) in parts.iter().enumerate() {
         trace.write_chain(k, s)?;
     }
+    trace.finish()?;
     Ok(trace)
 }

@@ -322,7 +322,7 @@ pub(crate) fn moments_norm2((m, mm): &(Vec<f64>, Vec<f64>)) -> f64 {
 /// finite.
 pub(crate) fn exact_scores<M: Model + ?Sized>(model: &M, draws: ndarray::ArrayView2<'_, f64>) -> Option<Array2<f64>> {
     let (n, d) = draws.dim();
-    let all: Vec<usize> = (0..model.n_data()).collect();
+    let all = crate::error::all_indices(model.n_data()).ok()?;
     let mut scores = Array2::zeros((n, d));
     let (mut g, mut tmp) = (vec![0.0; d], vec![0.0; d]);
     for (i, row) in draws.outer_iter().enumerate() {

@@ -168,6 +168,14 @@ pub fn tune<M: Model + ?Sized, S: Tunable>(
 ) -> Result<Tuned<S>> {
     let started = std::time::Instant::now();
     settings.validate()?;
+    // The pilots' chains (a grid of them at a time, each with its draws) and the mode search's
+    // vectors, before anything is allocated.
+    let pilots = settings.pilot_chains.saturating_mul(settings.factors.len().max(1)).saturating_add(4);
+    crate::run::RunSettings { n_chains: pilots, ..Default::default() }.check_states::<S>(
+        model.dim(),
+        1,
+        "the tuner's pilots and mode search (TuneSettings::pilot_chains × factors × the sampler's state in the model's dimension)",
+    )?;
     let full_pilots = (settings.pilot_iterations, settings.pilot_burn_in);
     let settings = &settings.scaled_to_run();
     // 1. Mode, curvature, whitening and the centre step (shared with tune_rr).

@@ -117,7 +117,7 @@ impl Scorer {
         let Some(half) = scoring.half_batch(n_data) else {
             return Ok(Scorer { cv: None });
         };
-        let all: Vec<usize> = (0..n_data).collect();
+        let all = crate::error::all_indices(n_data)?;
         let mut g0 = vec![0.0; mode.len()];
         model.grad_data_sum(mode, &all, &mut g0)?;
         cost.datum_gradients += n_data as u64;
@@ -172,7 +172,7 @@ impl Scorer {
         let mut noise = Array2::zeros((n, d));
         let mut work = Work::new(d);
         let mut cost = 0u64;
-        let all: Vec<usize> = (0..n_data).collect();
+        let all = crate::error::all_indices(n_data).ok()?;
         for (i, row) in draws.outer_iter().enumerate() {
             let x = row.to_vec();
             model.grad_prior(&x, &mut work.prior).ok()?;

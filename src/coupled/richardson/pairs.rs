@@ -278,25 +278,37 @@ pub(crate) fn resume_rr_inner<M: Model + ?Sized, S: Discretisation>(
     out: RrOutput<S>,
     observers: &[&dyn Observer],
 ) -> Result<RrOutput<S>> {
-    let settings = out.settings;
-    settings.validate()?;
-    check_len("model dimension (resumed run)", out.model.dim, model.dim())?;
-    out.model.check(model)?;
-    settings.check_memory(out.model.dim, 3)?;
-    if !out.divergences.is_empty() {
-        return Err(Error::invalid(
-            "divergences",
-            out.divergences.len(),
-            "a run with diverged replicates cannot be resumed",
-        ));
-    }
-    if out.iterations.iter().any(|&k| k > settings.n_iter) {
-        return Err(Error::invalid("n_iter", settings.n_iter, "is below the iterations a replicate has already done"));
-    }
+    // Refused before anything is taken apart: the run comes back with the error.
     let n = out.chains.len();
-    if out.streams.len() != n || out.iterations.len() != n {
-        return Err(Error::CorruptCheckpoint { reason: "replicate records of different lengths".into() });
+    let checks = (|| {
+        let settings = out.settings;
+        settings.validate()?;
+        check_len("model dimension (resumed run)", out.model.dim, model.dim())?;
+        out.model.check(model)?;
+        settings.check_memory(out.model.dim, 3)?;
+        if !out.divergences.is_empty() {
+            return Err(Error::invalid(
+                "divergences",
+                out.divergences.len(),
+                "a run with diverged replicates cannot be resumed",
+            ));
+        }
+        if out.iterations.iter().any(|&k| k > settings.n_iter) {
+            return Err(Error::invalid(
+                "n_iter",
+                settings.n_iter,
+                "is below the iterations a replicate has already done",
+            ));
+        }
+        if out.streams.len() != n || out.iterations.len() != n {
+            return Err(Error::CorruptCheckpoint { reason: "replicate records of different lengths".into() });
+        }
+        Ok(())
+    })();
+    if let Err(e) = checks {
+        return Err(e.keeping(out));
     }
+    let settings = out.settings;
     let d = model.dim();
     let fingerprint = out.model;
     let mut coarse = out.coarse.into_parts().into_iter();
@@ -469,6 +481,8 @@ pub(super) fn assemble<S: Discretisation>(
         let (u, div) = match f {
             Finished::Ran(u, _) => (u, None),
             Finished::Diverged(u, div) => (u, Some(div)),
+            // `drive` returns a failed replicate as its error.
+            Finished::Failed(_, e) => return Err(e),
         };
         cost += u.a.sampler.cost() + u.b.sampler.cost();
         let (ea, eb) = (u.a.recorder.map(Recorder::finish), u.b.recorder.map(Recorder::finish));
