@@ -74,6 +74,19 @@ mod target;
 pub use coupled::{Multilevel, SampledMl, SampledRr};
 pub use target::{DEFAULT_ACCURACY, DEFAULT_BUDGET, DEFAULT_BUDGET_EPOCHS, MAX_EXTENSIONS, Target};
 
+/// Runs a `Sample` path with panics caught: user code outside the chains (the model's methods
+/// in the mode search, the tuning, the step-bias check) panicking is [`Error::Panic`] at
+/// iteration 0 (in a chain, the chain's boundary catches it first).
+fn outside_chains<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    crate::run::contained(f).unwrap_or_else(|message| {
+        Err(Error::Panic {
+            during: "Sample's set-up or checks outside the chains (the model's code in the mode search, the tuning or the step-bias check)",
+            iteration: 0,
+            message,
+        })
+    })
+}
+
 /// The spread of [`Sample`]'s dispersed starts, in Laplace sds around the mode.
 pub const START_SPREAD: f64 = 2.0;
 

@@ -246,3 +246,65 @@ fn a_billion_pilot_chains_are_refused_before_the_mode_search() {
     let t = Instant::now();
     refused("TuneSettings::pilot_chains", t, sgmcmc::tune::tune(&m, &sgld(), &[0.0, 0.0], &ts));
 }
+
+/// A model that panics at its `at`-th data-gradient call.
+struct PanicsAt {
+    inner: LinearGaussian,
+    calls: std::sync::atomic::AtomicU64,
+    at: u64,
+}
+
+impl Model for PanicsAt {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn n_data(&self) -> usize {
+        self.inner.n_data()
+    }
+    fn grad_prior(&self, t: &[f64], o: &mut [f64]) -> Result<()> {
+        self.inner.grad_prior(t, o)
+    }
+    fn grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) -> Result<()> {
+        if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == self.at {
+            panic!("user bug at call {}", self.at);
+        }
+        self.inner.grad_data_sum(t, i, o)
+    }
+}
+
+/// Through `Sample`, a model panicking in the set-up (the mode search calls it first) is a typed
+/// error, not an unwind into the caller.
+#[test]
+fn a_panicking_model_through_sample_is_a_typed_error() {
+    let m = PanicsAt { inner: LinearGaussian::synthetic(2_000, 2, 1.0, 10.0, 1).unwrap(), calls: 0.into(), at: 300 };
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Sample::new(&m, Sgld::auto()).run()));
+    std::panic::set_hook(hook);
+    let e = r.expect("no panic reaches the caller").unwrap_err();
+    assert!(matches!(e.root(), Error::Panic { message, .. } if message == "user bug at call 300"), "{e:?}");
+}
+
+/// Every chain diverging under `Report`: the error is the first chain's own (a runaway stays a
+/// runaway), with every chain's draws up to its divergence kept.
+#[test]
+fn all_chains_diverging_keep_their_draws_and_their_own_error() {
+    let m = lg();
+    let far = Sgld::new(SgldSettings::constant(10.0), Minibatch::new(10)).unwrap();
+    let st = RunSettings {
+        n_iter: 1_000,
+        burn_in: 0,
+        n_chains: 2,
+        on_divergence: OnDivergence::Report,
+        ..Default::default()
+    };
+    let e = Runner::new(&m, &far).start(&[1.0, 1.0]).settings(st).run().unwrap_err();
+    assert!(e.is_divergence(), "{e}");
+    let kept: &RunOutput<Sgld> = e.output().expect("kept");
+    assert_eq!(kept.divergences.len(), 2);
+    assert_eq!(e.to_string(), format!("chain 0: {}", kept.divergences[0].message));
+    for d in &kept.divergences {
+        let drawn = d.draws[0].samples(0).expect("stored draws").len() as u64;
+        assert_eq!(drawn, d.iteration - 1, "chain {}", d.chain);
+    }
+}

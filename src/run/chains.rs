@@ -359,7 +359,7 @@ pub(crate) fn resume_inner<M: Model + ?Sized, S: Sampler>(
     let mut done: Vec<Finished<ChainUnitDone<S>>> =
         drive_all(model, units, &settings, observers, start).into_iter().map(Finished::into_done).collect();
     for (chain, report, div) in done_diverged {
-        done.push(Finished::Diverged(ChainUnitDone { chain, report, estimate: None }, div));
+        done.push(Finished::Diverged(ChainUnitDone { chain, report, estimate: None }, div, None));
     }
     done.sort_by_key(Finished::chain);
     assemble(done, &settings, setup_cost, start.elapsed(), run.wall_time, run.model)
@@ -441,7 +441,7 @@ impl<S: Sampler> Finished<ChainUnit<S>> {
     pub(super) fn into_done(self) -> Finished<ChainUnitDone<S>> {
         match self {
             Finished::Ran(u, stopped) => Finished::Ran(u.into_done(), stopped),
-            Finished::Diverged(u, div) => Finished::Diverged(u.into_done(), div),
+            Finished::Diverged(u, div, e) => Finished::Diverged(u.into_done(), div, e),
             Finished::Failed(u, e) => Finished::Failed(u.into_done(), e),
         }
     }
@@ -450,7 +450,7 @@ impl<S: Sampler> Finished<ChainUnit<S>> {
 impl<S> Finished<ChainUnitDone<S>> {
     pub(super) fn chain(&self) -> usize {
         match self {
-            Finished::Ran(u, _) | Finished::Diverged(u, _) | Finished::Failed(u, _) => u.chain,
+            Finished::Ran(u, _) | Finished::Diverged(u, ..) | Finished::Failed(u, _) => u.chain,
         }
     }
 }
@@ -490,13 +490,13 @@ pub(super) fn assemble<S: Sampler>(
                 }
                 chains.push(report);
             }
-            Finished::Diverged(u, mut div) => {
+            Finished::Diverged(u, mut div, error) => {
                 let ChainUnitDone { mut report, estimate, .. } = u;
                 report.diverged = true;
                 if let Some(e) = estimate {
                     div.draws.push(e);
                 }
-                first_divergence.get_or_insert_with(|| div.to_error());
+                first_divergence.get_or_insert_with(|| error.unwrap_or_else(|| div.to_error()));
                 chains.push(report);
                 divergences.push(div);
             }

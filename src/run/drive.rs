@@ -128,8 +128,9 @@ pub(crate) trait Unit: Send + Sized {
 pub(crate) enum Finished<U> {
     /// Completed or stopped by an observer (`true`).
     Ran(U, bool),
-    /// Diverged (under [`OnDivergence::Report`]).
-    Diverged(U, Divergence),
+    /// Diverged (under [`OnDivergence::Report`]), with the error it raised (in [`Error::Chain`])
+    /// when known (not for a chain that had diverged before a resume).
+    Diverged(U, Divergence, Option<Error>),
     /// Failed: an error (a divergence under [`OnDivergence::Error`], a model failure, a caught
     /// panic), wrapped in [`Error::Chain`]; the unit as it stood (its draws up to the failure).
     Failed(U, Error),
@@ -313,14 +314,10 @@ pub(super) fn drive_one<M: Model + ?Sized, U: Unit>(
     match outcome {
         Ok(stopped) => Finished::Ran(u, stopped),
         Err(e) if e.is_divergence() && settings.on_divergence == OnDivergence::Report => {
-            let (iteration, non_finite_state) = match *e.root() {
-                Error::NonFiniteState { iteration } => (iteration, true),
-                Error::NonFiniteGradient { iteration } => (iteration, false),
-                Error::Runaway { iteration, .. } => (iteration, false),
-                _ => (0, false),
-            };
+            let iteration = e.iteration().unwrap_or(0);
+            let non_finite_state = matches!(e.root(), Error::NonFiniteState { .. });
             let div = Divergence { chain, iteration, non_finite_state, message: e.to_string(), draws: Vec::new() };
-            Finished::Diverged(u, div)
+            Finished::Diverged(u, div, Some(wrap(e)))
         }
         Err(e) => Finished::Failed(u, wrap(e)),
     }

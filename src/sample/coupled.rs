@@ -42,6 +42,10 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, Richardso
     /// [`Runner`]; [`Error::DimensionMismatch`] for a start or names not of the model's
     /// dimension.
     pub fn run(self) -> Result<SampledRr<S>> {
+        super::outside_chains(|| self.run_inner())
+    }
+
+    fn run_inner(self) -> Result<SampledRr<S>> {
         let (settings, layout, theta0, ts) = self.plan()?;
         let names = self.reported_names(layout.as_ref(), layout.as_ref().map_or(self.model.dim(), Layout::dim))?;
         let tuned = tune_rr(self.model, &self.sampler, &theta0, &ts)?;
@@ -179,6 +183,10 @@ impl<'m, M: Model + ?Sized, E: SubsampledEstimator> Sample<'m, M, Multilevel<E>>
     /// is not finite and positive; [`Error::DimensionMismatch`] for a start or names not of the
     /// model's dimension.
     pub fn run(self) -> Result<SampledMl<E>> {
+        super::outside_chains(|| self.run_inner())
+    }
+
+    fn run_inner(self) -> Result<SampledMl<E>> {
         let (_, layout, theta0, ts) = self.plan()?;
         crate::error::check_positive("accuracy", self.sampler.accuracy)?;
         // The estimates are of the sampler's coordinates: φ for a constrained model.

@@ -6,7 +6,7 @@
 use super::target::{EXTENSION_MIN_GROWTH, MAX_EXTENSIONS, PLAN_MARGIN, Target, needed_growth};
 use super::{START_SPREAD, Sample, Sampled, verdict};
 use crate::coupled::step_bias::{Companion, STEP_BIAS_MAX_COST, companion};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gradient::GradientEstimator;
 use crate::models::Layout;
 use crate::models::model::Model;
@@ -27,7 +27,7 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
     /// Errors: invalid settings (no draws, no chain, a bias-check cost outside (0, 10], an
     /// accuracy that is not positive); those of [`tune`], [`dispersed_starts`](crate::tune::dispersed_starts),
     /// [`Runner`] and [`step_bias`](crate::step_bias);
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) for a start or names not of
+    /// [`Error::DimensionMismatch`](Error::DimensionMismatch) for a start or names not of
     /// the model's dimension.
     pub fn run(self) -> Result<Sampled<S>> {
         let hint = self.sampler.start_hint().map(<[f64]>::to_vec);
@@ -41,24 +41,19 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
 
 /// The model check at `theta0`, when the tuned path's set-up failed: its error if it finds the
 /// gradient wrong (the culprit then), else `None` (the set-up's own error stands).
-fn blame_model<M: Model + ?Sized>(
-    model: &M,
-    theta0: &[f64],
-    check: bool,
-    failure: &crate::Error,
-) -> Option<crate::Error> {
+fn blame_model<M: Model + ?Sized>(model: &M, theta0: &[f64], check: bool, failure: &Error) -> Option<Error> {
     if !check || theta0.len() != model.dim() || !crate::error::all_finite(theta0) {
         return None;
     }
     match crate::models::check::check_model(model, theta0, &crate::models::check::CheckSettings::default()) {
         Err(
-            e @ (crate::Error::GradientSign { .. }
-            | crate::Error::GradientMismatch { .. }
-            | crate::Error::NonFiniteGradientAt { .. }
-            | crate::Error::NonFiniteGradient { .. }),
+            e @ (Error::GradientSign { .. }
+            | Error::GradientMismatch { .. }
+            | Error::NonFiniteGradientAt { .. }
+            | Error::NonFiniteGradient { .. }),
         ) => Some(e),
         // A non-finite gradient the checked items did not show: located over all the data.
-        _ if matches!(failure.root(), crate::Error::NonFiniteGradient { .. }) => {
+        _ if matches!(failure.root(), Error::NonFiniteGradient { .. }) => {
             crate::models::check::locate_non_finite(model, theta0, 0, None)
         }
         _ => None,
@@ -115,7 +110,21 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
     /// the step-bias companion, or none) and judged, and aiming at an accuracy are extended
     /// until the stated bound meets it; `unchecked` says why a bound without a bias check is not
     /// a reached target.
+    ///
+    /// User code outside the chains (the model's methods in the mode search, the tuning and the
+    /// step-bias check) runs under `catch_unwind` too: a panic there is [`Error::Panic`](Error::Panic)
+    /// (iteration 0); in a chain it is caught at the chain's boundary first.
     fn run_path(
+        self,
+        hint: Option<Vec<f64>>,
+        setup: impl FnOnce(&M, &S, &[f64], &TuneSettings) -> Result<Tuned<S>>,
+        check: &Check<'_, M, S>,
+        unchecked: Option<&str>,
+    ) -> Result<Sampled<S>> {
+        super::outside_chains(|| self.run_path_inner(hint, setup, check, unchecked))
+    }
+
+    fn run_path_inner(
         self,
         hint: Option<Vec<f64>>,
         setup: impl FnOnce(&M, &S, &[f64], &TuneSettings) -> Result<Tuned<S>>,

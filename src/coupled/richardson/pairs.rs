@@ -480,7 +480,7 @@ pub(super) fn assemble<S: Discretisation>(
     for f in done {
         let (u, div) = match f {
             Finished::Ran(u, _) => (u, None),
-            Finished::Diverged(u, div) => (u, Some(div)),
+            Finished::Diverged(u, div, _) => (u, Some(div)),
             // `drive` returns a failed replicate as its error.
             Finished::Failed(_, e) => return Err(e),
         };
