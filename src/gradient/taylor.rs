@@ -70,6 +70,11 @@ impl Taylor {
         let mut data_grad0 = vec![0.0; d];
         let mut setup = Cost::default();
         let cache = if settings.cache_centre_gradients {
+            crate::error::check_bytes(
+                "the cached centre gradients (n_data × dim; CvSettings::cache_centre_gradients)",
+                n as u128 * d as u128 * 8,
+                Some(crate::run::DEFAULT_MEMORY_LIMIT),
+            )?;
             let mut cache = vec![0.0; n * d];
             for (i, row) in cache.chunks_exact_mut(d).enumerate() {
                 model.grad_data_sum(theta0, &[i], row)?;

@@ -39,12 +39,9 @@ pub fn run<M: Model + ?Sized, S: Sampler>(
 /// of anything that views as `&[f64]` — `&[&[f64]]`, `&Vec<Vec<f64>>`, `&[[f64; D]; C]`, … (see
 /// [`dispersed_starts`](crate::tune::dispersed_starts) for starting points spread around the mode, which R̂ needs).
 ///
-/// A panic inside a chain (the model's code panicking, say) is not an error value: it
-/// propagates to the caller with its own payload once the chains running at that moment have
-/// finished (they are not interrupted; chains not yet started may not start), and the run's
-/// output is lost. Under MPI a panic aborts the whole job
-/// instead (module `distributed`, feature `mpi`). Models should return errors through
-/// [`Model::grad_data_sum`] rather than panic.
+/// A panic inside a chain (the model's code panicking, say) is caught at the chain's boundary:
+/// [`Error::Panic`] in that chain, with the run's output kept ([`Error::Kept`]), as for
+/// [`Runner::run`].
 ///
 /// ```
 /// use sgmcmc::prelude::*;
@@ -104,8 +101,7 @@ pub fn run_observed<M: Model + ?Sized, S: Sampler>(
     settings: &RunSettings,
     observers: &[&dyn Observer],
 ) -> Result<RunOutput<S>> {
-    let inits = vec![theta0; settings.n_chains];
-    Runner::new(model, sampler).starts(&inits).settings(*settings).observers(observers).run()
+    Runner::new(model, sampler).start(theta0).settings(*settings).observers(observers).run()
 }
 
 /// As [`run_observed`], with one starting point per chain (`inits.len()` must equal `n_chains`;

@@ -2,7 +2,9 @@
 
 use super::*;
 
-/// A chain that diverged, under [`OnDivergence::Report`].
+/// A chain that diverged, under [`OnDivergence::Report`] — or, in the output an [`Error::Kept`]
+/// holds, a chain that failed (any error, a caught panic: its `message` says which), with its
+/// draws up to the failure.
 #[non_exhaustive]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Divergence {

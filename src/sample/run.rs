@@ -27,7 +27,7 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
     /// Errors: invalid settings (no draws, no chain, a bias-check cost outside (0, 10], an
     /// accuracy that is not positive); those of [`tune`], [`dispersed_starts`](crate::tune::dispersed_starts),
     /// [`Runner`] and [`step_bias`](crate::step_bias);
-    /// [`Error::DimensionMismatch`](Error::DimensionMismatch) for a start or names not of
+    /// [`Error::DimensionMismatch`] for a start or names not of
     /// the model's dimension.
     pub fn run(self) -> Result<Sampled<S>> {
         let hint = self.sampler.start_hint().map(<[f64]>::to_vec);
@@ -112,7 +112,7 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
     /// a reached target.
     ///
     /// User code outside the chains (the model's methods in the mode search, the tuning and the
-    /// step-bias check) runs under `catch_unwind` too: a panic there is [`Error::Panic`](Error::Panic)
+    /// step-bias check) runs under `catch_unwind` too: a panic there is [`Error::Panic`]
     /// (iteration 0); in a chain it is caught at the chain's boundary first.
     fn run_path(
         self,

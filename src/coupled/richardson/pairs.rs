@@ -143,7 +143,7 @@ pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
     settings: &RunSettings,
     observers: &[&dyn Observer],
 ) -> Result<RrOutput<S>> {
-    run_rr_chains_on(&Local, model, rr, &vec![theta0; settings.n_chains], settings, observers)
+    crate::run::runner::Runner::new(model, rr).start(theta0).settings(*settings).observers(observers).run()
 }
 
 /// As [`run_rr`], replicate c started at `starts[c]` (both chains of a pair start together),
