@@ -454,3 +454,122 @@ impl<K: LangevinKernel, E: SubsampledEstimator> SubsampledDiscretisation for Lan
         self.advance_checked(k, fraction, false, z)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The driver's wiring, with a kernel of its own: one step is the kernel's update at the
+    //! estimator's gradient with the chain's own normals; a non-finite gradient or state is the
+    //! error naming its iteration; the weight and the draw's step follow the kernel's time step.
+    use super::*;
+    use crate::gradient::FullGradient;
+    use crate::models::LinearGaussian;
+    use crate::numeric::rng::stream;
+
+    /// Euler–Maruyama at time steps `h_k = h / k` (a schedule, so that the weights show which k
+    /// is used), optionally writing ∞ at its `blow_up`-th call.
+    #[derive(Debug, Clone)]
+    struct Euler {
+        h: f64,
+        calls: u64,
+        blow_up: u64,
+    }
+
+    impl LangevinKernel for Euler {
+        fn time_step(&self, k: u64) -> f64 {
+            self.h / k.max(1) as f64
+        }
+        fn advance(&mut self, theta: &mut [f64], grad: &[f64], k: u64, fraction: f64, z: &[f64]) {
+            self.calls += 1;
+            let h = fraction * self.time_step(k);
+            for ((t, g), z) in theta.iter_mut().zip(grad).zip(z) {
+                *t += (2.0 * h).sqrt() * z - h * g;
+            }
+            if self.calls == self.blow_up {
+                theta[0] = f64::INFINITY;
+            }
+        }
+    }
+
+    fn full_gradient(m: &LinearGaussian, theta: &[f64]) -> Vec<f64> {
+        let all: Vec<usize> = (0..m.n_data()).collect();
+        let (mut gp, mut gd) = (vec![0.0; theta.len()], vec![0.0; theta.len()]);
+        m.grad_prior(theta, &mut gp).unwrap();
+        m.grad_data_sum(theta, &all, &mut gd).unwrap();
+        gp.iter().zip(&gd).map(|(a, b)| a + b).collect()
+    }
+
+    #[test]
+    fn a_step_is_the_kernels_update_at_the_estimators_gradient_with_the_chains_normals() {
+        let m = LinearGaussian::synthetic(100, 3, 1.0, 10.0, 2).unwrap();
+        let mut s = Langevin::with_kernel(Euler { h: 1e-3, calls: 0, blow_up: 0 }, FullGradient::new());
+        let mut rng = stream(9, &[0]);
+        s.init(&m, &[0.5, -0.5, 0.1], &mut rng).unwrap();
+        for k in 1..=20u64 {
+            let theta = s.position().to_vec();
+            let g = full_gradient(&m, &theta);
+            for (a, b) in s.gradient().unwrap().iter().zip(&g) {
+                assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "the kept gradient is ∇U(θ): {a} vs {b}");
+            }
+            let mut replay = rng.clone();
+            let mut z = vec![0.0; 3];
+            fill_standard_normal(&mut replay, &mut z);
+            let h = 1e-3 / k as f64;
+            // The weight of the current sample and the step a draw records: h_{k}, the step that
+            // leaves it.
+            assert_eq!(s.weight(), h);
+            assert_eq!(s.draw_step_size(), Some(h));
+            s.step(&m, &mut rng).unwrap();
+            for j in 0..3 {
+                let want = theta[j] + (2.0 * h).sqrt() * z[j] - h * g[j];
+                assert!((s.position()[j] - want).abs() <= 1e-14 * want.abs().max(1.0), "k {k}, j {j}");
+            }
+            assert_eq!(s.iteration(), k);
+        }
+    }
+
+    #[test]
+    fn a_non_finite_state_names_the_iteration_that_made_it() {
+        let m = LinearGaussian::synthetic(100, 2, 1.0, 10.0, 2).unwrap();
+        let mut s = Langevin::with_kernel(Euler { h: 1e-3, calls: 0, blow_up: 7 }, FullGradient::new());
+        let mut rng = stream(9, &[0]);
+        s.init(&m, &[0.0, 0.0], &mut rng).unwrap();
+        for _ in 0..6 {
+            s.step(&m, &mut rng).unwrap();
+        }
+        assert_eq!(s.step(&m, &mut rng), Err(Error::NonFiniteState { iteration: 7 }));
+    }
+
+    #[test]
+    fn a_non_finite_gradient_names_its_iteration_and_a_step_before_init_is_refused() {
+        struct NanAfter(LinearGaussian, std::sync::atomic::AtomicU64);
+        impl Model for NanAfter {
+            fn dim(&self) -> usize {
+                self.0.dim()
+            }
+            fn n_data(&self) -> usize {
+                self.0.n_data()
+            }
+            fn grad_prior(&self, t: &[f64], o: &mut [f64]) -> Result<()> {
+                self.0.grad_prior(t, o)
+            }
+            fn grad_data_sum(&self, t: &[f64], i: &[usize], o: &mut [f64]) -> Result<()> {
+                self.0.grad_data_sum(t, i, o)?;
+                // Call 1 is at θ₀ (iteration 0); call k + 1 at the end of step k.
+                if self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 >= 5 {
+                    o[1] = f64::NAN;
+                }
+                Ok(())
+            }
+        }
+        let m = NanAfter(LinearGaussian::synthetic(100, 2, 1.0, 10.0, 2).unwrap(), 0.into());
+        let mut s = Langevin::with_kernel(Euler { h: 1e-3, calls: 0, blow_up: 0 }, FullGradient::new());
+        let mut rng = stream(9, &[0]);
+        assert_eq!(s.step(&m, &mut rng), Err(Error::NotInitialised));
+        s.init(&m, &[0.0, 0.0], &mut rng).unwrap();
+        for _ in 0..3 {
+            s.step(&m, &mut rng).unwrap();
+        }
+        assert_eq!(s.step(&m, &mut rng), Err(Error::NonFiniteGradient { iteration: 4 }));
+        assert_eq!(s.iteration(), 4, "the step itself was made; its gradient is the failure");
+    }
+}
