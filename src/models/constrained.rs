@@ -1,9 +1,9 @@
 //! Constrained parameters: a [`Layout`] of named blocks with constraints, and [`Constrained`],
 //! which turns a model written on the constrained scale into a [`Model`] on ℝᵈ.
 
-use super::logistic::{sigmoid as logistic, softplus};
 use crate::error::{Error, Result, check_len};
 use crate::models::model::Model;
+use crate::numeric::special::{sigmoid as logistic, softplus};
 use std::cell::RefCell;
 
 mod transforms;

@@ -1,6 +1,6 @@
 //! Generalised linear models with analytic gradients, potentials and Hessian-vector products.
 
-use super::logistic::{residual, sigmoid, softplus};
+use super::logistic::residual;
 use super::{BLOCK, Bits, DataScalar, Rows, row_dot, standard_normal};
 use crate::error::{Error, Result, check_len};
 use crate::models::Layout;
@@ -8,6 +8,7 @@ use crate::models::model::Model;
 use crate::models::prior::Prior;
 use crate::numeric::prefetch::prefetch;
 use crate::numeric::rng::stream;
+use crate::numeric::special::{digamma, log_phi, mills, sigmoid, softplus, trigamma};
 use ndarray::{Array1, Array2};
 use rand::RngExt;
 

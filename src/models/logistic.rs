@@ -4,6 +4,7 @@ use super::{BLOCK, Bits, DataScalar, Rows, axpy, prior_precision, row_dot, stand
 use crate::error::{Error, Result, check_len};
 use crate::models::model::Model;
 use crate::numeric::rng::stream;
+use crate::numeric::special::{sigmoid, sigmoid_pair, softplus};
 use ndarray::{Array1, Array2, ArrayView2};
 use rand::RngExt;
 
@@ -30,76 +31,12 @@ pub struct LogisticRegression<X: DataScalar = f64> {
     true_theta: Option<Array1<f64>>,
 }
 
-/// `exp(x)` for `x ≤ 0` as a ratio `(num, den)`, accurate to a few ulps, in branch-free
-/// arithmetic so that loops over it vectorise (libm's `exp` is an opaque call, and cost half of
-/// a minibatch gradient). NaN in, NaN out.
-///
-/// fdlibm's method: the reduction `x = k ln 2 + r`, `|r| ≤ ln 2 / 2`, and the rational form
-/// `exp(r) = 1 + r + r c / (2 − c) = (2 + 2r − c) / (2 − c)` with `c = r − r² P(r²)`
-/// (P of degree 4, error below 2⁻⁵⁹); `2^k` is built from the exponent bits and folded into the
-/// numerator. Returning the ratio lets the sigmoid do a single division. Arguments below −708 are
-/// clamped to −708 (`exp(−708) ≈ 3e−308`, so `2^k` stays a normal number): the value is only
-/// needed to be tiny there.
-#[inline(always)]
-fn exp_nonpositive_ratio(x: f64) -> (f64, f64) {
-    /// 1.5 · 2⁵²: adding it rounds a float of magnitude < 2⁵¹ to an integer, which it leaves
-    /// in the low mantissa bits.
-    const SHIFT: f64 = 6_755_399_441_055_744.0;
-    /// ln 2 split so that `k · LN2_HI` is exact for |k| < 2²⁰ (fdlibm's constants).
-    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-    /// fdlibm's minimax coefficients of `(r − c) / r²`.
-    const P: [f64; 5] = [
-        1.666_666_666_666_660_2e-1,
-        -2.777_777_777_701_559_3e-3,
-        6.613_756_321_437_934e-5,
-        -1.653_390_220_546_525_2e-6,
-        4.138_136_797_057_238_5e-8,
-    ];
-    // Written as a comparison (not `max`) so that NaN is kept.
-    let x = if x < -708.0 { -708.0 } else { x };
-    let t = x * std::f64::consts::LOG2_E + SHIFT;
-    let k = t - SHIFT;
-    let r = (x - k * LN2_HI) - k * LN2_LO;
-    let r2 = r * r;
-    // P(r²) by Estrin's scheme: a shorter dependency chain than Horner's.
-    let r4 = r2 * r2;
-    let c = r - r2 * ((P[0] + r2 * P[1]) + r4 * ((P[2] + r2 * P[3]) + r4 * P[4]));
-    // The low 12 bits of t's representation are k mod 2¹²; k + 1023 ∈ [1, 1023] is the biased
-    // exponent of 2^k.
-    let two_k = f64::from_bits(t.to_bits().wrapping_add(1023) << 52);
-    (two_k * ((2.0 + 2.0 * r) - c), 2.0 - c)
-}
-
-/// `(σ(z), σ(−z))`, each accurate to a few ulps relative (also in the tails, where one of them
-/// is tiny), without overflow for any z; NaN for NaN.
-///
-/// With `e = exp(−|z|) = n / m`: `σ(|z|) = m / (m + n)` and `σ(−|z|) = n / (m + n)`.
-#[inline(always)]
-fn sigmoid_pair(z: f64) -> (f64, f64) {
-    let (n, m) = exp_nonpositive_ratio(-z.abs());
-    let inv = 1.0 / (m + n);
-    let (big, small) = (m * inv, n * inv);
-    if z >= 0.0 { (big, small) } else { (small, big) }
-}
-
-/// The logistic function `σ(z) = 1 / (1 + exp(−z))`, never NaN for finite or infinite z.
-#[inline(always)]
-pub(super) fn sigmoid(z: f64) -> f64 {
-    sigmoid_pair(z).0
-}
-
 /// The residual `σ(z) − y` for a label y ∈ {0, 1}, computed as `σ(z)` for y = 0 and as
 /// `−σ(−z)` for y = 1, which keeps its relative accuracy when it is small.
 #[inline(always)]
 pub(super) fn residual(z: f64, y: f64) -> f64 {
     let (s, s_neg) = sigmoid_pair(z);
     if y == 0.0 { s } else { -s_neg }
-}
-
-#[inline(always)]
-pub(super) fn softplus(z: f64) -> f64 {
-    if z > 0.0 { z + (-z).exp().ln_1p() } else { z.exp().ln_1p() }
 }
 
 impl LogisticRegression<f64> {
@@ -386,6 +323,7 @@ impl<X: DataScalar> Model for LogisticRegression<X> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::numeric::special::exp_nonpositive_ratio;
 
     /// Analytic gradients and Hessian-vector products against central finite differences.
     #[test]

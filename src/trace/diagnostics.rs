@@ -33,6 +33,7 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
 mod ess;
+pub use crate::numeric::special::normal_quantile;
 pub use ess::*;
 mod summary;
 pub use summary::*;

@@ -475,7 +475,7 @@ fn bias_slopes2(ok: &[(f64, &PilotErrors)], h_ksd: f64, pilot_draws: f64, p: i32
     // The pilots the fit and its check see: those at or above the smallest-KSD step.
     let above: Vec<&(f64, &PilotErrors)> = ok.iter().filter(|(h, _)| *h >= h_ksd).collect();
     // The Bonferroni z over all these pilots' 2d errors, for the check below.
-    let z_all = crate::trace::diagnostics::normal_quantile(
+    let z_all = crate::numeric::special::normal_quantile(
         1.0 - (1.0 - crate::trace::diagnostics::BOUND_PROB) / (4.0 * (d * above.len().max(1)) as f64),
     );
     let mut beta2 = vec![0.0f64; d];
