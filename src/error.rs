@@ -577,11 +577,6 @@ impl KeptOutput {
     pub fn is<O: 'static>(&self) -> bool {
         self.0.is::<O>()
     }
-
-    /// The shared value.
-    pub(crate) fn into_any(self) -> std::sync::Arc<dyn std::any::Any + Send + Sync> {
-        self.0
-    }
 }
 
 impl std::fmt::Debug for KeptOutput {

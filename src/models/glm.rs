@@ -292,11 +292,7 @@ impl Glm<f64> {
         if p == 0 {
             return Err(Error::EmptyData { what: "no columns (p = 0)" });
         }
-        crate::error::check_bytes(
-            "the synthetic data set (n_data × (p + 1) numbers)",
-            n_data as u128 * (p as u128 + 1) * 8 + p as u128 * 8,
-            Some(crate::run::DEFAULT_MEMORY_LIMIT),
-        )?;
+        super::check_synthetic_size(n_data, p)?;
         let mut rng = stream(seed, &[0x61_6d]);
         let beta: Vec<f64> = (0..p).map(|_| (0.25 / p as f64).sqrt() * standard_normal(&mut rng)).collect();
         let x = Array2::from_shape_fn((n_data, p), |_| standard_normal(&mut rng));

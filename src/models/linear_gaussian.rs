@@ -64,11 +64,7 @@ impl LinearGaussian<f64> {
         check_positive("design_sd", design_sd)?;
         check_positive("noise_var", noise_var)?;
         check_positive("prior_var", prior_var)?;
-        crate::error::check_bytes(
-            "the synthetic data set (n_data × (dim + 1) numbers)",
-            n_data as u128 * (dim as u128 + 1) * 8 + dim as u128 * 8,
-            Some(crate::run::DEFAULT_MEMORY_LIMIT),
-        )?;
+        super::check_synthetic_size(n_data, dim)?;
         let mut rng = stream(seed, &[0x11_6a55]);
         let theta = normal_array(&mut rng, dim) * prior_var.sqrt();
         let design = Array2::from_shape_fn((n_data, dim), |_| design_sd * super::standard_normal(&mut rng));

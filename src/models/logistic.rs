@@ -58,11 +58,7 @@ impl LogisticRegression<f64> {
         if dim == 0 {
             return Err(Error::EmptyData { what: "no columns (d = 0)" });
         }
-        crate::error::check_bytes(
-            "the synthetic data set (n_data × (dim + 1) numbers)",
-            n_data as u128 * (dim as u128 + 1) * 8 + dim as u128 * 8,
-            Some(crate::run::DEFAULT_MEMORY_LIMIT),
-        )?;
+        super::check_synthetic_size(n_data, dim)?;
         let mut rng = stream(seed, &[0x1091_5710]);
         let scale = (4.0 / dim as f64).sqrt();
         let theta = Array1::from_shape_fn(dim, |_| scale * standard_normal(&mut rng));

@@ -42,6 +42,16 @@ pub use tempered::{Temperature, Tempered};
 use crate::error::Result;
 use ndarray::Array1;
 
+/// Refuses a synthetic data set of `n_data` rows × `dim` columns (and its responses) that does
+/// not fit [`DEFAULT_MEMORY_LIMIT`](crate::DEFAULT_MEMORY_LIMIT), before it is drawn.
+pub(crate) fn check_synthetic_size(n_data: usize, dim: usize) -> Result<()> {
+    crate::error::check_bytes(
+        "the synthetic data set (n_data × (dim + 1) numbers)",
+        n_data as u128 * (dim as u128 + 1) * 8 + dim as u128 * 8,
+        Some(crate::run::DEFAULT_MEMORY_LIMIT),
+    )
+}
+
 /// Checks a prior variance and turns it into a precision.
 pub(crate) fn prior_precision(prior_var: f64) -> Result<f64> {
     crate::error::check_positive("prior_var", prior_var)?;

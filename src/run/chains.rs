@@ -179,23 +179,20 @@ pub(crate) fn run_chain_subset<M: Model + ?Sized, S: Sampler, I: AsRef<[f64]>>(
     }
     let setup_cost = sampler.setup_cost();
     let start = Instant::now();
-    let done: Vec<_> =
-        drive_all(model, units, settings, observers, start).into_iter().map(Finished::into_done).collect();
-    let every_unit_reported = done.iter().all(|f| matches!(f, Finished::Diverged(..)));
+    let done = drive_all(model, units, settings, observers, start).into_iter().map(Finished::into_done).collect();
     let wall = start.elapsed();
-    let out =
-        assemble(done, settings, setup_cost, wall, Duration::ZERO, crate::run::checkpoint::ModelFingerprint::of(model));
-    match out {
-        // A part of a run over ranks whose chains all diverged under `Report`: its output goes to
-        // the merge, which fails only if every rank's did.
-        Err(Error::Kept { output, .. }) if every_unit_reported && selected.len() < settings.n_chains => {
-            match std::sync::Arc::downcast::<RunOutput<S>>(output.into_any()) {
-                Ok(o) => Ok(std::sync::Arc::try_unwrap(o).unwrap_or_else(|a| (*a).clone())),
-                Err(_) => Err(Error::NoSamples { reason: "no chain" }),
-            }
-        }
-        out => out,
-    }
+    // A part of a run over ranks whose chains all diverged under `Report` goes to the merge,
+    // which fails only if every rank's did.
+    let part = selected.len() < settings.n_chains;
+    assemble(
+        done,
+        settings,
+        setup_cost,
+        wall,
+        Duration::ZERO,
+        crate::run::checkpoint::ModelFingerprint::of(model),
+        part,
+    )
 }
 
 /// Merges the outputs of [`run_chain_subset`] over disjoint subsets that together cover every
@@ -358,7 +355,7 @@ pub(crate) fn resume_inner<M: Model + ?Sized, S: Sampler>(
         done.push(Finished::Diverged(ChainUnitDone { chain, report, estimate: None }, div, None));
     }
     done.sort_by_key(Finished::chain);
-    assemble(done, &settings, setup_cost, start.elapsed(), run.wall_time, run.model)
+    assemble(done, &settings, setup_cost, start.elapsed(), run.wall_time, run.model, false)
 }
 
 /// A chain as the runner drives it: the sampler, its generator and recorder, where it is.
@@ -461,8 +458,9 @@ pub(super) struct ChainUnitDone<S> {
 /// Builds the output of a run of chains. A failed chain (an error, a caught panic) is kept in
 /// the output as a divergence with its draws, and the run's result is then the lowest failing
 /// chain's error with the output kept ([`Error::Kept`]); so is a run whose every chain diverged
-/// under [`OnDivergence::Report`]. When no chain made an iteration (every start failed) there is
-/// nothing to keep: the error alone.
+/// under [`OnDivergence::Report`], unless it is a `part` of a run over ranks (the merge judges the
+/// whole). When no chain made an iteration (every start failed) there is nothing to keep: the
+/// error alone.
 pub(super) fn assemble<S: Sampler>(
     done: Vec<Finished<ChainUnitDone<S>>>,
     settings: &RunSettings,
@@ -470,6 +468,7 @@ pub(super) fn assemble<S: Sampler>(
     wall: Duration,
     wall_before: Duration,
     model: crate::run::checkpoint::ModelFingerprint,
+    part: bool,
 ) -> Result<RunOutput<S>> {
     let mut estimates = Vec::new();
     let mut chains = Vec::new();
@@ -525,6 +524,7 @@ pub(super) fn assemble<S: Sampler>(
         divergences,
         model,
     };
+    let all_diverged = all_diverged && !part;
     match failure.or_else(|| all_diverged.then(|| first_divergence.unwrap_or(Error::NoSamples { reason: "no chain" })))
     {
         // Kept only when some chain made an iteration (a failure at every start has nothing).

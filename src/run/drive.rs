@@ -244,6 +244,11 @@ pub(super) fn progress<U: Unit>(
     }
 }
 
+/// Runs observers' code with panics caught: [`Error::Panic`] in an observer at `iteration`.
+fn observing<T>(iteration: u64, f: impl FnOnce() -> T) -> Result<T> {
+    contained(f).map_err(|message| Error::Panic { during: IN_OBSERVER, iteration, message })
+}
+
 /// Where in a chain user code runs, for [`Error::Panic`].
 const IN_INIT: &str = "the chain's start (the sampler's init: the model's code or the sampler's)";
 const IN_STEP: &str = "the chain's step (the model's code or the sampler's)";
@@ -269,8 +274,7 @@ pub(super) fn drive_one<M: Model + ?Sized, U: Unit>(
         let mut stop = false;
         if first {
             let p = progress(&u, n_chains, settings.n_iter, wall0 + t0.elapsed(), run_start);
-            stop = contained(|| observers.iter().fold(false, |s, o| s | (o.init(&p) == Control::Stop)))
-                .map_err(|message| Error::Panic { during: IN_OBSERVER, iteration: 0, message })?;
+            stop = observing(0, || observers.iter().fold(false, |s, o| s | (o.init(&p) == Control::Stop)))?;
         }
         while !stop && u.iteration() < settings.n_iter {
             let k = u.iteration();
@@ -287,13 +291,12 @@ pub(super) fn drive_one<M: Model + ?Sized, U: Unit>(
             // iterations as they complete them).
             guarded(IN_STEP, &mut u, |u| u.iteration() + 1, |u| u.advance(model, next, settings))?;
             let p = progress(&u, n_chains, settings.n_iter, wall0 + t0.elapsed(), run_start);
-            stop = contained(|| {
+            stop = observing(next, || {
                 observers.iter().fold(stop, |s, o| {
                     let due = next % o.interval().max(1) == 0 || next == settings.n_iter;
                     s | (due && o.observe(&p) == Control::Stop)
                 })
-            })
-            .map_err(|message| Error::Panic { during: IN_OBSERVER, iteration: next, message })?;
+            })?;
         }
         Ok(stop && u.iteration() < settings.n_iter)
     })();
@@ -302,14 +305,12 @@ pub(super) fn drive_one<M: Model + ?Sized, U: Unit>(
         Err(e) => e.is_divergence() && settings.on_divergence == OnDivergence::Report,
     };
     let mut outcome = outcome;
+    *u.wall_mut() = wall0 + t0.elapsed();
     if reported {
-        *u.wall_mut() = wall0 + t0.elapsed();
         let p = progress(&u, n_chains, settings.n_iter, wall0 + t0.elapsed(), run_start);
-        if let Err(message) = contained(|| observers.iter().for_each(|o| o.finish(&p))) {
-            outcome = Err(Error::Panic { during: IN_OBSERVER, iteration: p.iteration, message });
+        if let Err(e) = observing(p.iteration, || observers.iter().for_each(|o| o.finish(&p))) {
+            outcome = Err(e);
         }
-    } else {
-        *u.wall_mut() = wall0 + t0.elapsed();
     }
     match outcome {
         Ok(stopped) => Finished::Ran(u, stopped),
