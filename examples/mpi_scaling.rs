@@ -6,7 +6,7 @@
 //!    the single-process run on the whole data (rank 0 alone, the others waiting) against the
 //!    sharded run over all ranks (each holds N/R rows); the chains agree to ~1e-16 relative.
 //! 2. Chains over ranks: 4 chains of SGLD (N = 10⁵, d = 20, n = 100), one chain at a time per
-//!    process: wall time on rank 0 alone against `Runner::run_on` over all ranks (bit-identical
+//!    process: wall time on rank 0 alone against `Runner::on(&cluster).run()` over all ranks (bit-identical
 //!    draws).
 //! 3. The latency of the exchange a sharded gradient makes (an all-gather of R·(d + 1) numbers).
 //!
@@ -113,7 +113,7 @@ fn main() -> Result<()> {
     }
     cluster.barrier();
     let t = Instant::now();
-    let o = Runner::new(&lg, &sgld).starts(&inits).settings(cs).run_on(&cluster)?;
+    let o = Runner::new(&lg, &sgld).starts(&inits).settings(cs).on(&cluster).run()?;
     let mpi_s = t.elapsed().as_secs_f64();
     let identical = serial_mean.as_ref().is_none_or(|m| {
         o.estimate.mean().is_ok_and(|x| x.iter().zip(m.iter()).all(|(a, b)| a.to_bits() == b.to_bits()))

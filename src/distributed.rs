@@ -5,7 +5,7 @@
 //! one rank. Create one [`Cluster`] at the start of `main` (it initialises MPI and finalises it
 //! when dropped), then:
 //!
-//! - [`Runner`]`::run_on(&cluster)`: the run the same builder makes with `run()`, chain c on
+//! - [`Runner`]`::on(&cluster).run()`: the run the same builder makes with `run()`, chain c on
 //!   rank `c mod R`; **every rank** returns the whole run's output, whose draws and pooled estimate are
 //!   **bit-identical** to the single-process run's whatever R (chain c's stream is
 //!   `(seed, [c])` wherever it runs).
@@ -15,8 +15,8 @@
 //!   [`run_sharded`]: the minibatch indices and the Gaussian noise come from the shared stream,
 //!   so θ stays identical on all ranks; one exchange of d + 1 numbers per gradient.
 //!
-//! - the same `run_on` for a [`RichardsonRomberg`]: replicates (coupled pairs) over ranks,
-//!   bit-identical to its `run()`. (`run_chains_mpi` and `run_rr_mpi` are the deprecated forms.)
+//! - the same `.on(&cluster)` for a [`RichardsonRomberg`]: replicates (coupled pairs) over ranks,
+//!   bit-identical to its `run()`.
 //! - [`MlSgld::run_fixed_mpi`](crate::MlSgld::run_fixed_mpi) /
 //!   [`run_adaptive_mpi`](crate::MlSgld::run_adaptive_mpi): multilevel (ML-SGLD) samples over
 //!   ranks, bit-identical to [`MlSgld::run_fixed`](crate::MlSgld::run_fixed) /
@@ -46,16 +46,18 @@
 //!
 #![doc = include_str!("../docs/guide/cluster.md")]
 
-use crate::coupled::richardson::{RichardsonRomberg, RrOutput, run_rr_chains_on};
+#[cfg(doc)]
+use crate::coupled::richardson::RichardsonRomberg;
 use crate::error::{Error, Result};
 use crate::models::model::Model;
-use crate::run::observe::Observer;
 #[cfg(feature = "zarr")]
 use crate::run::placement::agree;
 use crate::run::placement::{Failure, Placement, distribute, rank_error};
+#[cfg(doc)]
 use crate::run::runner::Runner;
-use crate::run::{RunOutput, RunSettings, run_chains_on};
-use crate::samplers::{Discretisation, Sampler};
+use crate::run::{RunOutput, RunSettings};
+#[cfg(doc)]
+use crate::samplers::Sampler;
 use mpi::Count;
 use mpi::datatype::PartitionMut;
 use mpi::topology::SimpleCommunicator;

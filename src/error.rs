@@ -648,6 +648,11 @@ pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Resu
     if expected == got { Ok(()) } else { Err(Error::DimensionMismatch { what, expected, got }) }
 }
 
+/// The default memory limit of a run ([`RunSettings::memory_limit`](crate::RunSettings::memory_limit)) and of what the crate
+/// allocates on a size the user gives without a limit of its own (synthetic data sets, the
+/// tuned path's workspace): 8 GiB.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 8 << 30;
+
 /// Errors with [`Error::OutOfMemory`] naming `what` if `needed` bytes exceed `limit` (none: no
 /// check). Call it before allocating on a size the user gave.
 pub(crate) fn check_bytes(what: &'static str, needed: u128, limit: Option<u64>) -> Result<()> {
@@ -678,7 +683,7 @@ pub(crate) fn check_entries<'a>(
 pub(crate) fn all_indices(n: usize) -> Result<Vec<usize>> {
     let what = "the indices of every datum (the model's n_data)";
     let needed = n as u128 * std::mem::size_of::<usize>() as u128;
-    check_bytes(what, needed, Some(crate::run::DEFAULT_MEMORY_LIMIT))?;
+    check_bytes(what, needed, Some(DEFAULT_MEMORY_LIMIT))?;
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| Error::OutOfMemory { what, needed: needed as u64, limit: None })?;
     v.extend(0..n);

@@ -52,16 +52,14 @@ pub use coupled::mlsgld::{
     ADAPTIVE_HORIZON_DOUBLINGS, ADAPTIVE_RETRY_COST, AdaptiveSettings, LevelSample, LevelStats, MlCoupling, MlSgld,
     MlSgldSettings, MlmcCheckpoint, MlmcResult, MomentErrors, RmseTarget,
 };
-#[allow(deprecated)]
 pub use coupled::richardson::{
-    BiasReport, NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, discretisation_bias, resume_rr, run_rr,
-    run_rr_chains, run_rr_observed,
+    BiasReport, NoiseCoupling, RichardsonRomberg, RrOutput, Sgrrhmc, Sgrrld, discretisation_bias,
 };
 pub use coupled::step_bias::{
     STEP_BIAS_COST, STEP_BIAS_MAX_COST, STEP_BIAS_MIN_ITERATIONS, StepBias, convergence_with_bias, step_bias,
 };
 pub use coupled::tune_rr::{RrTrial, TunedRr, tune_rr};
-pub use error::{Error, KeptOutput, Result};
+pub use error::{DEFAULT_MEMORY_LIMIT, Error, KeptOutput, Result};
 pub use gradient::auto::{Auto, Chosen};
 pub use gradient::control_variate::{ControlVariate, CvSettings};
 pub use gradient::optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
@@ -75,12 +73,8 @@ pub use models::{
     Pmf, Prior, Ratings, Temperature, Tempered,
 };
 pub use numeric::schedule::StepSize;
-pub use run::runner::{Resume, Runner};
-#[allow(deprecated)]
-pub use run::{
-    ChainReport, DEFAULT_MEMORY_LIMIT, Divergence, OnDivergence, RunOutput, RunSettings, STATE_VECTORS, Storage,
-    resume, run, run_chains, run_chains_observed, run_observed,
-};
+pub use run::runner::{Method, Resumable, Resume, Runner};
+pub use run::{ChainReport, Divergence, OnDivergence, RunOutput, RunSettings, STATE_VECTORS, Storage};
 pub use sample::{Derived, Multilevel, Sample, Sampled, SampledMl, SampledRr};
 pub use samplers::{
     AUTO_DENSE_MAX_DIM, CyclicalKernel, CyclicalSettings, CyclicalSgld, Discretisation, GRADIENT_NOISE_BATCH,

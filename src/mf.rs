@@ -96,19 +96,6 @@ fn check_shards(
     Ok(())
 }
 
-/// The former name of [`run_mf`] (renamed so that it pairs with `distributed::run_mf_mpi`,
-/// feature `mpi`); same arguments, same chain.
-#[deprecated(since = "0.2.0", note = "renamed `run_mf` (pairs with `distributed::run_mf_mpi`)")]
-pub fn simulate(
-    shards: &[RowShard],
-    tests: &[RowShard],
-    model: &MfModel,
-    update: &MfUpdate,
-    run: &MfRunSettings,
-) -> Result<MfOutput> {
-    run_mf(shards, tests, model, update, run)
-}
-
 /// Runs the block-scheduled chain with all B workers in this process: the single-process
 /// reference of the distributed run (bit-identical to it for the same B and seed) and a
 /// fast DSGLD/pSGLD/HAMCMC sampler for matrix factorisation on one machine.

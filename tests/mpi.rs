@@ -145,7 +145,7 @@ fn panic_scenario(cluster: &Cluster, what: &str) {
             // the other chains to finish: the ranks learn of the failure at the end).
             let inits: Vec<Vec<f64>> = (0..2 * size).map(|c| vec![0.1 * c as f64, -0.2, 0.3]).collect();
             let rs = RunSettings { n_chains: 2 * size, storage: Storage::Moments, n_iter: 20_000, ..long };
-            let r = Runner::new(&fails(lg, bad), &sgld).starts(&inits).settings(rs).run_on(cluster).map(|_| ());
+            let r = Runner::new(&fails(lg, bad), &sgld).starts(&inits).settings(rs).on(cluster).run().map(|_| ());
             match &r {
                 Err(e) if bad && matches!(e.root(), Error::Panic { .. }) && names_rank(e, me) => {
                     println!("[rank {me}] contained panic, typed: {e}");
@@ -202,7 +202,7 @@ fn main() {
     let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50)).expect("sgld");
     let sghmc = Sghmc::new(SghmcSettings::constant(1e-6, 0.1), Minibatch::new(50)).expect("sghmc");
     {
-        let a = Runner::new(&lg, &sgld).starts(&inits).settings(settings).run_on(&cluster).expect("distributed run");
+        let a = Runner::new(&lg, &sgld).starts(&inits).settings(settings).on(&cluster).run().expect("distributed run");
         let b = Runner::new(&lg, &sgld).starts(&inits).settings(settings).run().expect("serial run");
         let same = bits(&a.estimate) == bits(&b.estimate)
             && same_mean(&a.estimate, &b.estimate)
@@ -230,7 +230,7 @@ fn main() {
                 format!("{written:?} at {}", path.display()),
             );
         }
-        let a = Runner::new(&lg, &sghmc).starts(&inits).settings(settings).run_on(&cluster).expect("distributed run");
+        let a = Runner::new(&lg, &sghmc).starts(&inits).settings(settings).on(&cluster).run().expect("distributed run");
         let b = Runner::new(&lg, &sghmc).starts(&inits).settings(settings).run().expect("serial run");
         rep.check(
             "chains over ranks, SGHMC",
@@ -245,7 +245,8 @@ fn main() {
         let a = Runner::new(&glm, &sgld_glm)
             .starts(&glm_inits)
             .settings(settings)
-            .run_on(&cluster)
+            .on(&cluster)
+            .run()
             .expect("distributed run");
         let b = Runner::new(&glm, &sgld_glm).starts(&glm_inits).settings(settings).run().expect("serial run");
         rep.check(
@@ -254,7 +255,8 @@ fn main() {
             String::new(),
         );
         let cold = Tempered::new(&lg, Temperature::posterior(0.5)).expect("tempered");
-        let a = Runner::new(&cold, &sgld).starts(&inits).settings(settings).run_on(&cluster).expect("distributed run");
+        let a =
+            Runner::new(&cold, &sgld).starts(&inits).settings(settings).on(&cluster).run().expect("distributed run");
         let b = Runner::new(&cold, &sgld).starts(&inits).settings(settings).run().expect("serial run");
         rep.check(
             "chains over ranks, a tempered model (T = 0.5)",
@@ -263,7 +265,7 @@ fn main() {
         );
         // Richardson–Romberg pairs over ranks.
         let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(2e-4), Minibatch::new(50)).expect("sgld"));
-        let a = Runner::new(&lg, &rr).start(&inits[1]).settings(settings).run_on(&cluster).expect("distributed RR");
+        let a = Runner::new(&lg, &rr).start(&inits[1]).settings(settings).on(&cluster).run().expect("distributed RR");
         let b = Runner::new(&lg, &rr).start(&inits[1]).settings(settings).run().expect("serial RR");
         let same = bits(&a.coarse) == bits(&b.coarse)
             && bits(&a.fine) == bits(&b.fine)
@@ -375,7 +377,7 @@ fn main() {
             how: How::Error,
         };
         let rs = RunSettings { check_model: false, ..settings };
-        let r = Runner::new(&model, &sgld).starts(&inits).settings(rs).run_on(&cluster);
+        let r = Runner::new(&model, &sgld).starts(&inits).settings(rs).on(&cluster).run();
         let detail = match &r {
             Err(e) => e.to_string(),
             Ok(_) => "no error".into(),

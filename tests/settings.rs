@@ -62,39 +62,40 @@ fn every_settings_struct_builds_the_documented_way() {
     assert_eq!(MfRunSettings { eval_every: 10, ..Default::default() }.eval_every, 10);
 }
 
-/// A program written against the previous release: settings by `..Default::default()`, the
-/// old run functions (deprecated: they warn and give the same draws as the `Runner`), match arms
-/// with a wildcard. With the migrations CHANGELOG.md lists — `AdaptiveSettings`, and the names
-/// that left the prelude imported from the crate root — it compiles and runs.
-#[allow(deprecated)]
+/// A program written against the previous release (settings by `..Default::default()`, match
+/// arms with a wildcard), with the migrations CHANGELOG.md lists applied — the names that left
+/// the prelude imported from the crate root, `AdaptiveSettings`, and the run functions removed in
+/// 0.3.0 replaced by the `Runner` and `Resume` lines the note gives — compiles and runs, and a
+/// stopped, resumed run is the whole run bit for bit.
 mod previous_style {
     use sgmcmc::prelude::*;
     // Left the prelude (CHANGELOG.md, 0.2.0): named at the root.
-    use sgmcmc::{AdaptiveSettings, Mala, MalaSettings, Metric, MlSgld, MlSgldSettings, RmseTarget};
-    use sgmcmc::{resume, run, run_chains, run_observed, run_rr};
+    use sgmcmc::{AdaptiveSettings, Mala, MalaSettings, Metric, MlSgld, MlSgldSettings, Resume, RmseTarget};
 
     #[test]
     fn a_previous_release_program_compiles_and_runs() {
         let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 1).unwrap();
         let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(50)).unwrap();
         let settings = RunSettings { n_iter: 2_000, burn_in: 1_000, n_chains: 2, ..Default::default() };
-        let out = run_chains(&model, &sgld, &[[0.0, 0.0], [0.1, 0.1]], &settings).unwrap();
+        // Was `run_chains(&model, &sgld, &[[0.0, 0.0], [0.1, 0.1]], &settings)`.
+        let out = Runner::new(&model, &sgld).starts(&[[0.0, 0.0], [0.1, 0.1]]).settings(settings).run().unwrap();
         assert!(out.estimate.mean().unwrap().iter().all(|m| m.is_finite()));
-        // The deprecated functions are the runner's, bit for bit.
-        let new = Runner::new(&model, &sgld).starts(&[[0.0, 0.0], [0.1, 0.1]]).settings(settings).run().unwrap();
-        assert_eq!(out.estimate.mean().unwrap(), new.estimate.mean().unwrap());
         let budget = sgmcmc::observe::Budget::datum_gradients(60_000);
-        let stopped = run_observed(&model, &sgld, &[0.0, 0.0], &settings, &[&budget]).unwrap();
+        // Was `run_observed(&model, &sgld, &[0.0, 0.0], &settings, &[&budget])`.
+        let stopped = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(settings).observers(&[&budget]).run();
+        let stopped = stopped.unwrap();
         assert!(!stopped.is_complete());
-        let resumed = resume(&model, stopped, &[]).unwrap();
-        let whole = run(&model, &sgld, &[0.0, 0.0], &settings).unwrap();
+        // Was `resume(&model, stopped, &[])`.
+        let resumed = Resume::new(&model, stopped).observers(&[]).run().unwrap();
+        // Was `run(&model, &sgld, &[0.0, 0.0], &settings)`.
+        let whole = Runner::new(&model, &sgld).start(&[0.0, 0.0]).settings(settings).run().unwrap();
         assert_eq!(resumed.estimate.mean().unwrap(), whole.estimate.mean().unwrap());
-        let rr = run_rr(&model, &RichardsonRomberg::new(sgld.clone()), &[0.0, 0.0], &settings).unwrap();
-        let rr_new = Runner::new(&model, &RichardsonRomberg::new(sgld)).start(&[0.0, 0.0]).settings(settings).run();
-        assert_eq!(rr.estimate.mean().unwrap(), rr_new.unwrap().estimate.mean().unwrap());
+        // Was `run_rr(&model, &RichardsonRomberg::new(sgld.clone()), &[0.0, 0.0], &settings)`.
+        let rr = Runner::new(&model, &RichardsonRomberg::new(sgld.clone())).start(&[0.0, 0.0]).settings(settings).run();
+        assert!(rr.unwrap().estimate.mean().unwrap().iter().all(|m| m.is_finite()));
         // MalaSettings built as before: it now adapts (CHANGELOG.md), within the burn-in.
         let mala = Mala::new(MalaSettings { step_size: 1e-3, ..Default::default() }).unwrap();
-        assert!(run(&model, &mala, &[0.0, 0.0], &settings).is_ok());
+        assert!(Runner::new(&model, &mala).start(&[0.0, 0.0]).settings(settings).run().is_ok());
         let ml =
             MlSgld::sgld(MlSgldSettings { horizon: 10, ..Default::default() }, 1e-3, Minibatch::new(10), &[0.0, 0.0])
                 .unwrap();

@@ -6,8 +6,8 @@ use crate::error::{Error, Result, check_len};
 use crate::gradient::Minibatch;
 use crate::models::model::Model;
 use crate::numeric::rng::{ChainRng, stream};
+use crate::run::method::{Method, Resumable};
 use crate::run::observe::Observer;
-use crate::run::placement::{Distribute, Local};
 use crate::run::runner::Runner;
 use crate::run::{Divergence, Finished, Recorder, RunSettings, Unit, drive};
 use crate::samplers::{Discretisation, Sghmc, Sgld};
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 mod output;
 pub use output::*;
 mod pairs;
-pub use pairs::*;
+
 mod bias;
 pub use bias::*;
 

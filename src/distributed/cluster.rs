@@ -126,14 +126,18 @@ impl Cluster {
     }
 }
 
-impl<T: Serialize + DeserializeOwned> crate::run::placement::Distribute<T> for Ranks {
+impl crate::run::placement::sealed::Sealed for &Cluster {}
+
+/// The ranks of the job: unit c on rank `c mod R`, the outputs exchanged so that every rank
+/// returns the whole run (`Runner::new(..).on(&cluster).run()`).
+impl<T: Serialize + DeserializeOwned> crate::run::placement::Distribute<T> for &Cluster {
     fn distribute(
         &self,
         n: usize,
         run: impl FnOnce(&[usize]) -> Result<T>,
         merge: impl FnOnce(Vec<(Vec<usize>, T)>) -> Result<T>,
     ) -> Result<T> {
-        distribute(self, n, run, merge)
+        distribute(&self.ranks(), n, run, merge)
     }
 }
 

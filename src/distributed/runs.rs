@@ -1,104 +1,8 @@
-//! Runs over ranks: chains and Richardson–Romberg replicates (`Runner::run_on`), multilevel
-//! samples, Zarr traces written by every rank, and the deprecated functions.
+//! Runs over ranks: multilevel samples and Zarr traces written by every rank. (Chains and
+//! Richardson–Romberg replicates go over ranks through the runner's placement:
+//! `Runner::on(&cluster)`, the [`Distribute`](crate::runner::Distribute) of `&Cluster`.)
 
 use super::*;
-
-/// [`run_chains`](crate::run_chains) with the chains spread over the ranks of `cluster`: chain
-/// c runs on rank `c mod R` (a rank's chains in parallel as `settings.parallel` says); the
-/// outputs are exchanged so that **every rank** returns the whole run, chains in chain order.
-/// Draws, pooled estimate, costs and chain reports are bit-identical to the single-process
-/// [`run_chains`](crate::run_chains) with the same arguments (the wall time is the longest
-/// rank's). Every rank must call it with the same arguments.
-///
-/// Errors: as `run_chains`, on every rank: the failing rank returns [`Error::Rank`] around its
-/// error, the others [`Error::RankFailure`] naming it (its chain and iteration); no rank hangs.
-/// [`Error::InvalidParameter`] if a rank's output exceeds 2³¹ bytes (one MPI message).
-///
-/// Needs the sampler serialisable (every built-in sampler is: it travels with its chain's
-/// report, as in a checkpoint).
-#[deprecated(
-    since = "0.2.0",
-    note = "use `Runner::new(model, sampler).starts(inits).settings(*settings).observers(observers).run_on(cluster)`"
-)]
-pub fn run_chains_mpi<M, S, I>(
-    cluster: &Cluster,
-    model: &M,
-    sampler: &S,
-    inits: &[I],
-    settings: &RunSettings,
-    observers: &[&dyn Observer],
-) -> Result<RunOutput<S>>
-where
-    M: Model + ?Sized,
-    S: Sampler + Serialize + DeserializeOwned,
-    I: AsRef<[f64]>,
-{
-    run_chains_on(&cluster.ranks(), model, sampler, inits, settings, observers)
-}
-
-/// [`run_rr`](crate::run_rr) with the replicates (coupled pairs) spread over the ranks:
-/// replicate c on rank `c mod R`; every rank returns the whole run, whose extrapolated, coarse
-/// and fine estimates are **bit-identical** to the single-process `run_rr`'s (replicate c's
-/// streams are `(seed, [c, ·])` wherever it runs). Errors as [`run_chains_mpi`].
-#[deprecated(
-    since = "0.2.0",
-    note = "use `Runner::new(model, rr).start(theta0).settings(*settings).observers(observers).run_on(cluster)`"
-)]
-pub fn run_rr_mpi<M, S>(
-    cluster: &Cluster,
-    model: &M,
-    rr: &RichardsonRomberg<S>,
-    theta0: &[f64],
-    settings: &RunSettings,
-    observers: &[&dyn Observer],
-) -> Result<RrOutput<S>>
-where
-    M: Model + ?Sized,
-    S: Discretisation + Serialize + DeserializeOwned,
-{
-    run_rr_chains_on(&cluster.ranks(), model, rr, &vec![theta0; settings.n_chains], settings, observers)
-}
-
-impl<M, S> crate::run::runner::Runner<'_, M, S>
-where
-    M: Model + ?Sized,
-    S: Sampler + Serialize + DeserializeOwned,
-{
-    /// [`run`](crate::Runner::run) with the chains spread over the ranks of `cluster`: chain c
-    /// runs on rank `c mod R` (a rank's chains in parallel as `settings.parallel` says); the
-    /// outputs are exchanged so that **every rank** returns the whole run, chains in chain order.
-    /// Draws, pooled estimate, costs and chain reports are bit-identical to the single-process
-    /// run with the same builder (the wall time is the longest rank's). Every rank must build
-    /// the same run.
-    ///
-    /// Errors: as `run`, on every rank: the failing rank returns [`Error::Rank`] around its
-    /// error, the others [`Error::RankFailure`] naming it (its chain and iteration); no rank
-    /// hangs. [`Error::InvalidParameter`] if a rank's output exceeds 2³¹ bytes (one MPI message).
-    ///
-    /// Needs the sampler serialisable (every built-in sampler is: it travels with its chain's
-    /// report, as in a checkpoint).
-    pub fn run_on(self, cluster: &Cluster) -> Result<RunOutput<S>> {
-        let starts = self.chain_starts()?;
-        let (model, sampler, settings, observers) = self.parts();
-        run_chains_on(&cluster.ranks(), model, sampler, &starts, settings, observers)
-    }
-}
-
-impl<M, S> crate::run::runner::Runner<'_, M, RichardsonRomberg<S>>
-where
-    M: Model + ?Sized,
-    S: Discretisation + Serialize + DeserializeOwned,
-{
-    /// [`run`](crate::Runner::run) of Richardson–Romberg replicates spread over the ranks:
-    /// replicate c on rank `c mod R`; every rank returns the whole run, whose extrapolated,
-    /// coarse and fine estimates are **bit-identical** to the single-process run's (replicate
-    /// c's streams are `(seed, [c, ·])` wherever it runs). Errors as for chains.
-    pub fn run_on(self, cluster: &Cluster) -> Result<RrOutput<S>> {
-        let starts = self.chain_starts()?;
-        let (model, rr, settings, observers) = self.parts();
-        run_rr_chains_on(&cluster.ranks(), model, rr, &starts, settings, observers)
-    }
-}
 
 impl<S: crate::samplers::SubsampledDiscretisation> crate::coupled::mlsgld::MlSgld<S> {
     /// [`run_fixed`](crate::MlSgld::run_fixed) with each level's samples spread over the ranks of
@@ -145,43 +49,7 @@ impl<S: crate::samplers::SubsampledDiscretisation> crate::coupled::mlsgld::MlSgl
     }
 }
 
-/// The former name of [`MlSgld::run_fixed_mpi`](crate::MlSgld::run_fixed_mpi) (renamed so that
-/// it pairs with [`MlSgld::run_fixed`](crate::MlSgld::run_fixed)); same result.
-#[deprecated(since = "0.2.0", note = "use the method `ml.run_fixed_mpi(cluster, model, g, samples)`")]
-pub fn run_mlsgld_mpi<M, S, G>(
-    cluster: &Cluster,
-    ml: &crate::coupled::mlsgld::MlSgld<S>,
-    model: &M,
-    g: &G,
-    samples: &[usize],
-) -> Result<crate::coupled::mlsgld::MlmcResult>
-where
-    M: Model + ?Sized,
-    S: crate::samplers::SubsampledDiscretisation,
-    G: Fn(&[f64]) -> f64 + Sync,
-{
-    ml.run_fixed_mpi(cluster, model, g, samples)
-}
-
-/// The former name of [`MlSgld::run_adaptive_mpi`](crate::MlSgld::run_adaptive_mpi); same
-/// result.
-#[deprecated(since = "0.2.0", note = "use the method `ml.run_adaptive_mpi(cluster, model, g, target)`")]
-pub fn run_mlsgld_adaptive_mpi<M, S, G>(
-    cluster: &Cluster,
-    ml: &crate::coupled::mlsgld::MlSgld<S>,
-    model: &M,
-    g: &G,
-    target: &crate::coupled::mlsgld::AdaptiveSettings,
-) -> Result<crate::coupled::mlsgld::MlmcResult>
-where
-    M: Model + ?Sized,
-    S: crate::samplers::SubsampledDiscretisation,
-    G: Fn(&[f64]) -> f64 + Sync,
-{
-    ml.run_adaptive_mpi(cluster, model, g, target)
-}
-
-/// Writes the chains of `est` (e.g. the output of `Runner::run_on`, the same on every rank)
+/// Writes the chains of `est` (e.g. the output of `Runner::on(&cluster).run()`, the same on every rank)
 /// to the Zarr store at `path` in the ArviZ InferenceData layout of
 /// [`ZarrTrace`](crate::trace::export::ZarrTrace), the ranks sharing the work without conflicts: rank 0
 /// creates the layout, then chain c is written by rank `c mod R` (one chunk per chain). `path`

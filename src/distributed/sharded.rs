@@ -2,7 +2,10 @@
 //! identical ([`run_sharded`]).
 
 use super::*;
+use crate::run::observe::Observer;
+use crate::run::runner::Runner;
 use crate::run::uncontained;
+use crate::samplers::Sampler;
 
 thread_local! {
     /// Scratch of [`Sharded`]: local indices and the exchanged partial sums.

@@ -137,7 +137,7 @@ impl ControlVariate {
             crate::error::check_bytes(
                 "the cached centre gradients (n_data × dim; CvSettings::cache_centre_gradients)",
                 n as u128 * d as u128 * 8,
-                Some(crate::run::DEFAULT_MEMORY_LIMIT),
+                Some(crate::error::DEFAULT_MEMORY_LIMIT),
             )?;
             // One pass that yields every per-datum gradient; their sum is the data part of ∇U(θ̂).
             let mut cache = vec![0.0; n * d];

@@ -73,7 +73,7 @@ impl Taylor {
             crate::error::check_bytes(
                 "the cached centre gradients (n_data × dim; CvSettings::cache_centre_gradients)",
                 n as u128 * d as u128 * 8,
-                Some(crate::run::DEFAULT_MEMORY_LIMIT),
+                Some(crate::error::DEFAULT_MEMORY_LIMIT),
             )?;
             let mut cache = vec![0.0; n * d];
             for (i, row) in cache.chunks_exact_mut(d).enumerate() {

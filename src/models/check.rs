@@ -61,19 +61,6 @@ pub struct ModelCheck {
     pub prior_excess: Option<f64>,
     /// The data gradient's largest excess over the noise, relative (`None` without potentials).
     pub data_excess: Option<f64>,
-    /// The same as [`prior_excess`](Self::prior_excess): the excess over the finite
-    /// difference's noise, not the relative error its name says (0 for every correct model).
-    #[deprecated(
-        since = "0.1.0",
-        note = "it is the excess over the finite-difference noise: use `prior_excess`, or `prior_rel_difference` for the relative difference"
-    )]
-    pub prior_rel_error: Option<f64>,
-    /// The same as [`data_excess`](Self::data_excess).
-    #[deprecated(
-        since = "0.1.0",
-        note = "it is the excess over the finite-difference noise: use `data_excess`, or `data_rel_difference` for the relative difference"
-    )]
-    pub data_rel_error: Option<f64>,
     /// The curvature `vᵀ ∇²U v` (by finite differences of gradients, full-data scale) along each
     /// direction tried: the gradient's own direction first.
     pub curvatures: Vec<f64>,
@@ -255,15 +242,12 @@ pub fn check_model<M: Model + ?Sized>(model: &M, theta: &[f64], settings: &Check
     if !has_potentials && curvatures.iter().all(|&c| c < 0.0) {
         return Err(downhill_everywhere(&curvatures));
     }
-    #[allow(deprecated)]
     Ok(ModelCheck {
         used_potentials: has_potentials,
         prior_rel_difference: has_potentials.then_some(prior_diff),
         data_rel_difference: has_potentials.then_some(data_diff),
         prior_excess: has_potentials.then_some(prior_err),
         data_excess: has_potentials.then_some(data_err),
-        prior_rel_error: has_potentials.then_some(prior_err),
-        data_rel_error: has_potentials.then_some(data_err),
         curvatures,
         cost,
     })

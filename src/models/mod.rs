@@ -48,7 +48,7 @@ pub(crate) fn check_synthetic_size(n_data: usize, dim: usize) -> Result<()> {
     crate::error::check_bytes(
         "the synthetic data set (n_data × (dim + 1) numbers)",
         n_data as u128 * (dim as u128 + 1) * 8 + dim as u128 * 8,
-        Some(crate::run::DEFAULT_MEMORY_LIMIT),
+        Some(crate::error::DEFAULT_MEMORY_LIMIT),
     )
 }
 

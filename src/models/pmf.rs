@@ -104,7 +104,7 @@ impl Ratings {
         crate::error::check_bytes(
             "the synthetic ratings ((n_users + n_items) × rank factors and n_ratings × 3 numbers)",
             (n_users as u128 + n_items as u128) * rank as u128 * 8 + n_ratings as u128 * 24,
-            Some(crate::run::DEFAULT_MEMORY_LIMIT),
+            Some(crate::error::DEFAULT_MEMORY_LIMIT),
         )?;
         let mut rng = stream(seed, &[0x9_3f_u64]);
         let s = (rank as f64).powf(-0.25);

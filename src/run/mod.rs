@@ -6,6 +6,7 @@
 //! (`checkpoint.rs`).
 
 pub mod checkpoint;
+pub(crate) mod method;
 pub mod observe;
 pub(crate) mod placement;
 pub mod progress;
@@ -14,10 +15,9 @@ pub mod runner;
 use crate::cost::Cost;
 use crate::error::{Error, Result};
 use crate::models::model::Model;
-use crate::numeric::rng::{ChainRng, DEFAULT_SEED, stream};
+use crate::numeric::rng::{ChainRng, stream};
+use crate::run::method::{Method, Resumable};
 use crate::run::observe::{Control, Observer, Progress};
-use crate::run::placement::{Distribute, Local};
-use crate::run::runner::Runner;
 use crate::samplers::Sampler;
 use crate::trace::estimate::{Estimate, Moments, Part, Samples};
 use rayon::prelude::*;
@@ -29,7 +29,7 @@ pub use settings::*;
 mod output;
 pub use output::*;
 mod chains;
-pub use chains::*;
+pub(crate) use chains::check_starts;
 mod drive;
 pub(crate) use drive::*;
 

@@ -58,9 +58,11 @@ pub(crate) trait Placement {
     }
 }
 
-/// Every unit in this process (threads as the settings say).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Local;
+/// Every unit in this process (threads as the settings say): the placement of a
+/// [`Runner`](crate::run::runner::Runner) unless [`on`](crate::run::runner::Runner::on) says
+/// otherwise.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Local;
 
 impl Placement for Local {
     fn rank(&self) -> usize {
@@ -92,19 +94,27 @@ impl Placement for Local {
     }
 }
 
-/// Runs a batch of `n` units on a placement: [`distribute`] over ranks (outputs exchanged, so
-/// they must be serialisable), every unit here for [`Local`] (nothing crosses a process, so any
-/// output will do: the single-process runners' samplers need not be serialisable). The
-/// runners are written once over it (`run_chains_on`, `run_rr_chains_on`), single-process and MPI.
-pub(crate) trait Distribute<T> {
+/// Where the units of a [`Runner`](crate::run::runner::Runner) run, for an output of type `T`:
+/// [`Local`] (this process, any output) or, with feature `mpi`, `&Cluster` (unit c on rank
+/// `c mod R`, the outputs exchanged, so they must be serialisable). Sealed: the crate's
+/// placements are the only ones. The runner is written once over it, single-process and MPI.
+pub trait Distribute<T>: sealed::Sealed {
     /// Runs the units placed here with `run` (which gets their indices, increasing) and, over
-    /// ranks, merges every process's output with `merge` (see [`distribute`]).
+    /// ranks, merges every process's output with `merge` (see the module's `distribute`).
+    #[doc(hidden)]
     fn distribute(
         &self,
         n: usize,
         run: impl FnOnce(&[usize]) -> Result<T>,
         merge: impl FnOnce(Vec<(Vec<usize>, T)>) -> Result<T>,
     ) -> Result<T>;
+}
+
+/// Seals [`Distribute`].
+pub(crate) mod sealed {
+    /// Implemented by the crate's placements only.
+    pub trait Sealed {}
+    impl Sealed for super::Local {}
 }
 
 impl<T> Distribute<T> for Local {

@@ -1,23 +1,27 @@
 //! [`Runner`] and [`Resume`]: the one entry point of the engine, as a builder in the style of
 //! argmin's `Executor`. Name the model and the method (a [`Sampler`] or a
-//! [`RichardsonRomberg`] pair of one), then what differs from the defaults — where the chains
+//! [`RichardsonRomberg`](crate::RichardsonRomberg) pair of one), then what differs from the defaults — where the chains
 //! start, the [`RunSettings`], observers (progress, budgets, early stops) — and call
 //! [`run`](Runner::run). A stopped or saved run goes on with [`Resume`]; over the ranks of an MPI
-//! job the same builder ends in `run_on(&cluster)` (module `distributed`, feature `mpi`).
+//! job the same builder takes `.on(&cluster)` (module `distributed`, feature `mpi`).
+//!
+//! The runner names no method: it runs any [`Method`] — chains of a [`Sampler`] and
+//! [`RichardsonRomberg`](crate::RichardsonRomberg) pairs implement it in their own files — on a
+//! placement ([`Distribute`]: [`Local`], or a `&Cluster`), and resumes any [`Resumable`] output.
 //!
 //! | you want | call |
 //! | --- | --- |
 //! | chains of a sampler from one start | `Runner::new(&m, &s).start(&θ₀).settings(st).run()` |
 //! | one start per chain | `.starts(&starts)` instead of `.start(..)` |
 //! | observers: progress, a budget, a stop rule | `.observer(&o)` (as many as you like) |
-//! | Richardson–Romberg pairs | `Runner::new(&m, &RichardsonRomberg::new(s))…run()` → [`RrOutput`] |
+//! | Richardson–Romberg pairs | `Runner::new(&m, &RichardsonRomberg::new(s))…run()` → [`RrOutput`](crate::RrOutput) |
 //! | go on after a stop, or from a checkpoint | `Resume::new(&m, out).run()` |
-//! | chains spread over MPI ranks | `….run_on(&cluster)` (feature `mpi`) |
+//! | chains spread over MPI ranks | `….on(&cluster).run()` (feature `mpi`) |
 //!
-//! It replaces the functions `run`, `run_chains`, `run_observed`, `run_chains_observed`,
+//! It replaced the functions `run`, `run_chains`, `run_observed`, `run_chains_observed`,
 //! `resume`, `run_rr`, `run_rr_observed`, `run_rr_chains`, `resume_rr`, `run_chains_mpi` and
-//! `run_rr_mpi`, which stay one release as deprecated wrappers (CHANGELOG.md gives the
-//! migration). The draws are theirs, bit for bit.
+//! `run_rr_mpi` (removed in 0.3.0; CHANGELOG.md gives the migration). The draws are theirs, bit
+//! for bit.
 //!
 //! For the tuned path — mode, tuning for exactly this run, preconditioning, dispersed starts,
 //! the run and its verdict in one call — use [`Sample`](crate::sample::Sample), which ends in
@@ -25,13 +29,15 @@
 //!
 #![doc = include_str!("../../docs/guide/running.md")]
 
-use crate::coupled::richardson::{RichardsonRomberg, RrOutput, resume_rr_inner, run_rr_chains_on};
+pub use crate::run::method::{Method, Resumable};
+pub use crate::run::placement::{Distribute, Local};
+
 use crate::error::{Error, Result};
 use crate::models::model::Model;
 use crate::run::observe::Observer;
-use crate::run::placement::Local;
-use crate::run::{RunOutput, RunSettings, resume_inner, run_chains_on};
-use crate::samplers::{Discretisation, Sampler};
+use crate::run::settings::RunSettings;
+#[cfg(doc)]
+use crate::samplers::Sampler;
 
 /// Where the chains of a [`Runner`] start.
 #[derive(Debug, Clone)]
@@ -44,8 +50,9 @@ enum Starts<'a> {
     PerChain(Vec<&'a [f64]>),
 }
 
-/// A run of `model` with `method` — chains of a [`Sampler`], or replicate pairs of a
-/// [`RichardsonRomberg`] — configured step by step and started with [`run`](Self::run) (see the
+/// A run of `model` with `method` — any [`Method`]: chains of a [`Sampler`], or replicate pairs
+/// of a [`RichardsonRomberg`](crate::RichardsonRomberg) — on placement `P` (default [`Local`],
+/// this process), configured step by step and started with [`run`](Self::run) (see the
 /// [module docs](crate::runner)).
 ///
 /// Chain c (or replicate c) draws from the stream `(seed, [c, …])`, so the draws do not depend
@@ -77,18 +84,20 @@ enum Starts<'a> {
 /// ```
 #[derive(Clone)]
 #[must_use = "a Runner does nothing until `run` is called"]
-pub struct Runner<'a, M: ?Sized, S> {
+pub struct Runner<'a, M: ?Sized, S, P = Local> {
     model: &'a M,
     method: &'a S,
     starts: Starts<'a>,
     settings: RunSettings,
     observers: Vec<&'a dyn Observer>,
+    placement: P,
 }
 
-impl<M: ?Sized, S> std::fmt::Debug for Runner<'_, M, S> {
+impl<M: ?Sized, S, P> std::fmt::Debug for Runner<'_, M, S, P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runner")
             .field("method", &std::any::type_name::<S>())
+            .field("placement", &std::any::type_name::<P>())
             .field("starts", &self.starts)
             .field("settings", &self.settings)
             .field("observers", &self.observers.len())
@@ -97,11 +106,32 @@ impl<M: ?Sized, S> std::fmt::Debug for Runner<'_, M, S> {
 }
 
 impl<'a, M: ?Sized, S> Runner<'a, M, S> {
-    /// A run of `model` with `method` (a [`Sampler`] or a [`RichardsonRomberg`]), with
-    /// [`RunSettings::default`] and no observer. Say where the chains start before
-    /// [`run`](Self::run).
+    /// A run of `model` with `method` (a [`Sampler`] or a [`RichardsonRomberg`](crate::RichardsonRomberg)),
+    /// with [`RunSettings::default`], no observer, in this process. Say where the chains start
+    /// before [`run`](Self::run).
     pub fn new(model: &'a M, method: &'a S) -> Self {
-        Runner { model, method, starts: Starts::Unset, settings: RunSettings::default(), observers: Vec::new() }
+        Runner {
+            model,
+            method,
+            starts: Starts::Unset,
+            settings: RunSettings::default(),
+            observers: Vec::new(),
+            placement: Local,
+        }
+    }
+}
+
+impl<'a, M: ?Sized, S, P> Runner<'a, M, S, P> {
+    /// Runs the units on `placement` instead of this process: `.on(&cluster)` (feature `mpi`)
+    /// puts chain (or replicate) c on rank `c mod R` (a rank's chains in parallel as
+    /// `settings.parallel` says) and exchanges the outputs, so that **every rank** returns the
+    /// whole run, in chain order. Draws, pooled estimate, costs and chain reports are
+    /// bit-identical to the single-process run's (the wall time is the longest rank's). Every
+    /// rank must build the same run; the method's output must be serialisable (every built-in
+    /// sampler's is).
+    pub fn on<Q>(self, placement: Q) -> Runner<'a, M, S, Q> {
+        let Runner { model, method, starts, settings, observers, .. } = self;
+        Runner { model, method, starts, settings, observers, placement }
     }
 
     /// Every chain (or replicate) starts at `theta0`.
@@ -155,70 +185,63 @@ impl<'a, M: ?Sized, S> Runner<'a, M, S> {
             Starts::PerChain(starts) => Ok(starts.clone()),
         }
     }
-
-    /// The parts the placement-specific `run`s need.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub(crate) fn parts(&self) -> (&'a M, &'a S, &RunSettings, &[&'a dyn Observer]) {
-        (self.model, self.method, &self.settings, &self.observers)
-    }
 }
 
-impl<M: Model + ?Sized, S: Sampler> Runner<'_, M, S> {
-    /// Runs `settings.n_chains` chains of the sampler in this process (in parallel on the rayon
-    /// pool if `settings.parallel`; the same draws either way).
+impl<M: Model + ?Sized, S: Method, P: Distribute<S::Output>> Runner<'_, M, S, P> {
+    /// Runs `settings.n_chains` units of the method — chains of a sampler, or Richardson–Romberg
+    /// replicates — on the placement (this process unless [`on`](Self::on) said otherwise; in
+    /// parallel on the rayon pool if `settings.parallel`; the same draws either way).
     ///
-    /// Each chain is a clone of the sampler, bound by [`Sampler::init`] at its start and driven
-    /// by the generator [`stream`](crate::rng::stream)`(seed, [c])`. After `burn_in`
-    /// iterations every `thin`-th position is recorded with the sampler's
+    /// Chains of a [`Sampler`]: each chain is a clone of the sampler, bound by [`Sampler::init`]
+    /// at its start and driven by the generator [`stream`](crate::rng::stream)`(seed, [c])`.
+    /// After `burn_in` iterations every `thin`-th position is recorded with the sampler's
     /// [`weight`](Sampler::weight) (and its gradient for
     /// [`Storage::SamplesAndGradients`](crate::Storage::SamplesAndGradients)).
+    ///
+    /// Richardson–Romberg replicates (coupled pairs at steps γ and γ/2): the extrapolated
+    /// estimate with both chains'. `n_iter`, `burn_in` and `thin` count iterations of chain A
+    /// (chain B does twice as many steps; both of its draws in a kept iteration are kept).
+    /// Replicate c uses the streams `(seed, [c, 0])` for the shared increments and
+    /// `(seed, [c, 1])`, `(seed, [c, 2])` for the minibatches of A and B (and `(seed, [c, 3])`
+    /// for A's increments under independent coupling).
     ///
     /// A panic inside a chain (the model's code or an observer panicking) is caught at the
     /// chain's boundary and becomes [`Error::Panic`] in that chain; the other chains run to
     /// their end. Once the chains have run, nothing drawn is lost: an error of a chain (once any
-    /// chain has made an iteration) comes back as [`Error::Kept`] around it, holding the run's output — every chain's draws and
-    /// report, the failed chains as [`Divergence`](crate::Divergence)s with their draws up to the
-    /// failure ([`Error::into_output`] takes it back). So does a run whose every chain diverged
-    /// under [`OnDivergence::Report`](crate::OnDivergence::Report).
+    /// chain has made an iteration) comes back as [`Error::Kept`] around it, holding the run's
+    /// output — every chain's draws and report, the failed chains as
+    /// [`Divergence`](crate::Divergence)s with their draws up to the failure
+    /// ([`Error::into_output`] takes it back). So does a run whose every chain diverged under
+    /// [`OnDivergence::Report`](crate::OnDivergence::Report).
     ///
     /// Errors: no start given, or not one per chain ([`Error::DimensionMismatch`]); invalid
     /// settings; [`Error::MemoryLimit`] for the kept draws and [`Error::OutOfMemory`] for the
     /// chains' states ([`RunSettings::memory_limit`]), both before anything is allocated; the
     /// model check at the starts; anything `init` or `step` returns, wrapped in [`Error::Chain`]
-    /// with the chain's index (the lowest failing index when several fail) inside
-    /// [`Error::Kept`] (match on [`Error::root`]); [`Error::NotStored`] if gradients are to be
-    /// stored but the sampler keeps none.
-    pub fn run(self) -> Result<RunOutput<S>> {
-        self.settings.check_chains::<S>(self.model.dim(), 1)?;
+    /// with the chain's (or replicate's) index (the lowest failing index when several fail)
+    /// inside [`Error::Kept`] (match on [`Error::root`]); [`Error::NotStored`] if gradients are
+    /// to be stored but the sampler keeps none. Over MPI ranks, on every rank: the failing rank
+    /// returns [`Error::Rank`] around its error, the others [`Error::RankFailure`] naming it
+    /// (its chain and iteration); no rank hangs; [`Error::InvalidParameter`] if a rank's output
+    /// exceeds 2³¹ bytes (one MPI message).
+    pub fn run(self) -> Result<S::Output> {
+        self.method.check_size(&self.settings, self.model.dim())?;
         let starts = self.chain_starts()?;
-        run_chains_on(&Local, self.model, self.method, &starts, &self.settings, &self.observers)
+        let Runner { model, method, settings, observers, placement, .. } = self;
+        placement.distribute(
+            settings.n_chains,
+            |units| method.run_units(model, &starts, &settings, &observers, units),
+            S::merge,
+        )
     }
 }
 
-impl<M: Model + ?Sized, S: Discretisation> Runner<'_, M, RichardsonRomberg<S>> {
-    /// Runs `settings.n_chains` Richardson–Romberg replicates (coupled pairs at steps γ and
-    /// γ/2) in this process, and returns the extrapolated estimate with both chains' (see
-    /// [`RichardsonRomberg`]).
-    ///
-    /// `n_iter`, `burn_in` and `thin` count iterations of chain A (chain B does twice as many
-    /// steps; both of its draws in a kept iteration are kept). Replicate c uses the streams
-    /// `(seed, [c, 0])` for the shared increments and `(seed, [c, 1])`, `(seed, [c, 2])` for the
-    /// minibatches of A and B (and `(seed, [c, 3])` for A's increments under independent
-    /// coupling).
-    ///
-    /// Errors: as for chains of a sampler, each wrapped in [`Error::Chain`] with the replicate.
-    pub fn run(self) -> Result<RrOutput<S>> {
-        self.settings.check_chains::<S>(self.model.dim(), 2)?;
-        let starts = self.chain_starts()?;
-        run_rr_chains_on(&Local, self.model, self.method, &starts, &self.settings, &self.observers)
-    }
-}
-
-/// A stopped run (an observer stopped it, or it was [`load`](RunOutput::load)ed from a
+/// A stopped run (an observer stopped it, or it was [`load`](crate::RunOutput::load)ed from a
 /// checkpoint) that goes on up to its `settings.n_iter` iterations per chain — raise that field
 /// first to extend a finished run. The draws are **bit-identical** to those of an uninterrupted
 /// run with the same settings: each chain carries its sampler state, its generator and its
-/// recorder. Works for [`RunOutput`] and [`RrOutput`] alike.
+/// recorder. Works for any [`Resumable`] output: [`RunOutput`](crate::RunOutput) and
+/// [`RrOutput`](crate::RrOutput) alike.
 ///
 /// ```
 /// use sgmcmc::prelude::*;
@@ -252,7 +275,7 @@ impl<M: ?Sized, O> std::fmt::Debug for Resume<'_, M, O> {
 }
 
 impl<'a, M: ?Sized, O> Resume<'a, M, O> {
-    /// Resumes `output` (a [`RunOutput`] or an [`RrOutput`]) on `model`, which must be the
+    /// Resumes `output` (a [`RunOutput`](crate::RunOutput) or an [`RrOutput`](crate::RrOutput)) on `model`, which must be the
     /// run's (same dimension, data size and data fingerprint).
     pub fn new(model: &'a M, output: O) -> Self {
         Resume { model, output, observers: Vec::new() }
@@ -271,23 +294,14 @@ impl<'a, M: ?Sized, O> Resume<'a, M, O> {
     }
 }
 
-impl<M: Model + ?Sized, S: Sampler> Resume<'_, M, RunOutput<S>> {
-    /// Continues the chains.
+impl<M: Model + ?Sized, O: Resumable> Resume<'_, M, O> {
+    /// Continues the chains (or replicates).
     ///
     /// Errors: [`Error::DimensionMismatch`] or [`Error::CheckpointMismatch`] if `model` is not
-    /// the run's; invalid settings (`n_iter` below the iterations already done); then as
-    /// [`Runner::run`]. A refused resume hands the output back unchanged, in [`Error::Kept`]
-    /// around the error ([`Error::into_output`]).
-    pub fn run(self) -> Result<RunOutput<S>> {
-        resume_inner(self.model, self.output, &self.observers)
-    }
-}
-
-impl<M: Model + ?Sized, S: Discretisation> Resume<'_, M, RrOutput<S>> {
-    /// Continues the replicates.
-    ///
-    /// Errors: as for a [`RunOutput`]; a run with diverged replicates cannot be resumed.
-    pub fn run(self) -> Result<RrOutput<S>> {
-        resume_rr_inner(self.model, self.output, &self.observers)
+    /// the run's; invalid settings (`n_iter` below the iterations already done); a run with
+    /// diverged replicates cannot be resumed; then as [`Runner::run`]. A refused resume hands
+    /// the output back unchanged, in [`Error::Kept`] around the error ([`Error::into_output`]).
+    pub fn run(self) -> Result<O> {
+        self.output.resume(self.model, &self.observers)
     }
 }

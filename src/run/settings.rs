@@ -1,6 +1,8 @@
 //! What a run is told: [`RunSettings`], [`Storage`], [`OnDivergence`].
 
-use super::*;
+use crate::error::{DEFAULT_MEMORY_LIMIT, Error, Result};
+use crate::numeric::rng::DEFAULT_SEED;
+use serde::{Deserialize, Serialize};
 
 /// What a run keeps of each chain.
 #[non_exhaustive]
@@ -45,7 +47,7 @@ pub struct RunSettings {
     /// Run [`check_model`](crate::check_model) at each chain's starting point before anything
     /// else, so that a gradient of the wrong sign is refused at once. Its cost (at most 9
     /// gradient and 8 potential evaluations on 16 data items per distinct start) is not counted
-    /// in the run's [`Cost`], so that budgets stay exact. Default true; turn it off for a model whose gradient is
+    /// in the run's [`Cost`](crate::Cost), so that budgets stay exact. Default true; turn it off for a model whose gradient is
     /// right but curves downwards everywhere around the start and has no potentials.
     pub check_model: bool,
     /// The runaway detector: a chain whose ‖θ‖ exceeds this factor times the largest ‖θ‖ of
@@ -68,7 +70,7 @@ pub enum OnDivergence {
     /// [`Error::NonFiniteState`]/[`Error::NonFiniteGradient`] with the iteration). The default.
     #[default]
     Error,
-    /// The chain stops and is reported in [`RunOutput::divergences`] (chain, iteration, its draws
+    /// The chain stops and is reported in [`RunOutput::divergences`](crate::RunOutput::divergences) (chain, iteration, its draws
     /// up to the divergence); the other chains' results are returned as usual. The pooled
     /// estimate leaves the diverged chains out. If every chain diverges, the run returns the
     /// first one's error.
@@ -92,11 +94,6 @@ impl Default for RunSettings {
         }
     }
 }
-
-/// The default memory limit of a run ([`RunSettings::memory_limit`]) and of what the crate
-/// allocates on a size the user gives without a limit of its own (synthetic data sets, the
-/// tuned path's workspace): 8 GiB.
-pub const DEFAULT_MEMORY_LIMIT: u64 = 8 << 30;
 
 /// The vectors of the model's dimension a chain's state is counted as, for the memory check
 /// made before a run allocates its chains.

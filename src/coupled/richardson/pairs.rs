@@ -1,5 +1,6 @@
-//! Coupled pairs as units of the engine: a replicate's two chains on shared increments, the
-//! replicates on a placement (merged in replicate order), resuming, and the deprecated run functions.
+//! Coupled pairs as units of the engine: a replicate's two chains on shared increments, and
+//! the [`Method`] of [`RichardsonRomberg`] (the replicates of a run, a subset per rank, merged
+//! in replicate order) and its [`Resumable`] output.
 
 use super::*;
 
@@ -108,238 +109,192 @@ impl<S: Discretisation> Unit for PairUnit<S> {
     }
 }
 
-/// Runs `settings.n_chains` independent replicates of the coupled pair, all started at `theta0`,
-/// on the crate's runner.
-///
-/// `n_iter`, `burn_in` and `thin` count iterations of chain A (chain B does twice as many steps;
-/// both of its draws in a kept iteration are kept). Replicate c uses the streams
-/// `(seed, [c, 0])` for the shared increments and `(seed, [c, 1])`, `(seed, [c, 2])` for the
-/// minibatches of A and B (and `(seed, [c, 3])` for A's increments under independent coupling).
-/// With `parallel`, replicates and the two chains of each run on the rayon pool; the results are
-/// the same either way.
-///
-/// Errors: as [`run`](crate::run()), each wrapped in [`Error::Chain`] with the replicate index.
-#[deprecated(since = "0.2.0", note = "use `Runner::new(model, rr).start(theta0).settings(*settings).run()`")]
-pub fn run_rr<M: Model + ?Sized, S: Discretisation>(
-    model: &M,
-    rr: &RichardsonRomberg<S>,
-    theta0: &[f64],
-    settings: &RunSettings,
-) -> Result<RrOutput<S>> {
-    Runner::new(model, rr).start(theta0).settings(*settings).run()
-}
+/// Richardson–Romberg replicates: unit c is a pair of coupled chains at steps γ and γ/2 from
+/// `starts[c]` (see [`RichardsonRomberg`]); the output extrapolates. `n_iter`, `burn_in` and
+/// `thin` count iterations of chain A (chain B does twice as many steps; both of its draws in a
+/// kept iteration are kept). Replicate c uses the streams `(seed, [c, 0])` for the shared
+/// increments and `(seed, [c, 1])`, `(seed, [c, 2])` for the minibatches of A and B (and
+/// `(seed, [c, 3])` for A's increments under independent coupling). With `parallel`, replicates
+/// and the two chains of each run on the rayon pool; the results are the same either way. Run
+/// by [`Runner`](crate::run::runner::Runner).
+impl<S: Discretisation> Method for RichardsonRomberg<S> {
+    type Output = RrOutput<S>;
 
-/// As [`run_rr`], with observers (see [`observe`](crate::run::observe)), which see each replicate as
-/// a chain (its cost is both chains'; its position chain B's) and may stop it: both chains of a
-/// stopped replicate stop at the same iteration, keeping their draws; [`resume_rr`] goes on.
-#[deprecated(
-    since = "0.2.0",
-    note = "use `Runner::new(model, rr).start(theta0).settings(*settings).observers(observers).run()`"
-)]
-pub fn run_rr_observed<M: Model + ?Sized, S: Discretisation>(
-    model: &M,
-    rr: &RichardsonRomberg<S>,
-    theta0: &[f64],
-    settings: &RunSettings,
-    observers: &[&dyn Observer],
-) -> Result<RrOutput<S>> {
-    crate::run::runner::Runner::new(model, rr).start(theta0).settings(*settings).observers(observers).run()
-}
-
-/// As [`run_rr`], replicate c started at `starts[c]` (both chains of a pair start together),
-/// one start per replicate (`settings.n_chains`): start them dispersed around the mode
-/// ([`dispersed_starts`](crate::tune::dispersed_starts)) so that the split-R̂ of
-/// [`RrOutput::convergence`] can see replicates that have not forgotten where they began —
-/// replicates started at one point can agree with each other and all be wrong. With every start
-/// equal to θ₀ the draws are [`run_rr`]'s, bit for bit.
-///
-/// Errors: [`Error::DimensionMismatch`] unless there is one start per replicate; as [`run_rr`].
-///
-/// ```
-/// use sgmcmc::prelude::*;
-/// use sgmcmc::{tune::dispersed_starts};
-/// use sgmcmc::RichardsonRomberg;
-///
-/// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
-/// let mode = model.posterior_mean().to_vec();
-/// let rr = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), Minibatch::new(100))?);
-/// let starts = dispersed_starts(&model, &mode, 4, 2.0, 7)?;
-/// let settings = RunSettings { n_iter: 5_000, burn_in: 1_000, n_chains: 4, ..Default::default() };
-/// let out = Runner::new(&model, &rr).starts(&starts).settings(settings).run()?;
-/// println!("{}", out.convergence()?);
-/// # Ok::<(), sgmcmc::Error>(())
-/// ```
-#[deprecated(since = "0.2.0", note = "use `Runner::new(model, rr).starts(starts).settings(*settings).run()`")]
-pub fn run_rr_chains<M: Model + ?Sized, S: Discretisation, I: AsRef<[f64]>>(
-    model: &M,
-    rr: &RichardsonRomberg<S>,
-    starts: &[I],
-    settings: &RunSettings,
-) -> Result<RrOutput<S>> {
-    run_rr_chains_on(&Local, model, rr, starts, settings, &[])
-}
-
-/// [`run_rr_observed`] / [`run_rr_chains`] on a placement, one start per replicate: the
-/// replicates placed here run, and over ranks every process gets the whole run
-/// (`distributed::run_rr_mpi`). The one runner of replicates.
-pub(crate) fn run_rr_chains_on<P, M, S, I>(
-    p: &P,
-    model: &M,
-    rr: &RichardsonRomberg<S>,
-    starts: &[I],
-    settings: &RunSettings,
-    observers: &[&dyn Observer],
-) -> Result<RrOutput<S>>
-where
-    P: Distribute<RrOutput<S>>,
-    M: Model + ?Sized,
-    S: Discretisation,
-    I: AsRef<[f64]>,
-{
-    p.distribute(
-        settings.n_chains,
-        |units| run_rr_subset(model, rr, starts, settings, observers, units),
-        merge_rr_subsets,
-    )
-}
-
-/// The replicates `selected` (increasing indices below `n_chains`) of the run
-/// [`run_rr_observed`] would make, with the same streams: the output holds only those
-/// replicates, in that order. The MPI runner spreads replicates over ranks with it and merges
-/// the outputs with [`merge_rr_subsets`].
-pub(crate) fn run_rr_subset<M: Model + ?Sized, S: Discretisation, I: AsRef<[f64]>>(
-    model: &M,
-    rr: &RichardsonRomberg<S>,
-    starts: &[I],
-    settings: &RunSettings,
-    observers: &[&dyn Observer],
-    selected: &[usize],
-) -> Result<RrOutput<S>> {
-    settings.validate()?;
-    check_len("number of starting points (n_chains)", settings.n_chains, starts.len())?;
-    let d = model.dim();
-    // Chain A keeps one draw per recorded iteration, chain B two.
-    settings.check_memory(d, 3)?;
-    let chain = |fine: bool, noise: ChainRng, rng: ChainRng| CoupledChain {
-        sampler: rr.base.clone(),
-        noise,
-        rng,
-        recorder: None,
-        z: SharedIncrements::default(),
-        fine,
-        iteration: 0,
-    };
-    let units: Vec<PairUnit<S>> = selected
-        .iter()
-        .map(|&c| c as u64)
-        .map(|c| {
-            let noise_a = match rr.coupling {
-                NoiseCoupling::Shared => stream(settings.seed, &[c, 0]),
-                NoiseCoupling::Independent => stream(settings.seed, &[c, 3]),
-            };
-            PairUnit {
-                index: c as usize,
-                a: chain(false, noise_a, stream(settings.seed, &[c, 1])),
-                b: chain(true, stream(settings.seed, &[c, 0]), stream(settings.seed, &[c, 2])),
-                theta0: starts[c as usize].as_ref().to_vec(),
-                started: false,
-                parallel: settings.parallel,
-                wall: Duration::ZERO,
-            }
-        })
-        .collect();
-    if settings.check_model {
-        crate::run::check_starts(model, starts, selected)?;
+    fn check_size(&self, settings: &RunSettings, dim: usize) -> Result<()> {
+        settings.check_chains::<S>(dim, 2)
     }
-    let setup_cost = rr.base.setup_cost();
-    let start = Instant::now();
-    let done = drive(model, units, settings, observers, start)?;
-    let wall = start.elapsed();
-    let fingerprint = crate::run::checkpoint::ModelFingerprint::of(model);
-    assemble(done, settings, setup_cost, rr.coupling, wall, Duration::ZERO, fingerprint)
-}
 
-/// Continues a stopped (or loaded) Richardson–Romberg run up to `out.settings.n_iter`; the
-/// draws are bit-identical to an uninterrupted run's.
-///
-/// Errors: as [`resume`](crate::resume()).
-#[deprecated(since = "0.2.0", note = "use `Resume::new(model, out).observers(observers).run()`")]
-pub fn resume_rr<M: Model + ?Sized, S: Discretisation>(
-    model: &M,
-    out: RrOutput<S>,
-    observers: &[&dyn Observer],
-) -> Result<RrOutput<S>> {
-    resume_rr_inner(model, out, observers)
-}
-
-/// The body of [`Resume::run`](crate::run::runner::Resume::run) for replicates.
-pub(crate) fn resume_rr_inner<M: Model + ?Sized, S: Discretisation>(
-    model: &M,
-    out: RrOutput<S>,
-    observers: &[&dyn Observer],
-) -> Result<RrOutput<S>> {
-    // Refused before anything is taken apart: the run comes back with the error.
-    let n = out.chains.len();
-    let checks = (|| {
-        let settings = out.settings;
+    fn run_units<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        starts: &[&[f64]],
+        settings: &RunSettings,
+        observers: &[&dyn Observer],
+        units: &[usize],
+    ) -> Result<RrOutput<S>> {
         settings.validate()?;
-        check_len("model dimension (resumed run)", out.model.dim, model.dim())?;
-        out.model.check(model)?;
-        settings.check_memory(out.model.dim, 3)?;
-        if !out.divergences.is_empty() {
-            return Err(Error::invalid(
-                "divergences",
-                out.divergences.len(),
-                "a run with diverged replicates cannot be resumed",
-            ));
-        }
-        if out.iterations.iter().any(|&k| k > settings.n_iter) {
-            return Err(Error::invalid(
-                "n_iter",
-                settings.n_iter,
-                "is below the iterations a replicate has already done",
-            ));
-        }
-        if out.streams.len() != n || out.iterations.len() != n {
-            return Err(Error::CorruptCheckpoint { reason: "replicate records of different lengths".into() });
-        }
-        Ok(())
-    })();
-    if let Err(e) = checks {
-        return Err(e.keeping(out));
-    }
-    let settings = out.settings;
-    let d = model.dim();
-    let fingerprint = out.model;
-    let mut coarse = out.coarse.into_parts().into_iter();
-    let mut fine = out.fine.into_parts().into_iter();
-    let mut units = Vec::with_capacity(n);
-    for (c, (((a, b), streams), k)) in out.chains.into_iter().zip(out.streams).zip(out.iterations).enumerate() {
-        let [noise_a, rng_a, noise_b, rng_b] = streams;
-        let rec_a = Recorder::from_part(&settings, d, 1, a.gradient().is_some(), coarse.next())?;
-        let rec_b = Recorder::from_part(&settings, d, 2, b.gradient().is_some(), fine.next())?;
-        let mk = |sampler: S, noise, rng, recorder, fine| CoupledChain {
-            sampler,
+        check_len("number of starting points (n_chains)", settings.n_chains, starts.len())?;
+        let d = model.dim();
+        // Chain A keeps one draw per recorded iteration, chain B two.
+        settings.check_memory(d, 3)?;
+        let chain = |fine: bool, noise: ChainRng, rng: ChainRng| CoupledChain {
+            sampler: self.base.clone(),
             noise,
             rng,
-            recorder: Some(recorder),
-            z: SharedIncrements::new(d),
+            recorder: None,
+            z: SharedIncrements::default(),
             fine,
-            iteration: k,
+            iteration: 0,
         };
-        units.push(PairUnit {
-            index: c,
-            a: mk(a, noise_a, rng_a, rec_a, false),
-            b: mk(b, noise_b, rng_b, rec_b, true),
-            theta0: Vec::new(),
-            started: true,
-            parallel: settings.parallel,
-            wall: Duration::ZERO,
-        });
+        let pairs: Vec<PairUnit<S>> = units
+            .iter()
+            .map(|&c| c as u64)
+            .map(|c| {
+                let noise_a = match self.coupling {
+                    NoiseCoupling::Shared => stream(settings.seed, &[c, 0]),
+                    NoiseCoupling::Independent => stream(settings.seed, &[c, 3]),
+                };
+                PairUnit {
+                    index: c as usize,
+                    a: chain(false, noise_a, stream(settings.seed, &[c, 1])),
+                    b: chain(true, stream(settings.seed, &[c, 0]), stream(settings.seed, &[c, 2])),
+                    theta0: starts[c as usize].to_vec(),
+                    started: false,
+                    parallel: settings.parallel,
+                    wall: Duration::ZERO,
+                }
+            })
+            .collect();
+        if settings.check_model {
+            crate::run::check_starts(model, starts, units)?;
+        }
+        let setup_cost = self.base.setup_cost();
+        let start = Instant::now();
+        let done = drive(model, pairs, settings, observers, start)?;
+        let wall = start.elapsed();
+        let fingerprint = crate::run::checkpoint::ModelFingerprint::of(model);
+        assemble(done, settings, setup_cost, self.coupling, wall, Duration::ZERO, fingerprint)
     }
-    let start = Instant::now();
-    let done = drive(model, units, &settings, observers, start)?;
-    assemble(done, &settings, out.setup_cost, out.coupling, start.elapsed(), out.wall_time, fingerprint)
+
+    /// Replicates in index order: the estimates are built exactly as a single process builds
+    /// them (bit-identical), costs summed (setup once), the wall time the longest part's.
+    fn merge(parts: Vec<(Vec<usize>, RrOutput<S>)>) -> Result<RrOutput<S>> {
+        let mut reps: Vec<(usize, Option<Replicate<S>>)> = Vec::new();
+        let mut divergences = Vec::new();
+        let mut head = None;
+        let mut cost = Cost::default();
+        let mut wall = Duration::ZERO;
+        for (subset, out) in parts {
+            head.get_or_insert((out.settings, out.setup_cost, out.coupling, out.model));
+            cost += out.cost - out.setup_cost;
+            wall = wall.max(out.wall_time);
+            let diverged: Vec<usize> = out.divergences.iter().map(|d| d.chain).collect();
+            divergences.extend(out.divergences);
+            let mut healthy = out
+                .coarse
+                .into_parts()
+                .into_iter()
+                .zip(out.fine.into_parts())
+                .zip(out.chains)
+                .zip(out.streams)
+                .zip(out.iterations);
+            for c in subset {
+                if diverged.contains(&c) {
+                    reps.push((c, None));
+                    continue;
+                }
+                let ((((coarse, fine), chains), streams), iterations) = healthy.next().ok_or_else(|| {
+                    Error::CorruptCheckpoint { reason: "a part has fewer replicates than its subset".into() }
+                })?;
+                reps.push((c, Some(Replicate { coarse, fine, chains, streams, iterations })));
+            }
+        }
+        let (settings, setup_cost, coupling, model) = head.ok_or(Error::NoSamples { reason: "no replicate" })?;
+        reps.sort_by_key(|r| r.0);
+        if reps.len() != settings.n_chains || reps.iter().enumerate().any(|(i, r)| r.0 != i) {
+            return Err(Error::CorruptCheckpoint { reason: "the parts do not cover every replicate once".into() });
+        }
+        divergences.sort_by_key(|d: &Divergence| d.chain);
+        RrParts {
+            replicates: reps.into_iter().filter_map(|r| r.1).collect(),
+            divergences,
+            cost: cost + setup_cost,
+            setup_cost,
+            wall_time: wall,
+            settings,
+            coupling,
+            model,
+        }
+        .into_output()
+    }
+}
+
+/// Replicates go on from where they stopped; a run with diverged replicates cannot be resumed.
+impl<S: Discretisation> Resumable for RrOutput<S> {
+    fn resume<M: Model + ?Sized>(self, model: &M, observers: &[&dyn Observer]) -> Result<Self> {
+        // Refused before anything is taken apart: the run comes back with the error.
+        let n = self.chains.len();
+        let checks = (|| {
+            let settings = self.settings;
+            settings.validate()?;
+            check_len("model dimension (resumed run)", self.model.dim, model.dim())?;
+            self.model.check(model)?;
+            settings.check_memory(self.model.dim, 3)?;
+            if !self.divergences.is_empty() {
+                return Err(Error::invalid(
+                    "divergences",
+                    self.divergences.len(),
+                    "a run with diverged replicates cannot be resumed",
+                ));
+            }
+            if self.iterations.iter().any(|&k| k > settings.n_iter) {
+                return Err(Error::invalid(
+                    "n_iter",
+                    settings.n_iter,
+                    "is below the iterations a replicate has already done",
+                ));
+            }
+            if self.streams.len() != n || self.iterations.len() != n {
+                return Err(Error::CorruptCheckpoint { reason: "replicate records of different lengths".into() });
+            }
+            Ok(())
+        })();
+        if let Err(e) = checks {
+            return Err(e.keeping(self));
+        }
+        let settings = self.settings;
+        let d = model.dim();
+        let fingerprint = self.model;
+        let mut coarse = self.coarse.into_parts().into_iter();
+        let mut fine = self.fine.into_parts().into_iter();
+        let mut units = Vec::with_capacity(n);
+        for (c, (((a, b), streams), k)) in self.chains.into_iter().zip(self.streams).zip(self.iterations).enumerate() {
+            let [noise_a, rng_a, noise_b, rng_b] = streams;
+            let rec_a = Recorder::from_part(&settings, d, 1, a.gradient().is_some(), coarse.next())?;
+            let rec_b = Recorder::from_part(&settings, d, 2, b.gradient().is_some(), fine.next())?;
+            let mk = |sampler: S, noise, rng, recorder, fine| CoupledChain {
+                sampler,
+                noise,
+                rng,
+                recorder: Some(recorder),
+                z: SharedIncrements::new(d),
+                fine,
+                iteration: k,
+            };
+            units.push(PairUnit {
+                index: c,
+                a: mk(a, noise_a, rng_a, rec_a, false),
+                b: mk(b, noise_b, rng_b, rec_b, true),
+                theta0: Vec::new(),
+                started: true,
+                parallel: settings.parallel,
+                wall: Duration::ZERO,
+            });
+        }
+        let start = Instant::now();
+        let done = drive(model, units, &settings, observers, start)?;
+        assemble(done, &settings, self.setup_cost, self.coupling, start.elapsed(), self.wall_time, fingerprint)
+    }
 }
 
 /// One replicate that did not diverge: its two estimates, final states, streams and
@@ -410,60 +365,6 @@ impl<S> RrParts<S> {
             model: self.model,
         })
     }
-}
-
-/// Merges the outputs of [`run_rr_subset`] over disjoint subsets that together cover every
-/// replicate into the output of the whole run, replicates in index order: the estimates are
-/// built exactly as a single process builds them (bit-identical), costs summed (setup once),
-/// the wall time the longest part's.
-pub(crate) fn merge_rr_subsets<S>(parts: Vec<(Vec<usize>, RrOutput<S>)>) -> Result<RrOutput<S>> {
-    let mut reps: Vec<(usize, Option<Replicate<S>>)> = Vec::new();
-    let mut divergences = Vec::new();
-    let mut head = None;
-    let mut cost = Cost::default();
-    let mut wall = Duration::ZERO;
-    for (subset, out) in parts {
-        head.get_or_insert((out.settings, out.setup_cost, out.coupling, out.model));
-        cost += out.cost - out.setup_cost;
-        wall = wall.max(out.wall_time);
-        let diverged: Vec<usize> = out.divergences.iter().map(|d| d.chain).collect();
-        divergences.extend(out.divergences);
-        let mut healthy = out
-            .coarse
-            .into_parts()
-            .into_iter()
-            .zip(out.fine.into_parts())
-            .zip(out.chains)
-            .zip(out.streams)
-            .zip(out.iterations);
-        for c in subset {
-            if diverged.contains(&c) {
-                reps.push((c, None));
-                continue;
-            }
-            let ((((coarse, fine), chains), streams), iterations) = healthy.next().ok_or_else(|| {
-                Error::CorruptCheckpoint { reason: "a part has fewer replicates than its subset".into() }
-            })?;
-            reps.push((c, Some(Replicate { coarse, fine, chains, streams, iterations })));
-        }
-    }
-    let (settings, setup_cost, coupling, model) = head.ok_or(Error::NoSamples { reason: "no replicate" })?;
-    reps.sort_by_key(|r| r.0);
-    if reps.len() != settings.n_chains || reps.iter().enumerate().any(|(i, r)| r.0 != i) {
-        return Err(Error::CorruptCheckpoint { reason: "the parts do not cover every replicate once".into() });
-    }
-    divergences.sort_by_key(|d: &Divergence| d.chain);
-    RrParts {
-        replicates: reps.into_iter().filter_map(|r| r.1).collect(),
-        divergences,
-        cost: cost + setup_cost,
-        setup_cost,
-        wall_time: wall,
-        settings,
-        coupling,
-        model,
-    }
-    .into_output()
 }
 
 pub(super) fn assemble<S: Discretisation>(
