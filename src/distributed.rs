@@ -48,33 +48,25 @@
 
 #[cfg(doc)]
 use crate::coupled::richardson::RichardsonRomberg;
-use crate::error::{Error, Result};
+#[cfg(doc)]
+use crate::error::Error;
+#[cfg(doc)]
 use crate::models::model::Model;
-#[cfg(feature = "zarr")]
-use crate::run::placement::agree;
-use crate::run::placement::{Failure, Placement, distribute, rank_error};
 #[cfg(doc)]
 use crate::run::runner::Runner;
-use crate::run::{RunOutput, RunSettings};
 #[cfg(doc)]
 use crate::samplers::Sampler;
-use mpi::Count;
-use mpi::datatype::PartitionMut;
-use mpi::topology::SimpleCommunicator;
-use mpi::traits::*;
-use serde::{Deserialize, Serialize, de::DeserializeOwned};
-use std::cell::RefCell;
-use std::sync::Mutex;
-use std::thread::ThreadId;
 
 /// The `mpi` crate (rsmpi) this module is built on.
 pub use mpi;
 
 mod cluster;
-pub use cluster::*;
-mod runs;
-pub use runs::*;
-mod sharded;
-pub use sharded::*;
 mod mf_ranks;
-pub use mf_ranks::*;
+mod runs;
+mod sharded;
+
+pub use cluster::{Cluster, PANIC_EXIT_CODE};
+pub use mf_ranks::run_mf_mpi;
+#[cfg(feature = "zarr")]
+pub use runs::write_zarr_mpi;
+pub use sharded::{Sharded, run_sharded};

@@ -1,27 +1,16 @@
 //! Richardson–Romberg extrapolation over two coupled chains: SGRRLD and SGRRHMC.
 
-use super::SharedIncrements;
-use crate::cost::Cost;
-use crate::error::{Error, Result, check_len};
 use crate::gradient::Minibatch;
-use crate::models::model::Model;
-use crate::numeric::rng::{ChainRng, stream};
-use crate::run::method::{Method, Resumable};
-use crate::run::observe::Observer;
-use crate::run::runner::Runner;
-use crate::run::{Divergence, Finished, Recorder, RunSettings, Unit, drive};
 use crate::samplers::{Discretisation, Sghmc, Sgld};
-use crate::trace::estimate::Estimate;
-use ndarray::Array1;
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, Instant};
-
-mod output;
-pub use output::*;
-mod pairs;
 
 mod bias;
-pub use bias::*;
+mod output;
+mod pairs;
+
+pub use bias::{BiasReport, discretisation_bias};
+pub use output::RrOutput;
+pub(crate) use output::extrapolated_rows;
 
 /// How the Gaussian increments of the two chains are related.
 #[non_exhaustive]

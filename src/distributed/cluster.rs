@@ -1,6 +1,12 @@
 //! The MPI world ([`Cluster`]) and the placement over its ranks: every MPI call of the crate's runs.
 
-use super::*;
+use crate::error::{Error, Result};
+use crate::run::placement::{Placement, distribute};
+use mpi::Count;
+use mpi::datatype::PartitionMut;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use serde::{Serialize, de::DeserializeOwned};
 
 /// The exit code of an MPI job aborted by a panic (as Rust's own for a panicking process).
 pub const PANIC_EXIT_CODE: i32 = 101;
@@ -88,12 +94,12 @@ impl Drop for Cluster {
 
 /// The world communicator (a handle to `MPI_COMM_WORLD`, made on demand so that the types that
 /// use it stay `Send + Sync`).
-pub(super) fn world() -> SimpleCommunicator {
+fn world() -> SimpleCommunicator {
     SimpleCommunicator::world()
 }
 
 /// Every rank's bytes, in rank order (two collectives: the lengths, then the bytes).
-pub(super) fn all_gather_bytes(mine: &[u8]) -> Result<Vec<Vec<u8>>> {
+fn all_gather_bytes(mine: &[u8]) -> Result<Vec<Vec<u8>>> {
     let w = world();
     let size = w.size() as usize;
     let len = Count::try_from(mine.len())

@@ -1,12 +1,15 @@
 //! Distributed matrix factorisation over ranks ([`run_mf_mpi`]): the MPI fabric of the mf engine.
 
-use super::*;
+use crate::distributed::cluster::{Cluster, Ranks};
+use crate::error::{Error, Result};
+use crate::run::placement::{Failure, Placement, rank_error};
+use serde::{Deserialize, Serialize};
 
 /// One worker per rank: worker b of a block-scheduled matrix factorisation on rank b, its
 /// collectives those of the ranks' [`Placement`].
-pub(super) struct MpiFabric {
-    pub(super) ranks: Ranks,
-    pub(super) recv: Vec<f64>,
+struct MpiFabric {
+    ranks: Ranks,
+    recv: Vec<f64>,
 }
 
 impl crate::mf::Fabric for MpiFabric {

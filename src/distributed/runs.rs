@@ -2,7 +2,12 @@
 //! Richardson–Romberg replicates go over ranks through the runner's placement:
 //! `Runner::on(&cluster)`, the [`Distribute`](crate::runner::Distribute) of `&Cluster`.)
 
-use super::*;
+use crate::distributed::cluster::Cluster;
+use crate::error::Result;
+use crate::models::model::Model;
+use crate::run::placement::Placement;
+#[cfg(feature = "zarr")]
+use crate::run::placement::agree;
 
 impl<S: crate::samplers::SubsampledDiscretisation> crate::coupled::mlsgld::MlSgld<S> {
     /// [`run_fixed`](crate::MlSgld::run_fixed) with each level's samples spread over the ranks of
@@ -12,7 +17,7 @@ impl<S: crate::samplers::SubsampledDiscretisation> crate::coupled::mlsgld::MlSgl
     /// costs, kept points). Every rank must call it with the same arguments.
     ///
     /// Errors: as `run_fixed`, on every rank: the rank whose sample failed first (in index
-    /// order) returns [`Error::Rank`] around its error, the others [`Error::RankFailure`] naming
+    /// order) returns [`Error::Rank`](crate::Error::Rank) around its error, the others [`Error::RankFailure`](crate::Error::RankFailure) naming
     /// it.
     pub fn run_fixed_mpi<M, G>(
         &self,
@@ -56,8 +61,8 @@ impl<S: crate::samplers::SubsampledDiscretisation> crate::coupled::mlsgld::MlSgl
 /// must be on a file system every rank sees (on one machine, any directory). Feature `zarr`
 /// with `mpi`.
 ///
-/// Errors: as [`write_zarr`](crate::trace::export::write_zarr), on every rank ([`Error::Rank`] on the
-/// rank that failed, [`Error::RankFailure`] elsewhere).
+/// Errors: as [`write_zarr`](crate::trace::export::write_zarr), on every rank ([`Error::Rank`](crate::Error::Rank) on the
+/// rank that failed, [`Error::RankFailure`](crate::Error::RankFailure) elsewhere).
 #[cfg(feature = "zarr")]
 pub fn write_zarr_mpi(
     cluster: &Cluster,

@@ -1,11 +1,18 @@
 //! A data set sharded over the ranks ([`Sharded`]) and the run that keeps every rank's chain
 //! identical ([`run_sharded`]).
 
-use super::*;
+use crate::distributed::cluster::{Cluster, Ranks};
+use crate::error::{Error, Result};
+use crate::models::model::Model;
 use crate::run::observe::Observer;
+use crate::run::placement::{Failure, Placement, rank_error};
 use crate::run::runner::Runner;
 use crate::run::uncontained;
+use crate::run::{RunOutput, RunSettings};
 use crate::samplers::Sampler;
+use std::cell::RefCell;
+use std::sync::Mutex;
+use std::thread::ThreadId;
 
 thread_local! {
     /// Scratch of [`Sharded`]: local indices and the exchanged partial sums.
@@ -46,7 +53,7 @@ pub struct Sharded<M> {
 }
 
 /// No rank (see `Sharded::non_finite_rank`).
-pub(super) const NO_RANK: usize = usize::MAX;
+const NO_RANK: usize = usize::MAX;
 
 impl<M> std::fmt::Debug for Sharded<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -107,7 +114,7 @@ impl<M: Model> Sharded<M> {
     }
 
     /// Refuses calls from a thread other than the first caller's (see the type's docs).
-    pub(super) fn check_thread(&self) -> Result<()> {
+    fn check_thread(&self) -> Result<()> {
         let me = std::thread::current().id();
         let mut t = self.thread.lock().map_err(|_| Error::model_failure("Sharded", "poisoned lock"))?;
         match *t {
@@ -132,7 +139,7 @@ impl<M: Model> Sharded<M> {
     /// (so that every rank's runner sees the same non-finite gradient and raises
     /// [`Error::NonFiniteGradient`] with its iteration), and the first such rank is remembered
     /// for [`run_sharded`] to name.
-    pub(super) fn reduce(
+    fn reduce(
         &self,
         out: &mut [f64],
         local: impl FnOnce(&[usize], &mut [f64]) -> Result<()>,

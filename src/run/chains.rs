@@ -2,12 +2,23 @@
 //! chains, a subset per rank, merged in chain order), the checks before a run, and the
 //! [`Resumable`] run output.
 
-use super::*;
+use crate::cost::Cost;
+use crate::error::{Error, Result};
+use crate::models::model::Model;
+use crate::numeric::rng::{ChainRng, stream};
+use crate::run::drive::{Finished, Recorder, RunawayDetector, Unit, drive_all};
+use crate::run::method::{Method, Resumable};
+use crate::run::observe::Observer;
+use crate::run::output::{ChainReport, Divergence, RunOutput};
+use crate::run::settings::RunSettings;
+use crate::samplers::Sampler;
+use crate::trace::estimate::Estimate;
+use std::time::{Duration, Instant};
 
 /// Chains of a sampler: unit c is a chain, a clone of the sampler bound by [`Sampler::init`] at
 /// `starts[c]` and driven by the generator [`stream`]`(seed, [c])`; after `burn_in` iterations
 /// every `thin`-th position is recorded with the sampler's [`weight`](Sampler::weight) (and its
-/// gradient for [`Storage::SamplesAndGradients`]). Nothing of the starts or the sampler is
+/// gradient for [`Storage::SamplesAndGradients`](crate::Storage::SamplesAndGradients)). Nothing of the starts or the sampler is
 /// changed. Run by [`Runner`](crate::run::runner::Runner).
 impl<S: Sampler> Method for S {
     type Output = RunOutput<S>;
@@ -214,16 +225,16 @@ impl<S: Sampler> Resumable for RunOutput<S> {
 }
 
 /// A chain as the runner drives it: the sampler, its generator and recorder, where it is.
-pub(super) struct ChainUnit<S> {
-    pub(super) chain: usize,
-    pub(super) sampler: S,
-    pub(super) rng: ChainRng,
-    pub(super) recorder: Option<Recorder>,
-    pub(super) theta0: Vec<f64>,
-    pub(super) iteration: u64,
-    pub(super) started: bool,
-    pub(super) wall: Duration,
-    pub(super) runaway: RunawayDetector,
+struct ChainUnit<S> {
+    chain: usize,
+    sampler: S,
+    rng: ChainRng,
+    recorder: Option<Recorder>,
+    theta0: Vec<f64>,
+    iteration: u64,
+    started: bool,
+    wall: Duration,
+    runaway: RunawayDetector,
 }
 
 impl<S: Sampler> Unit for ChainUnit<S> {
@@ -286,7 +297,7 @@ impl<S: Sampler> Unit for ChainUnit<S> {
 }
 
 impl<S: Sampler> Finished<ChainUnit<S>> {
-    pub(super) fn into_done(self) -> Finished<ChainUnitDone<S>> {
+    fn into_done(self) -> Finished<ChainUnitDone<S>> {
         match self {
             Finished::Ran(u, stopped) => Finished::Ran(u.into_done(), stopped),
             Finished::Diverged(u, div, e) => Finished::Diverged(u.into_done(), div, e),
@@ -296,7 +307,7 @@ impl<S: Sampler> Finished<ChainUnit<S>> {
 }
 
 impl<S> Finished<ChainUnitDone<S>> {
-    pub(super) fn chain(&self) -> usize {
+    fn chain(&self) -> usize {
         match self {
             Finished::Ran(u, _) | Finished::Diverged(u, ..) | Finished::Failed(u, _) => u.chain,
         }
@@ -304,10 +315,10 @@ impl<S> Finished<ChainUnitDone<S>> {
 }
 
 /// A finished chain's parts, for assembling the output.
-pub(super) struct ChainUnitDone<S> {
-    pub(super) chain: usize,
-    pub(super) report: ChainReport<S>,
-    pub(super) estimate: Option<Estimate>,
+struct ChainUnitDone<S> {
+    chain: usize,
+    report: ChainReport<S>,
+    estimate: Option<Estimate>,
 }
 
 /// Builds the output of a run of chains. A failed chain (an error, a caught panic) is kept in
@@ -316,7 +327,7 @@ pub(super) struct ChainUnitDone<S> {
 /// under [`OnDivergence::Report`], unless it is a `part` of a run over ranks (the merge judges the
 /// whole). When no chain made an iteration (every start failed) there is nothing to keep: the
 /// error alone.
-pub(super) fn assemble<S: Sampler>(
+fn assemble<S: Sampler>(
     done: Vec<Finished<ChainUnitDone<S>>>,
     settings: &RunSettings,
     setup_cost: Cost,
@@ -391,7 +402,7 @@ pub(super) fn assemble<S: Sampler>(
 
 impl<S: Sampler> ChainUnit<S> {
     /// The report and the estimate of a finished chain.
-    pub(super) fn into_done(self) -> ChainUnitDone<S> {
+    fn into_done(self) -> ChainUnitDone<S> {
         let cost = self.sampler.cost();
         let estimate = self.recorder.map(Recorder::finish);
         let report = ChainReport {

@@ -1,7 +1,16 @@
 //! The engine every run goes through: units driven in blocks between observation points, the
 //! runaway detector, the recorder of draws, and the fan-out over threads.
 
-use super::*;
+use crate::cost::Cost;
+use crate::error::{Error, Result};
+use crate::models::model::Model;
+use crate::run::observe::{Control, Observer, Progress};
+use crate::run::output::Divergence;
+use crate::run::settings::{OnDivergence, RunSettings, Storage};
+use crate::trace::estimate::{Estimate, Moments, Part, Samples};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
 
 /// Watches ‖θ‖ for geometric growth: the largest norm up to each power of two is remembered, and
 /// from iteration 64 on, ‖θ_k‖ is compared with the largest norm up to the power of two below
@@ -78,7 +87,7 @@ impl RunawayDetector {
     /// Whether the full-data potential at θ is finite and below the one at the start (false if
     /// the model has no potentials).
     #[cold]
-    pub(super) fn downhill<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64]) -> bool {
+    fn downhill<M: Model + ?Sized>(&mut self, model: &M, theta: &[f64]) -> bool {
         let start = &self.start;
         let u0 = *self.start_potential.get_or_insert_with(|| full_potential(model, start));
         match (u0, full_potential(model, theta)) {
@@ -90,7 +99,7 @@ impl RunawayDetector {
 
 /// `U(θ)` over all the data, in blocks of 4 096 items (`None` without potentials or when one
 /// fails: the runaway detector then trusts the norms alone).
-pub(super) fn full_potential<M: Model + ?Sized>(model: &M, theta: &[f64]) -> Option<f64> {
+fn full_potential<M: Model + ?Sized>(model: &M, theta: &[f64]) -> Option<f64> {
     const BLOCK: usize = 4_096;
     let n = model.n_data();
     let mut u = model.potential_prior(theta).ok()?;
@@ -224,13 +233,7 @@ fn guarded<T, U: ?Sized>(
 }
 
 /// What observers see of a unit.
-pub(super) fn progress<U: Unit>(
-    u: &U,
-    n_chains: usize,
-    n_iter: u64,
-    elapsed: Duration,
-    run_start: Instant,
-) -> Progress<'_> {
+fn progress<U: Unit>(u: &U, n_chains: usize, n_iter: u64, elapsed: Duration, run_start: Instant) -> Progress<'_> {
     Progress {
         chain: u.index(),
         n_chains,
@@ -256,7 +259,7 @@ const IN_OBSERVER: &str = "an observer";
 
 /// Drives one unit to the end of the run or until an observer stops it. User code (the model,
 /// the observers) runs inside [`contained`]: a panic becomes [`Error::Panic`], the unit is kept.
-pub(super) fn drive_one<M: Model + ?Sized, U: Unit>(
+fn drive_one<M: Model + ?Sized, U: Unit>(
     model: &M,
     mut u: U,
     settings: &RunSettings,

@@ -12,26 +12,18 @@ pub(crate) mod placement;
 pub mod progress;
 pub mod runner;
 
-use crate::cost::Cost;
-use crate::error::{Error, Result};
-use crate::models::model::Model;
-use crate::numeric::rng::{ChainRng, stream};
-use crate::run::method::{Method, Resumable};
-use crate::run::observe::{Control, Observer, Progress};
-use crate::samplers::Sampler;
-use crate::trace::estimate::{Estimate, Moments, Part, Samples};
-use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
-use std::time::{Duration, Instant};
-
-mod settings;
-pub use settings::*;
-mod output;
-pub use output::*;
 mod chains;
-pub(crate) use chains::check_starts;
 mod drive;
-pub(crate) use drive::*;
+mod output;
+mod settings;
+
+pub use output::{ChainReport, Divergence, RunOutput};
+pub use settings::{OnDivergence, RunSettings, STATE_VECTORS, Storage};
+
+pub(crate) use chains::check_starts;
+pub(crate) use drive::{Finished, Recorder, Unit, contained, drive, fan_out};
+#[cfg(feature = "mpi")]
+pub(crate) use drive::{panic_is_contained, uncontained};
 
 #[cfg(test)]
 mod tests;

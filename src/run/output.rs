@@ -1,8 +1,16 @@
 //! What a run returns: [`RunOutput`] (also its checkpoint), [`ChainReport`], [`Divergence`].
 
-use super::*;
+use crate::cost::Cost;
+use crate::error::{Error, Result};
+use crate::numeric::rng::ChainRng;
+use crate::run::checkpoint;
+use crate::run::settings::RunSettings;
+use crate::samplers::Sampler;
+use crate::trace::estimate::Estimate;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
-/// A chain that diverged, under [`OnDivergence::Report`] — or, in the output an [`Error::Kept`]
+/// A chain that diverged, under [`OnDivergence::Report`](crate::OnDivergence::Report) — or, in the output an [`Error::Kept`]
 /// holds, a chain that failed (any error, a caught panic: its `message` says which), with its
 /// draws up to the failure.
 #[non_exhaustive]
@@ -21,7 +29,7 @@ pub struct Divergence {
 }
 
 impl Divergence {
-    /// The error the chain raised, as [`OnDivergence::Error`] would have returned it.
+    /// The error the chain raised, as [`OnDivergence::Error`](crate::OnDivergence::Error) would have returned it.
     pub fn to_error(&self) -> Error {
         let source = if self.non_finite_state {
             Error::NonFiniteState { iteration: self.iteration }
@@ -60,7 +68,7 @@ pub struct ChainReport<S> {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunOutput<S> {
     /// The estimate pooled over chains; `estimate.part(i)` is the i-th chain that did not
-    /// diverge (all chains, unless [`OnDivergence::Report`] left some out).
+    /// diverge (all chains, unless [`OnDivergence::Report`](crate::OnDivergence::Report) left some out).
     pub estimate: Estimate,
     /// One report per chain, in chain order.
     pub chains: Vec<ChainReport<S>>,
@@ -72,7 +80,7 @@ pub struct RunOutput<S> {
     pub wall_time: Duration,
     /// The settings the run was made with.
     pub settings: RunSettings,
-    /// Chains that diverged, under [`OnDivergence::Report`].
+    /// Chains that diverged, under [`OnDivergence::Report`](crate::OnDivergence::Report).
     pub divergences: Vec<Divergence>,
     /// The model's dimension, data size and data fingerprint (checked on resume).
     pub(super) model: crate::run::checkpoint::ModelFingerprint,

@@ -1,4 +1,6 @@
-use super::*;
+use crate::error::{Error, Result};
+use crate::models::model::Model;
+use crate::run::drive::RunawayDetector;
 
 /// `U(θ) = (θ − m)²/2` in one dimension, one datum.
 struct Far(f64);

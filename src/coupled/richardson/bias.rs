@@ -1,6 +1,12 @@
 //! A run's own step bias ([`discretisation_bias`], [`BiasReport`]) from a companion at half the step.
 
-use super::*;
+use crate::cost::Cost;
+use crate::coupled::richardson::RichardsonRomberg;
+use crate::error::{Error, Result};
+use crate::models::model::Model;
+use crate::run::RunSettings;
+use crate::run::runner::Runner;
+use crate::samplers::Discretisation;
 
 /// What [`discretisation_bias`] found: the run of the sampler at its own step h (chain A of a
 /// Richardson–Romberg pair), and per coordinate the estimated bias of its mean and sd with their

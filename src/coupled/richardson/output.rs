@@ -1,7 +1,16 @@
 //! What a Richardson–Romberg run returns ([`RrOutput`]): the extrapolated, coarse and fine
 //! estimates, their verdict and table (quantiles of the signed measure).
 
-use super::*;
+use crate::cost::Cost;
+use crate::coupled::richardson::NoiseCoupling;
+use crate::error::{Error, Result, check_len};
+use crate::numeric::rng::ChainRng;
+use crate::run::{Divergence, RunSettings};
+use crate::samplers::Discretisation;
+use crate::trace::estimate::Estimate;
+use ndarray::Array1;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// The result of a [`Runner`](crate::run::runner::Runner) of Richardson–Romberg replicates; also
 /// its checkpoint ([`save`](Self::save), [`load`](Self::load),
@@ -111,7 +120,7 @@ impl<S> RrOutput<S> {
     }
 
     /// One [`Summary`](crate::diagnostics::Summary) per coordinate of the extrapolated estimate.
-    pub(super) fn extrapolated_rows(&self) -> Result<Vec<crate::trace::diagnostics::Summary>> {
+    fn extrapolated_rows(&self) -> Result<Vec<crate::trace::diagnostics::Summary>> {
         extrapolated_rows(&self.coarse, &self.fine)
     }
 }
@@ -177,7 +186,7 @@ pub(crate) fn extrapolated_rows(coarse: &Estimate, fine: &Estimate) -> Result<Ve
 
 /// The `ps` quantiles (ascending) of the signed measure `points` (value, weight): the smallest
 /// value where the running maximum of the normalised cumulative weight reaches p. Sorts `points`.
-pub(super) fn signed_quantiles(points: &mut [(f64, f64)], ps: &[f64]) -> Vec<f64> {
+fn signed_quantiles(points: &mut [(f64, f64)], ps: &[f64]) -> Vec<f64> {
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
     let total: f64 = points.iter().map(|p| p.1).sum();
     let mut out = Vec::with_capacity(ps.len());

@@ -2,23 +2,35 @@
 //! the [`Method`] of [`RichardsonRomberg`] (the replicates of a run, a subset per rank, merged
 //! in replicate order) and its [`Resumable`] output.
 
-use super::*;
+use crate::cost::Cost;
+use crate::coupled::SharedIncrements;
+use crate::coupled::richardson::output::RrOutput;
+use crate::coupled::richardson::{NoiseCoupling, RichardsonRomberg};
+use crate::error::{Error, Result, check_len};
+use crate::models::model::Model;
+use crate::numeric::rng::{ChainRng, stream};
+use crate::run::method::{Method, Resumable};
+use crate::run::observe::Observer;
+use crate::run::{Divergence, Finished, Recorder, RunSettings, Unit, drive};
+use crate::samplers::Discretisation;
+use crate::trace::estimate::Estimate;
+use std::time::{Duration, Instant};
 
 /// One chain of a pair: A (`fine = false`) takes full steps driven by `(z₁ + z₂)/√2`, B takes
 /// two half steps driven by `z₁`, `z₂`; both draw `z₁, z₂` from their copy of the noise stream.
 #[derive(Debug, Clone)]
-pub(super) struct CoupledChain<S> {
-    pub(super) sampler: S,
-    pub(super) noise: ChainRng,
-    pub(super) rng: ChainRng,
-    pub(super) recorder: Option<Recorder>,
-    pub(super) z: SharedIncrements,
-    pub(super) fine: bool,
-    pub(super) iteration: u64,
+struct CoupledChain<S> {
+    sampler: S,
+    noise: ChainRng,
+    rng: ChainRng,
+    recorder: Option<Recorder>,
+    z: SharedIncrements,
+    fine: bool,
+    iteration: u64,
 }
 
 impl<S: Discretisation> CoupledChain<S> {
-    pub(super) fn start<M: Model + ?Sized>(&mut self, model: &M, theta0: &[f64], settings: &RunSettings) -> Result<()> {
+    fn start<M: Model + ?Sized>(&mut self, model: &M, theta0: &[f64], settings: &RunSettings) -> Result<()> {
         self.sampler.init(model, theta0, &mut self.rng)?;
         let per = if self.fine { 2 } else { 1 };
         self.recorder = Some(Recorder::new(settings, model.dim(), per, self.sampler.gradient().is_some())?);
@@ -26,7 +38,7 @@ impl<S: Discretisation> CoupledChain<S> {
         Ok(())
     }
 
-    pub(super) fn advance<M: Model + ?Sized>(&mut self, model: &M, to: u64, settings: &RunSettings) -> Result<()> {
+    fn advance<M: Model + ?Sized>(&mut self, model: &M, to: u64, settings: &RunSettings) -> Result<()> {
         let rec = self.recorder.as_mut().ok_or(Error::NotInitialised)?;
         let (s, z) = (&mut self.sampler, &mut self.z);
         for k in self.iteration + 1..=to {
@@ -53,14 +65,14 @@ impl<S: Discretisation> CoupledChain<S> {
 }
 
 /// A replicate: the pair of coupled chains, driven by the crate's runner.
-pub(super) struct PairUnit<S> {
-    pub(super) index: usize,
-    pub(super) a: CoupledChain<S>,
-    pub(super) b: CoupledChain<S>,
-    pub(super) theta0: Vec<f64>,
-    pub(super) started: bool,
-    pub(super) parallel: bool,
-    pub(super) wall: Duration,
+struct PairUnit<S> {
+    index: usize,
+    a: CoupledChain<S>,
+    b: CoupledChain<S>,
+    theta0: Vec<f64>,
+    started: bool,
+    parallel: bool,
+    wall: Duration,
 }
 
 impl<S: Discretisation> Unit for PairUnit<S> {
@@ -299,31 +311,31 @@ impl<S: Discretisation> Resumable for RrOutput<S> {
 
 /// One replicate that did not diverge: its two estimates, final states, streams and
 /// iterations.
-pub(super) struct Replicate<S> {
-    pub(super) coarse: Estimate,
-    pub(super) fine: Estimate,
-    pub(super) chains: (S, S),
-    pub(super) streams: [ChainRng; 4],
-    pub(super) iterations: u64,
+struct Replicate<S> {
+    coarse: Estimate,
+    fine: Estimate,
+    chains: (S, S),
+    streams: [ChainRng; 4],
+    iterations: u64,
 }
 
 /// What every Richardson–Romberg output is built from.
-pub(super) struct RrParts<S> {
-    pub(super) replicates: Vec<Replicate<S>>,
-    pub(super) divergences: Vec<Divergence>,
-    pub(super) cost: Cost,
-    pub(super) setup_cost: Cost,
-    pub(super) wall_time: Duration,
-    pub(super) settings: RunSettings,
-    pub(super) coupling: NoiseCoupling,
-    pub(super) model: crate::run::checkpoint::ModelFingerprint,
+struct RrParts<S> {
+    replicates: Vec<Replicate<S>>,
+    divergences: Vec<Divergence>,
+    cost: Cost,
+    setup_cost: Cost,
+    wall_time: Duration,
+    settings: RunSettings,
+    coupling: NoiseCoupling,
+    model: crate::run::checkpoint::ModelFingerprint,
 }
 
 impl<S> RrParts<S> {
     /// The output: replicates in index order, the extrapolated estimate `2π̂_{γ/2} − π̂_γ`
     /// (B carries weight +γ on each of its two draws per iteration, A carries −γ: total Σγ).
     /// Errors: the first divergence's error if no replicate is left.
-    pub(super) fn into_output(self) -> Result<RrOutput<S>> {
+    fn into_output(self) -> Result<RrOutput<S>> {
         if self.replicates.is_empty() {
             return Err(self
                 .divergences
@@ -367,7 +379,7 @@ impl<S> RrParts<S> {
     }
 }
 
-pub(super) fn assemble<S: Discretisation>(
+fn assemble<S: Discretisation>(
     done: Vec<Finished<PairUnit<S>>>,
     settings: &RunSettings,
     setup_cost: Cost,
