@@ -11,6 +11,7 @@ use sgmcmc::{
     MlSgldSettings, PreconditionedSgld, Psgld, PsgldSettings, Sampler, Sgnht, SgnhtSettings, Sgrrhmc, Sgrrld,
     tune::tune, tune_rr,
 };
+use sgmcmc::{CentreRule, TunableKernel};
 
 #[test]
 fn ess_on_an_array_built_through_the_reexport() {
@@ -121,4 +122,29 @@ fn the_root_names_every_sampler_coupled_method_and_tuner() {
     // Both tuners are in scope (not run here: tests/tune.rs runs them).
     let _tune = tune::<LinearGaussian, Sgld>;
     let _tune_rr = tune_rr::<LinearGaussian, Sgld>;
+}
+
+/// Each kernel states its tuning facts (`TunableKernel`, at the crate root): the centre rules of
+/// the four built-in tunable kernels, and the policy that SGHMC with a given β̂ takes no measured
+/// correction.
+#[test]
+fn kernels_state_their_tuning_facts() {
+    let sgld = Sgld::new(SgldSettings::constant(1e-3), Minibatch::new(10)).unwrap();
+    assert_eq!(sgld.kernel().centre_rule(), CentreRule::InverseLambdaMax);
+    assert_eq!(sgld.kernel().mixing_exponent(), Some(1.0));
+    let sghmc = Sghmc::new(SghmcSettings::constant(1e-3, 0.1), Minibatch::new(10)).unwrap();
+    assert_eq!(sghmc.kernel().centre_rule().step(4.0), Some(0.25));
+    assert!(sghmc.kernel().takes_noise_correction());
+    let given = SghmcSettings { noise_estimate: 0.05, ..SghmcSettings::constant(1e-3, 0.1) };
+    assert!(!Sghmc::new(given, Minibatch::new(10)).unwrap().kernel().takes_noise_correction());
+    let sgnht = Sgnht::new(SgnhtSettings::constant(1e-3, 1.0), Minibatch::new(10)).unwrap();
+    assert_eq!(sgnht.kernel().centre_rule().step(4.0), Some(0.5));
+    assert_eq!(sgnht.kernel().mixing_exponent(), None);
+    let psgld = Psgld::new(PsgldSettings { damping: 1e-3, ..Default::default() }, Minibatch::new(10)).unwrap();
+    assert_eq!(psgld.kernel().centre_rule(), CentreRule::SettledMetric { damping: 1e-3 });
+    assert_eq!(psgld.kernel().centre_rule().step(4.0), None);
+    // A rebuilt kernel keeps its other settings and refuses a non-positive step.
+    let rebuilt = sghmc.kernel().at_constant_step(2e-3).unwrap();
+    assert_eq!(Sghmc::with_kernel(rebuilt, Minibatch::new(10)).settings().friction, 0.1);
+    assert!(sgld.kernel().at_constant_step(-1.0).is_err());
 }

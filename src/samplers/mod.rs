@@ -54,6 +54,7 @@ macro_rules! estimator_costs {
 
 mod cyclical;
 pub(crate) mod hamcmc;
+mod kernel_tuning;
 mod langevin;
 mod mala;
 mod noise;
@@ -67,11 +68,12 @@ mod whitening;
 pub use cyclical::{CyclicalKernel, CyclicalSettings, CyclicalSgld};
 pub(crate) use hamcmc::hamcmc_update;
 pub use hamcmc::{Hamcmc, HamcmcSettings};
+pub use kernel_tuning::{CentreRule, TunableKernel, ULA_SD_BIAS_SLOPE};
 pub use langevin::{Langevin, LangevinKernel};
 pub use mala::{AUTO_DENSE_MAX_DIM, Mala, MalaSettings, Metric};
 pub use noise::{GRADIENT_NOISE_BATCH, GradientNoise, METRIC_CORRECTION_MAX};
 pub use precond::{PreconditionedKernel, PreconditionedSgld};
-pub use psgld::{Psgld, PsgldKernel, PsgldSettings};
+pub use psgld::{PSGLD_CORRECTION_TARGET, PSGLD_WHITENED_DAMPING, Psgld, PsgldKernel, PsgldSettings};
 pub(crate) use psgld::{psgld_update, rmsprop_update};
 pub use sghmc::{Sghmc, SghmcKernel, SghmcSettings};
 pub(crate) use sgld::sgld_update;

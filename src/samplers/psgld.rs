@@ -1,9 +1,10 @@
 //! Preconditioned SGLD with an RMSprop diagonal preconditioner.
 
-use super::{Langevin, LangevinKernel};
+use super::{CentreRule, GradientNoise, Langevin, LangevinKernel, TunableKernel, ULA_SD_BIAS_SLOPE};
 use crate::error::{Error, Result, check_positive};
 use crate::gradient::{GradientEstimator, Minibatch};
 use crate::numeric::schedule::StepSize;
+use ndarray::Array2;
 use serde::{Deserialize, Serialize};
 
 /// Settings of [`Psgld`].
@@ -85,6 +86,137 @@ impl LangevinKernel for PsgldKernel {
     }
 }
 
+impl TunableKernel for PsgldKernel {
+    fn at_constant_step(&self, step: f64) -> Result<Self> {
+        let settings = PsgldSettings { step_size: StepSize::Constant(step), ..self.settings };
+        settings.validate()?;
+        Ok(PsgldKernel { settings, v: Vec::new(), n_data: self.n_data })
+    }
+
+    /// `1/λ_max(G^{1/2} ∇²U G^{1/2})`, G the RMSprop preconditioner after 300 steps at the mode
+    /// with a step `1e-12/λ_max` (so the chain stays put while V averages the squared gradient
+    /// estimates there). At the mode the exact gradient vanishes, so V there holds the minibatch
+    /// noise alone; in the whitened coordinates the chain's squared gradients also carry the
+    /// posterior's score, about 1 per coordinate (`E ḡ² ≈ (V + 1)/N²`, see `psgld_metric`): G is
+    /// capped at `1/(λ + 1/N)`. (With exact gradients V is 0 at the mode and G was `1/λ`: a centre
+    /// step 550 times too small on a 62-datum regression, and a tuned run that did not mix.)
+    fn centre_rule(&self) -> CentreRule {
+        CentreRule::SettledMetric { damping: self.settings.damping }
+    }
+
+    /// 1: the Euler scheme of overdamped Langevin dynamics in the (slowly adapting) RMSprop
+    /// metric, time η per iteration.
+    fn mixing_exponent(&self) -> Option<f64> {
+        Some(1.0)
+    }
+
+    /// As SGLD's, under the RMSprop metric G, scaled by the data size N the tuner tells.
+    fn tell_data_size(&mut self, n_data: usize) {
+        self.n_data = n_data as f64;
+    }
+
+    /// `2x/λ_max(Ĝ^{1/2} V Ĝ^{1/2})`, `x = `[`PSGLD_CORRECTION_TARGET`], with
+    /// `Ĝ_i = 1/(λ + √(V_ii + 1)/N)`: G as RMSprop settles on whitened coordinates, where the
+    /// squared gradient estimate averages the noise's variance `V_ii` plus about 1 (the
+    /// posterior's).
+    /// There the cubic series leaves at most 0.5 % of a variance uncorrected, with room for G's
+    /// fluctuations below the clamp at [`METRIC_CORRECTION_MAX`](crate::METRIC_CORRECTION_MAX).
+    ///
+    /// `None` while N is unknown: `tune` tells it; a pSGLD given a noise by hand
+    /// ([`Langevin::with_gradient_noise`](crate::Langevin::with_gradient_noise)) has no step
+    /// limit (its correction is still clamped at `METRIC_CORRECTION_MAX` at every step). Until
+    /// 2026-11-27 it took N = 1 there, a limit about N times too large.
+    fn step_limit(&self, noise: &GradientNoise) -> Option<f64> {
+        let top = psgld_noise_top(noise, self.n_data, self.settings.damping)?;
+        Some(2.0 * PSGLD_CORRECTION_TARGET / top)
+    }
+
+    /// `r(x)/2`, `x = (h/2) λ_max(Ĝ^{1/2} V Ĝ^{1/2})`, with `r(x) = p(x)² − (1 − x)` the variance
+    /// the cubic series `p` leaves along the top direction (0.5 % at x = 0.5, 9.8 % at x = 1).
+    fn correction_residuals(&self, noise: Option<&GradientNoise>, steps: &[f64], out: &mut [f64]) {
+        let damping = self.settings.damping;
+        let Some(top) = noise.and_then(|g| psgld_noise_top(g, self.n_data, damping)) else {
+            out.fill(0.0);
+            return;
+        };
+        for (o, h) in out.iter_mut().zip(steps) {
+            let x = 0.5 * h * top;
+            let p = 1.0 - x / 2.0 - x * x / 8.0 - x * x * x / 16.0;
+            *o = 0.5 * (p * p - (1.0 - x)).max(0.0);
+        }
+    }
+
+    /// `Ĝ_max/4` (see [`step_limit`](Self::step_limit)): ULA's `h/4` under the metric, whose
+    /// time step along coordinate i is `h G_i`; [`ULA_SD_BIAS_SLOPE`] without a gradient noise.
+    fn exact_gradient_bias_slope(&self, noise: Option<&GradientNoise>) -> f64 {
+        match noise {
+            Some(g) => psgld_metric(g, self.n_data, self.settings.damping)
+                .map_or(ULA_SD_BIAS_SLOPE, |m| ULA_SD_BIAS_SLOPE * m.into_iter().fold(0.0, f64::max)),
+            None => ULA_SD_BIAS_SLOPE,
+        }
+    }
+
+    /// On whitened coordinates, the damping λ raised to [`PSGLD_WHITENED_DAMPING`]` / N` if it
+    /// is below: the RMS of the exact `ḡ = ∇U/N` there (the whitened posterior's score has
+    /// variance about 1 per coordinate), so that G never exceeds the exact-gradient scheme's
+    /// typical metric by more than a factor 2.
+    fn fitted_to_scale(&self, n_data: usize, whitened: bool) -> Result<Option<(Self, String)>> {
+        let n = n_data.max(1) as f64;
+        let floor = PSGLD_WHITENED_DAMPING / n;
+        if !whitened || self.settings.damping >= floor {
+            return Ok(None);
+        }
+        let settings = PsgldSettings { damping: floor, ..self.settings };
+        settings.validate()?;
+        let why = format!("pSGLD damping raised from {:.1e} to 1/N = {floor:.3e} (whitened)", self.settings.damping);
+        Ok(Some((PsgldKernel { settings, v: Vec::new(), n_data: n }, why)))
+    }
+}
+
+/// The largest `x = (h/2) λ_max(Ĝ^{1/2} V Ĝ^{1/2})` [`tune`](crate::tune::tune) lets a
+/// noise-corrected pSGLD run at (see its [`TunableKernel::step_limit`]): 1, where the cubic
+/// series leaves 9.8 % of a variance along the top direction (0.5 % at x = 0.5), two thirds of
+/// the clamp [`METRIC_CORRECTION_MAX`](crate::METRIC_CORRECTION_MAX). Below it `tune` adds that
+/// residual to the bias it predicts ([`TunableKernel::correction_residuals`]), so a long run
+/// takes a smaller x.
+pub const PSGLD_CORRECTION_TARGET: f64 = 1.0;
+
+/// The damping, times 1/N, that [`tune`](crate::tune::tune) gives a whitened pSGLD at least
+/// ([`TunableKernel::fitted_to_scale`]): 1, the RMS of the exact `ḡ = ∇U/N` on whitened
+/// coordinates.
+///
+/// Why: with exact or nearly exact gradients (n close to N, tiny N) RMSprop's V averages only the
+/// posterior's score, which vanishes at the mode; when a chain crosses it V collapses and
+/// `G = 1/(λ + √V)` jumps towards `1/λ` (the paper's λ = 1e-5: up to 10⁵ times its typical
+/// value), and the kicks that follow make the pilots' errors erratic in the step. On a 62-datum
+/// regression (exact gradients, N = 62) `tune` then chose a step of 3e-5 and the planned run of
+/// 5 000 × 4 did not mix (R̂ 1.85, ESS 6); with λ = 1/N it chose 5e-3 and the run converged (R̂
+/// 1.007, ESS 1 073). With minibatch noise `√V ≈ √(V_ii + 1)/N` is larger, and λ = 1/N only
+/// bounds G at N, which the tuned step absorbs.
+pub const PSGLD_WHITENED_DAMPING: f64 = 1.0;
+
+/// `λ_max(Ĝ^{1/2} V Ĝ^{1/2})` with [`psgld_metric`]'s Ĝ (None if N is unknown or the
+/// eigen-solver fails).
+fn psgld_noise_top(noise: &GradientNoise, n_data: f64, damping: f64) -> Option<f64> {
+    let v = noise.covariance();
+    let d = noise.dim();
+    let s: Vec<f64> = psgld_metric(noise, n_data, damping)?.into_iter().map(f64::sqrt).collect();
+    let a = Array2::from_shape_fn((d, d), |(i, j)| s[i] * v[[i, j]] * s[j]);
+    let ev = crate::numeric::linalg::symmetric_eigenvalues("pSGLD's metric gradient noise", &a).ok()?;
+    Some(ev.iter().fold(0.0_f64, |m, l| m.max(*l)))
+}
+
+/// `Ĝ_i = 1/(λ + √(V_ii + 1)/N)`: pSGLD's RMSprop metric G on whitened coordinates
+/// (`ḡ = ∇Ũ/N` with `E ḡ_i² ≈ (V_ii + 1)/N²`, the 1 from the whitened posterior's score).
+/// `None` while N is unknown (0: a pSGLD not yet run nor tuned).
+fn psgld_metric(noise: &GradientNoise, n_data: f64, damping: f64) -> Option<Vec<f64>> {
+    if n_data.is_nan() || n_data <= 0.0 {
+        return None;
+    }
+    let v = noise.covariance();
+    Some((0..noise.dim()).map(|i| 1.0 / (damping + (v[[i, i]] + 1.0).sqrt() / n_data)).collect())
+}
+
 /// RMSprop's `V ← βV + (1 − β) ḡ²`, `ḡ = ∇Ũ/N` (`V = (1 − β) ḡ²` on the `first` gradient), on
 /// a slice (the kernel's, and each worker's in distributed matrix factorisation).
 #[inline]
@@ -155,19 +287,6 @@ impl<E: GradientEstimator> Langevin<PsgldKernel, E> {
     /// The settings.
     pub fn settings(&self) -> &PsgldSettings {
         &self.kernel().settings
-    }
-
-    /// Sets the data size the kernel's V is scaled by before `init` (which sets it again), for
-    /// the tuner's step limit.
-    pub(crate) fn with_n_data(mut self, n_data: f64) -> Self {
-        self.kernel_mut().n_data = n_data;
-        self
-    }
-
-    /// The data size of the kernel's scaling `ḡ = ∇Ũ/N` (0, unknown, until bound by a run or
-    /// told by `tune`).
-    pub(crate) fn n_data(&self) -> f64 {
-        self.kernel().n_data
     }
 
     /// The current diagonal preconditioner entries `G_k`.

@@ -1,6 +1,6 @@
 //! Stochastic gradient Hamiltonian Monte Carlo, in its practical (learning-rate, friction) form.
 
-use super::{Langevin, LangevinKernel};
+use super::{CentreRule, GradientNoise, Langevin, LangevinKernel, TunableKernel};
 use crate::error::{Error, Result, check_non_negative};
 use crate::gradient::{GradientEstimator, Minibatch};
 use crate::numeric::schedule::StepSize;
@@ -91,6 +91,37 @@ impl LangevinKernel for SghmcKernel {
     fn gradient_noise_weight(&self, k: u64, fraction: f64) -> Option<f64> {
         let s = &self.settings;
         Some(fraction * s.step_size.at(k) / (2.0 * (s.friction - s.noise_estimate)))
+    }
+}
+
+impl TunableKernel for SghmcKernel {
+    fn at_constant_step(&self, step: f64) -> Result<Self> {
+        let settings = SghmcSettings { step_size: StepSize::Constant(step), ..self.settings };
+        settings.validate()?;
+        Ok(SghmcKernel { settings, v: Vec::new() })
+    }
+
+    /// `η = 1/λ_max` (the leapfrog limit is `η λ_max < 4`).
+    fn centre_rule(&self) -> CentreRule {
+        CentreRule::InverseLambdaMax
+    }
+
+    /// 1: at fixed friction α the friction per unit time `α/√η` grows as η → 0, and the dynamics
+    /// is overdamped with time η/α per iteration.
+    fn mixing_exponent(&self) -> Option<f64> {
+        Some(1.0)
+    }
+
+    /// Only with β̂ = 0 (a given noise estimate and a measured one would both be subtracted).
+    fn takes_noise_correction(&self) -> bool {
+        self.settings.noise_estimate == 0.0
+    }
+
+    /// `2(α − β̂)/λ_max(V)`: the weight `η/(2(α − β̂))` times the noise's largest eigenvalue
+    /// reaches 1.
+    fn step_limit(&self, noise: &GradientNoise) -> Option<f64> {
+        let s = &self.settings;
+        Some(2.0 * (s.friction - s.noise_estimate) * noise.full_correction_limit())
     }
 }
 

@@ -1,6 +1,6 @@
 //! Stochastic gradient Langevin dynamics, and full-gradient Langevin (ULA) as its special case.
 
-use super::{Langevin, LangevinKernel};
+use super::{CentreRule, GradientNoise, Langevin, LangevinKernel, TunableKernel};
 use crate::error::Result;
 use crate::gradient::auto::Auto;
 use crate::gradient::{FullGradient, GradientEstimator, Minibatch};
@@ -48,6 +48,29 @@ impl LangevinKernel for SgldKernel {
     #[inline]
     fn gradient_noise_weight(&self, k: u64, fraction: f64) -> Option<f64> {
         Some(0.5 * fraction * self.settings.step_size.at(k))
+    }
+}
+
+impl TunableKernel for SgldKernel {
+    fn at_constant_step(&self, step: f64) -> Result<Self> {
+        let settings = SgldSettings { step_size: StepSize::Constant(step) };
+        settings.validate()?;
+        Ok(SgldKernel { settings })
+    }
+
+    /// `1/λ_max`: half the Euler scheme's stability limit.
+    fn centre_rule(&self) -> CentreRule {
+        CentreRule::InverseLambdaMax
+    }
+
+    /// 1: the Euler scheme of overdamped Langevin dynamics, time h per iteration.
+    fn mixing_exponent(&self) -> Option<f64> {
+        Some(1.0)
+    }
+
+    /// `2/λ_max(V)`: the weight `h/2` times the noise's largest eigenvalue reaches 1.
+    fn step_limit(&self, noise: &GradientNoise) -> Option<f64> {
+        Some(2.0 * noise.full_correction_limit())
     }
 }
 

@@ -1,6 +1,6 @@
 //! Stochastic gradient Nosé–Hoover thermostat (SGNHT).
 
-use super::{Langevin, LangevinKernel};
+use super::{CentreRule, GradientNoise, Langevin, LangevinKernel, TunableKernel};
 use crate::error::{Result, check_positive};
 use crate::gradient::{GradientEstimator, Minibatch};
 use crate::numeric::schedule::StepSize;
@@ -76,6 +76,31 @@ impl LangevinKernel for SgnhtKernel {
             pp += *p * *p;
         }
         self.xi += h * (pp / self.p.len() as f64 - 1.0);
+    }
+}
+
+impl TunableKernel for SgnhtKernel {
+    fn at_constant_step(&self, step: f64) -> Result<Self> {
+        let settings = SgnhtSettings { step_size: StepSize::Constant(step), ..self.settings };
+        settings.validate()?;
+        Ok(SgnhtKernel { settings, p: Vec::new(), xi: settings.diffusion })
+    }
+
+    /// `h = 1/√λ_max`: the position moves by `h p` with `p` updated by `−h ∇Ũ`, so the
+    /// gradient's effective step is `h²`, as SGHMC's `η` (leapfrog limit `h √λ_max < 2`).
+    fn centre_rule(&self) -> CentreRule {
+        CentreRule::InverseSqrtLambdaMax
+    }
+
+    // `mixing_exponent`: the default, fitted. The thermostat keeps the dynamics underdamped
+    // (friction ξ ≈ A per unit time) and the tuned steps lie near its stability limit, where the
+    // pilots' τ·h grew 2–7× across the scored steps (Poisson regression); re-predicted for 26
+    // validation runs, the fitted γ gave a median of 1.00× the measured ESS, γ = 1 0.85× (0.98×
+    // and 0.62× at 500 000 × 4).
+
+    /// `2A/λ_max(V)`: the weight `h/(2A)` times the noise's largest eigenvalue reaches 1.
+    fn step_limit(&self, noise: &GradientNoise) -> Option<f64> {
+        Some(2.0 * self.settings.diffusion * noise.full_correction_limit())
     }
 }
 

@@ -12,7 +12,7 @@
 //!    [`DENSE_CURVATURE_MAX_DIM`], Lanczos with full reorthogonalisation above. Then the
 //!    whitening of [`TuneSettings::precondition`] and the curvature the whitened sampler sees.
 //!    With a whitening, SGLD, SGHMC, SGNHT and pSGLD (any estimator with
-//!    [independent draws](GradientEstimator::independent_draws): minibatch, control variates,
+//!    [independent draws](crate::GradientEstimator::independent_draws): minibatch, control variates,
 //!    Taylor) also get their injected noise corrected by their estimator's noise
 //!    ([`TuneSettings::correct_gradient_noise`], on by default; see [`GradientNoise`]): its
 //!    covariance V̂ is measured in the whitened coordinates at `clamp(200 d, 10 000, 20 000)`
@@ -89,7 +89,6 @@
 
 use crate::cost::Cost;
 use crate::error::{Error, Result, all_finite, check_len};
-use crate::gradient::GradientEstimator;
 use crate::gradient::optim::{ModeSettings, find_mode, find_mode_with_hessian};
 pub use crate::models::hessian::HESSIAN_ROWS;
 use crate::models::hessian::{
@@ -98,13 +97,10 @@ use crate::models::hessian::{
 use crate::models::model::{Model, check_shape};
 use crate::models::subset::Subset;
 use crate::numeric::rng::{fill_standard_normal, stream};
-use crate::numeric::schedule::StepSize;
 use crate::run::runner::Runner;
 use crate::run::{RunSettings, Storage};
-use crate::samplers::{
-    GradientNoise, Hamcmc, HamcmcSettings, Langevin, PsgldKernel, PsgldSettings, Sampler, SghmcKernel, SghmcSettings,
-    SgldKernel, SgldSettings, SgnhtKernel, SgnhtSettings, Whitening,
-};
+use crate::samplers::{GradientNoise, Whitening};
+pub use crate::samplers::{PSGLD_CORRECTION_TARGET, PSGLD_WHITENED_DAMPING, ULA_SD_BIAS_SLOPE};
 use crate::trace::diagnostics::{KsdSettings, ksd_imq};
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -112,10 +108,12 @@ use std::sync::Arc;
 
 mod curvature;
 pub use curvature::{Curvature, CurvatureSettings, DENSE_CURVATURE_MAX_DIM, curvature};
-use curvature::{check_lambda_max, curvature_of_dense, lanczos, power_iteration};
+use curvature::{check_lambda_max, curvature_of_dense, lanczos};
 
+mod centre;
+mod hamcmc;
 mod tunable;
-pub use tunable::*;
+pub use tunable::{GRADIENT_NOISE_POINTS_MAX, GRADIENT_NOISE_POINTS_MIN, NoiseCorrected, Tunable};
 mod settings;
 pub use settings::*;
 mod grid;

@@ -1,9 +1,9 @@
-//! What [`tune`] is told ([`TuneSettings`], [`PlannedRun`], [`Precondition`], [`Objective`]) and what
+//! What [`tune`](crate::tune::tune) is told ([`TuneSettings`], [`PlannedRun`], [`Precondition`], [`Objective`]) and what
 //! it returns ([`Tuned`], [`Trial`]).
 
 use super::*;
 
-/// Settings of [`tune`].
+/// Settings of [`tune`](crate::tune::tune).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TuneSettings {
     /// Multiples of the curvature-derived centre step tried by pilot runs. Default
@@ -76,7 +76,7 @@ pub struct TuneSettings {
     /// (9 000 iterations after burn-in, one chain). Set it to your run: a longer run can afford
     /// a smaller, less biased step (see the [module docs](crate::tune)).
     pub planned_run: PlannedRun,
-    /// A target accuracy in posterior sds: when set, [`tune`] also chooses the run's length, the
+    /// A target accuracy in posterior sds: when set, [`tune`](crate::tune::tune) also chooses the run's length, the
     /// fewest kept iterations per chain ([`planned_run`](Self::planned_run)`.chains` chains) at
     /// which the predicted worst error of a mean or sd ([`Tuned::predicted_error`]) is at most it,
     /// and the step for that run; [`Tuned::planned_run`] is the run it chose. Where nothing is
@@ -84,12 +84,12 @@ pub struct TuneSettings {
     /// reason says so. [`Sample`](crate::Sample) sets it from its
     /// [`accuracy`](crate::Sample::accuracy). Default `None`.
     pub target_accuracy: Option<f64>,
-    /// What [`tune`] chooses the step for. Default [`Objective::Accuracy`].
+    /// What [`tune`](crate::tune::tune) chooses the step for. Default [`Objective::Accuracy`].
     /// ([`tune_rr`](crate::tune_rr) has its own rule and ignores it.)
     pub objective: Objective,
-    /// Whether [`tune`] corrects the injected noise of SGLD, SGHMC, SGNHT and pSGLD by their gradient
+    /// Whether [`tune`](crate::tune::tune) corrects the injected noise of SGLD, SGHMC, SGNHT and pSGLD by their gradient
     /// estimator's measured noise covariance (see [`GradientNoise`]; needs a whitening and an
-    /// estimator with [independent draws](GradientEstimator::independent_draws), e.g. a
+    /// estimator with [independent draws](crate::GradientEstimator::independent_draws), e.g. a
     /// minibatch or control variates). Default `true`. The measurement costs
     /// `2 · points · n` datum gradients and `2 · points · d²` multiply-adds,
     /// `points = clamp(200 d, 10 000, 20 000)`, and each step `2d²` multiply-adds (`4d²` for
@@ -103,7 +103,7 @@ pub struct TuneSettings {
     pub scoring: Scoring,
 }
 
-/// What [`tune`] chooses the step for (see [`TuneSettings::objective`]).
+/// What [`tune`](crate::tune::tune) chooses the step for (see [`TuneSettings::objective`]).
 ///
 /// Under minibatch gradient noise the two can conflict: the noise inflates the stationary
 /// variance by about `1 + h σ²/2` (σ² the noise variance in whitened units, about N/n) while
@@ -170,7 +170,7 @@ impl Default for PlannedRun {
     }
 }
 
-/// How [`tune`] and [`tune_rr`](crate::tune_rr) precondition the sampler: the whitening (see [`Whitening`]) is
+/// How [`tune`](crate::tune::tune) and [`tune_rr`](crate::tune_rr) precondition the sampler: the whitening (see [`Whitening`]) is
 /// built from the Hessian at the mode, `∇²U(θ̂)`, computed from d Hessian-vector products (the
 /// model's, or central differences of full gradients), whose cost is in [`Tuned::cost`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -283,7 +283,7 @@ impl TuneSettings {
         ((self.pilot_iterations - self.pilot_burn_in) / self.scored_draws as u64).max(1)
     }
 
-    /// The one pilot plan of [`tune`] and [`tune_rr`](crate::tune_rr): `pilot_iterations` with
+    /// The one pilot plan of [`tune`](crate::tune::tune) and [`tune_rr`](crate::tune_rr): `pilot_iterations` with
     /// `pilot_burn_in`, every `thin`-th draw stored, `chains` chains run serially (the pilots
     /// themselves run in parallel), no model check (done once before), seeded from `seed`, the
     /// candidate's index and (for `tune_rr`'s replicate pairs) the replicate's.
@@ -317,13 +317,13 @@ pub const PILOT_SHARE: f64 = 0.5;
 /// coordinates), 10–45 effective draws per chain.
 pub const PILOT_MIN_ITERATIONS: u64 = 500;
 
-/// The Newton decrement (distance to the mode in posterior sds) at which [`tune`]'s mode search
+/// The Newton decrement (distance to the mode in posterior sds) at which [`tune`](crate::tune::tune)'s mode search
 /// stops by default ([`TuneSettings::mode`]): the pilots start there and burn in, the control
 /// variates are centred there (their noise grows with the distance from the centre to the
 /// chains, a few sds), and the Stein identities hold about any centre.
 pub const TUNE_DECREMENT_TOL: f64 = 1e-3;
 
-/// One pilot run of [`tune`].
+/// One pilot run of [`tune`](crate::tune::tune).
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trial {
@@ -346,7 +346,7 @@ pub struct Trial {
     /// Per coordinate: iterations per effective draw, and the Stein moment errors of the mean and
     /// the sd in Laplace sds (`None` on failure).
     pub(crate) errors: Option<PilotErrors>,
-    /// The pilot's scored draws (rows), kept while [`tune`] runs so that the gradient noise can be
+    /// The pilot's scored draws (rows), kept while [`tune`](crate::tune::tune) runs so that the gradient noise can be
     /// measured where its chains went (`None` on failure and in the returned [`Tuned`]).
     pub(crate) draws: Option<Arc<Array2<f64>>>,
 }
@@ -400,7 +400,7 @@ impl PilotErrors {
     }
 }
 
-/// What [`tune`] chose, and why.
+/// What [`tune`](crate::tune::tune) chose, and why.
 #[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct Tuned<S> {
