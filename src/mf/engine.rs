@@ -1,7 +1,17 @@
 //! The engine that runs one chain over the fabric: diagonal schedule, SGLD and pSGLD steps,
 //! evaluation and the assembled output.
 
-use super::*;
+use crate::error::{Error, Result};
+use crate::mf::fabric::Fabric;
+use crate::mf::partition::{BlockPartition, RowShard, TAG_INIT, TAG_SCHEDULE};
+use crate::mf::settings::{MfModel, MfOutput, MfRunSettings, MfTracePoint, MfUpdate};
+use crate::mf::worker::{BAD_GRADIENT, BAD_STATE, HamRing, OK, Worker, all_finite, block_gradient};
+use crate::models::PmfTerms;
+use crate::numeric::rng::{fill_standard_normal, stream};
+use crate::samplers::{PsgldSettings, psgld_update, rmsprop_update, sgld_update};
+use ndarray::Array2;
+use rand::RngExt;
+use std::time::Instant;
 
 /// One chain of the block-scheduled sampler over a fabric.
 pub(crate) struct Engine<'a, F: Fabric> {
@@ -120,7 +130,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
         })
     }
 
-    pub(super) fn nb(&self) -> usize {
+    fn nb(&self) -> usize {
         self.partition.blocks()
     }
 
@@ -146,7 +156,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
         Ok(())
     }
 
-    pub(super) fn move_h(&mut self, to: usize) -> Result<()> {
+    fn move_h(&mut self, to: usize) -> Result<()> {
         let nb = self.nb();
         for (w, sec) in self.workers.iter_mut().zip(self.sections.iter_mut()) {
             let lw = w.lw;
@@ -177,7 +187,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
         Ok(())
     }
 
-    pub(super) fn scale(&self) -> f64 {
+    fn scale(&self) -> f64 {
         self.n_train as f64 / self.diag_sizes[self.diag] as f64
     }
 
@@ -266,7 +276,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
         self.check_status(t)
     }
 
-    pub(super) fn psgld_step(&mut self, p: &PsgldSettings, t: u64) -> Result<()> {
+    fn psgld_step(&mut self, p: &PsgldSettings, t: u64) -> Result<()> {
         self.next_diagonal()?;
         self.gradients(None, false);
         self.draw_noise(t);
@@ -285,7 +295,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
     // ---- evaluation and output ----
 
     /// Test RMSE of the current sample and (after burn-in) of the running predictive mean.
-    pub(super) fn evaluate(&mut self, iteration: u64, seconds: f64) -> Result<MfTracePoint> {
+    fn evaluate(&mut self, iteration: u64, seconds: f64) -> Result<MfTracePoint> {
         let (nb, k, stride) = (self.nb(), self.cs.k, self.h_stride);
         // Every worker's H section (padded to a common stride, part index first).
         self.red_local.clear();
@@ -343,7 +353,7 @@ impl<'a, F: Fabric> Engine<'a, F> {
     }
 
     /// Every worker's section `[lo..hi]` of `x`, assembled into `rows × K` by block.
-    pub(super) fn assemble(&mut self, w_part: bool) -> Result<Array2<f64>> {
+    fn assemble(&mut self, w_part: bool) -> Result<Array2<f64>> {
         let (nb, k) = (self.nb(), self.cs.k);
         let lens: Vec<usize> =
             (0..nb).map(|q| if w_part { self.partition.row_range(q).len() * k } else { self.sec_lens[q] }).collect();

@@ -1,7 +1,9 @@
 //! Where the blocks live: the [`Fabric`] that moves H blocks and sums partial dot products
 //! ([`LocalFabric`] in one process; MPI ranks in `distributed`).
 
-use super::*;
+use crate::error::Result;
+use crate::run::placement::Placement;
+use std::ops::Range;
 
 /// What the workers of a run exchange: one implementation in one process (all B workers
 /// here), one over MPI (one worker per rank). The chain depends only on these operations, which

@@ -1,7 +1,13 @@
 //! HAMCMC on the block-scheduled chain: warm-up, pairs and the block-constant L-BFGS step.
 
-use super::*;
+use crate::error::Result;
+use crate::mf::engine::Engine;
+use crate::mf::fabric::Fabric;
+use crate::mf::worker::{BAD_GRADIENT, HamRing, OK, Worker, Wv, all_finite};
+use crate::numeric::lbfgs::{Admitted, PairRing, PairSpace};
+use crate::numeric::linalg::dot;
 use crate::samplers::hamcmc::HamcmcSchedule;
+use crate::samplers::{HamcmcSettings, hamcmc_update};
 
 /// The workers' vectors as one L-BFGS space: elementwise operations on every local worker's
 /// slice, dot products summed over all workers (in worker order) by the fabric.

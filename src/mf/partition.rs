@@ -1,6 +1,8 @@
 //! The data's layout: the B × B block partition of the rating matrix and each rank's row shard.
 
-use super::*;
+use crate::error::{Error, Result};
+use crate::models::Ratings;
+use std::ops::Range;
 
 pub(super) const TAG_INIT: u64 = 0x3f_1417;
 pub(super) const TAG_NOISE: u64 = 0x3f_2017;
@@ -13,7 +15,7 @@ pub struct BlockPartition {
     cols: Vec<usize>,
 }
 
-pub(super) fn even_cuts(n: usize, b: usize) -> Vec<usize> {
+fn even_cuts(n: usize, b: usize) -> Vec<usize> {
     (0..=b).map(|k| k * n / b).collect()
 }
 
@@ -57,7 +59,7 @@ impl BlockPartition {
         self.cols[c]..self.cols[c + 1]
     }
 
-    pub(super) fn col_block_of(&self, j: usize) -> usize {
+    fn col_block_of(&self, j: usize) -> usize {
         self.cols.partition_point(|&c| c <= j) - 1
     }
 }
@@ -117,7 +119,7 @@ impl RowShard {
         Ok(RowShard { partition: partition.clone(), block, blocks })
     }
 
-    /// Every row block of `ratings`, in block order (for [`run_mf`]).
+    /// Every row block of `ratings`, in block order (for [`run_mf`](crate::mf::run_mf)).
     pub fn split(partition: &BlockPartition, ratings: &Ratings) -> Result<Vec<RowShard>> {
         (0..partition.blocks()).map(|b| RowShard::new(partition, b, ratings)).collect()
     }

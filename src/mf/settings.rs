@@ -1,6 +1,9 @@
 //! The model ([`MfModel`]), the update rule ([`MfUpdate`]), the run's settings and its output.
 
-use super::*;
+use crate::error::{Error, Result, check_positive};
+use crate::models::PmfTerms;
+use crate::samplers::{HamcmcSettings, PsgldSettings, SgldSettings};
+use ndarray::Array2;
 
 /// The model of [`mf`](crate::mf): rank K, variances and the offset m.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]

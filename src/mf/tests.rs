@@ -1,5 +1,12 @@
-use super::*;
+use crate::mf::engine::Engine;
+use crate::mf::fabric::LocalFabric;
+use crate::mf::partition::{BlockPartition, RowShard};
+use crate::mf::settings::{MfModel, MfRunSettings, MfUpdate};
+use crate::mf::worker::{Worker, block_gradient};
+use crate::models::Ratings;
 use crate::numeric::lbfgs::Lbfgs;
+use crate::numeric::rng::{fill_standard_normal, stream};
+use crate::samplers::HamcmcSettings;
 
 /// With one block, MF's block gradient of `MfModel::from_pmf(pmf)` is `pmf`'s gradient of
 /// the potential over every rating (prior plus data, θ laid out as W then H in both).

@@ -1,7 +1,10 @@
 //! A rank's share of the work: its W rows, the H block it holds, block gradients and the HAMCMC
 //! history ring.
 
-use super::*;
+use crate::mf::partition::{Block, TAG_NOISE};
+use crate::models::PmfTerms;
+use crate::numeric::lbfgs::PairRing;
+use crate::numeric::rng::{fill_standard_normal, stream};
 
 /// Status codes a worker reports at the end of each iteration.
 pub(super) const OK: f64 = 0.0;

@@ -1,7 +1,7 @@
 //! [`Sample`] for the coupled methods: Richardson–Romberg pairs ([`SampledRr`]) and multilevel
 //! SGLD ([`Multilevel`], [`SampledMl`]).
 
-use super::{START_SPREAD, Sample};
+use super::builder::{START_SPREAD, Sample};
 use crate::coupled::mlsgld::{AdaptiveSettings, MlSgld, MlSgldSettings, MlmcResult, RmseTarget};
 use crate::coupled::richardson::{RichardsonRomberg, RrOutput, extrapolated_rows};
 use crate::coupled::tune_rr::{TunedRr, tune_rr};
@@ -11,6 +11,7 @@ use crate::models::Layout;
 use crate::models::model::Model;
 use crate::run::RunSettings;
 use crate::run::runner::Runner;
+use crate::sample::builder::outside_chains;
 use crate::samplers::Discretisation;
 use crate::trace::diagnostics::{Convergence, SummaryTable, convergence_of};
 use crate::trace::estimate::Estimate;
@@ -42,7 +43,7 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, Richardso
     /// [`Runner`]; [`Error::DimensionMismatch`] for a start or names not of the model's
     /// dimension.
     pub fn run(self) -> Result<SampledRr<S>> {
-        super::outside_chains(|| self.run_inner())
+        outside_chains(|| self.run_inner())
     }
 
     fn run_inner(self) -> Result<SampledRr<S>> {
@@ -183,7 +184,7 @@ impl<'m, M: Model + ?Sized, E: SubsampledEstimator> Sample<'m, M, Multilevel<E>>
     /// is not finite and positive; [`Error::DimensionMismatch`] for a start or names not of the
     /// model's dimension.
     pub fn run(self) -> Result<SampledMl<E>> {
-        super::outside_chains(|| self.run_inner())
+        outside_chains(|| self.run_inner())
     }
 
     fn run_inner(self) -> Result<SampledMl<E>> {

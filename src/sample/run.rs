@@ -3,8 +3,8 @@
 //! its own adaptation, no step bias), with the accuracy target's extensions (see the [module
 //! docs](super)).
 
+use super::builder::{START_SPREAD, Sample, Sampled, verdict};
 use super::target::{EXTENSION_MIN_GROWTH, MAX_EXTENSIONS, PLAN_MARGIN, Target, needed_growth};
-use super::{START_SPREAD, Sample, Sampled, verdict};
 use crate::coupled::step_bias::{Companion, STEP_BIAS_MAX_COST, companion};
 use crate::error::{Error, Result};
 use crate::gradient::GradientEstimator;
@@ -13,6 +13,7 @@ use crate::models::model::Model;
 use crate::run::RunOutput;
 use crate::run::observe::{Budget, WallTime};
 use crate::run::runner::{Resume, Runner};
+use crate::sample::builder::outside_chains;
 use crate::samplers::{Discretisation, Hamcmc, Mala, Sampler};
 use crate::tune::{Tunable, TuneSettings, Tuned, tune};
 
@@ -121,7 +122,7 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
         check: &Check<'_, M, S>,
         unchecked: Option<&str>,
     ) -> Result<Sampled<S>> {
-        super::outside_chains(|| self.run_path_inner(hint, setup, check, unchecked))
+        outside_chains(|| self.run_path_inner(hint, setup, check, unchecked))
     }
 
     fn run_path_inner(

@@ -28,7 +28,7 @@ pub(super) const PLAN_MARGIN: f64 = 0.7;
 
 /// An extension aims at this fraction of the target, so that the next verdict's own noise rarely
 /// lands it just above.
-pub(super) const EXTENSION_AIM: f64 = 0.9;
+const EXTENSION_AIM: f64 = 0.9;
 
 /// The least factor by which an extension grows the run (fewer, larger extensions: each one
 /// re-runs the step-bias check).

@@ -1,7 +1,19 @@
 //! Mode, curvature and whitening: [`precondition`] and the shared [`setup`] of [`tune`] and
 //! [`tune_rr`](crate::tune_rr).
 
-use super::*;
+use crate::cost::Cost;
+use crate::error::{Error, Result, all_finite, check_len};
+use crate::gradient::optim::{ModeSettings, find_mode, find_mode_with_hessian};
+use crate::models::hessian::{Hessian, dense_hessian_on, hessian_columns_on, hessian_subset_size, random_subset};
+use crate::models::model::{Model, check_shape};
+use crate::models::subset::Subset;
+use crate::samplers::Whitening;
+use crate::tune::curvature::{Curvature, check_lambda_max, curvature, curvature_of_dense, lanczos};
+use crate::tune::grid::{DENSE_LAPLACE_MAX_DIM, Laplace, ksd_scaling};
+use crate::tune::settings::{Precondition, TuneSettings, Tuned};
+use crate::tune::tunable::Tunable;
+use ndarray::Array2;
+use std::sync::Arc;
 
 /// What [`tune`] and [`tune_rr`](crate::tune_rr) derive before their pilots.
 pub(crate) struct Setup<S> {
@@ -22,7 +34,7 @@ pub(crate) struct Setup<S> {
 /// Above this dimension [`Precondition::Auto`] whitens with a diagonal instead of a dense `T`.
 pub const DENSE_WHITENING_MAX_DIM: usize = 1_000;
 
-/// A sampler set up for the posterior's geometry, before any step is chosen: what [`tune`] does
+/// A sampler set up for the posterior's geometry, before any step is chosen: what [`tune`](crate::tune::tune) does
 /// before its pilots (mode, Hessian, curvature, whitening), for methods that choose their step
 /// another way (e.g. [`MlSgld::sgld_tuned`](crate::MlSgld::sgld_tuned)).
 #[derive(Debug, Clone)]
@@ -47,7 +59,7 @@ pub struct Preconditioned<S> {
     pub cost: Cost,
 }
 
-/// The first stages of [`tune`] without its step selection: the mode, the Hessian there, its
+/// The first stages of [`tune`](crate::tune::tune) without its step selection: the mode, the Hessian there, its
 /// curvature and the whitening [`TuneSettings::precondition`] chooses (see the
 /// [module docs](crate::tune)), with `sampler` returned running in the whitened coordinates. Only
 /// `find_mode`, `mode`, `curvature` and `precondition` of `settings` matter.
@@ -91,7 +103,7 @@ fn check_inputs<M: Model + ?Sized>(model: &M, theta0: &[f64], settings: &TuneSet
 /// [`precondition`], plus the Hessian at the mode (dense up to [`DENSE_LAPLACE_MAX_DIM`]) and its
 /// diagonal.
 #[allow(clippy::type_complexity)]
-pub(super) fn geometry<M: Model + ?Sized, S: Tunable>(
+fn geometry<M: Model + ?Sized, S: Tunable>(
     model: &M,
     sampler: &S,
     theta0: &[f64],
@@ -219,7 +231,7 @@ pub(crate) fn setup<M: Model + ?Sized, S: Tunable>(
 
 /// The [`Curvature`] of a dense symmetric matrix: exact eigenvalues up to
 /// [`DENSE_WHITENING_MAX_DIM`], Lanczos on the matrix above it.
-pub(super) fn spectrum_of(h: &Array2<f64>, settings: &TuneSettings, exact_hvp: bool, cost: Cost) -> Result<Curvature> {
+fn spectrum_of(h: &Array2<f64>, settings: &TuneSettings, exact_hvp: bool, cost: Cost) -> Result<Curvature> {
     if h.nrows() <= DENSE_WHITENING_MAX_DIM {
         return curvature_of_dense(h, true, exact_hvp, cost);
     }
@@ -233,7 +245,7 @@ pub(super) fn spectrum_of(h: &Array2<f64>, settings: &TuneSettings, exact_hvp: b
 
 /// The whitening [`TuneSettings::precondition`] asks for, the sampler running in it, and the
 /// rule applied in words.
-pub(super) fn choose_whitening<S: Tunable>(
+fn choose_whitening<S: Tunable>(
     sampler: &S,
     mode: &[f64],
     dense: Option<&Array2<f64>>,
@@ -312,7 +324,7 @@ pub(super) fn choose_whitening<S: Tunable>(
 /// The Hessian at the mode: dense (d Hessian-vector products) up to
 /// [`DENSE_LAPLACE_MAX_DIM`], and its diagonal (columns one at a time above it), with the data
 /// sum estimated from the data `rows` (all if `None`; see [`TuneSettings::hessian_rows`]).
-pub(super) fn hessian_at_mode<M: Model + ?Sized>(
+fn hessian_at_mode<M: Model + ?Sized>(
     model: &M,
     mode: &[f64],
     rows: Option<&[usize]>,

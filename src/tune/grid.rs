@@ -2,7 +2,20 @@
 //! pilot of [`tune`] ([`pilot`]), the Laplace approximation that scores it, and
 //! [`dispersed_starts`].
 
-use super::*;
+use crate::cost::Cost;
+use crate::error::{Error, Result, all_finite, check_len};
+use crate::models::hessian::dense_hessian;
+use crate::models::model::{Model, check_shape};
+use crate::numeric::rng::{fill_standard_normal, stream};
+use crate::run::runner::Runner;
+use crate::trace::diagnostics::ksd_imq;
+use crate::tune::score::{SCORE_SHARE, ScoredDraws, Scorer};
+use crate::tune::settings::Tuned;
+use crate::tune::settings::{PilotErrors, Trial, TuneSettings};
+use crate::tune::tunable::Tunable;
+use ndarray::Array2;
+use rayon::prelude::*;
+use std::sync::Arc;
 
 /// A pilot as the candidate grid sees it: the step it ran at and its score (smaller is better;
 /// `None` for a pilot that failed). [`Trial`] for [`tune`], the Richardson–Romberg pilots of
@@ -502,4 +515,29 @@ fn pilot_errors(
         sd_noise[j] += 0.5 * extra;
     }
     PilotErrors { tau, mean, sd: second.iter().map(|m| m / 2.0).collect(), mean_noise, sd_noise }
+}
+
+impl<S> Tuned<S> {
+    /// [`dispersed_starts`] around the tuned mode, from the Hessian the tuning estimated there
+    /// (no further Hessian-vector products; the model's own Hessian where the tuning kept none).
+    ///
+    /// Errors: as [`dispersed_starts`].
+    pub fn dispersed_starts<M: Model + ?Sized>(
+        &self,
+        model: &M,
+        n: usize,
+        scale: f64,
+        seed: u64,
+    ) -> Result<Vec<Vec<f64>>> {
+        match &self.hessian {
+            Some(h) => {
+                if n == 0 {
+                    return Err(Error::invalid("n", n, "must be >= 1"));
+                }
+                crate::error::check_positive("scale", scale)?;
+                dispersed_starts_from(h, &self.mode, n, scale, seed)
+            }
+            None => dispersed_starts(model, &self.mode, n, scale, seed),
+        }
+    }
 }

@@ -1,7 +1,9 @@
 //! From pilots to a step: the KSD fit, the per-coordinate error model ([`error_model_step`]) and
 //! the predicted split-R̂ ([`predicted_max_rhat`]).
 
-use super::*;
+use crate::tune::settings::CONVERGENCE_MARGIN;
+use crate::tune::settings::{PilotErrors, PlannedRun, Trial};
+use ndarray::Array2;
 
 /// The step of the KSD fit ([`discrepancy_fit_minimiser_scaled`]), or without a convex fit the
 /// smallest-KSD step `h_ksd` scaled by `r^(1/3)` for runs longer than the pilots; with the reason.
@@ -50,7 +52,7 @@ pub(super) fn ksd_fit_step(
 
 /// The relative floor of the standard deviation of a KSD² in the weighted fit: a standard error
 /// from four pilot chains is itself uncertain, so no candidate is trusted to better than 10 %.
-pub(super) const SE_FLOOR: f64 = 0.1;
+const SE_FLOOR: f64 = 0.1;
 
 /// The minimiser of the model `D²(h) ≈ a/h + b·h² + c` fitted to the candidates' discrepancies
 /// `(h, D)` by least squares on relative errors (weights `1/D²`, so the divergent end does not
@@ -149,7 +151,7 @@ pub(super) fn expected_max_chi2(k: usize) -> f64 {
 /// `(h, e, variance of e)`, and its variance: the first-order bias coefficient of a pilot error
 /// series, with the next order free so that the growth near the stability limit does not inflate
 /// it. One point: `b = e/h^q`. `None` without points or with a singular fit.
-pub(super) fn first_order_slope(points: &[(f64, f64, f64)], q: f64) -> Option<(f64, f64)> {
+fn first_order_slope(points: &[(f64, f64, f64)], q: f64) -> Option<(f64, f64)> {
     match points {
         [] => None,
         [(h, e, v)] => Some((e / h.powf(q), v / h.powf(2.0 * q))),
@@ -171,7 +173,7 @@ pub(super) fn first_order_slope(points: &[(f64, f64, f64)], q: f64) -> Option<(f
 
 /// `E[max of k independent χ²_m/m]`, by quadrature of `∫ (1 − F(x)^k) dx` with the χ²
 /// distribution function from the regularised lower incomplete gamma function.
-pub(super) fn expected_max_scaled_chi2(k: usize, m: usize) -> f64 {
+fn expected_max_scaled_chi2(k: usize, m: usize) -> f64 {
     let a = m as f64 / 2.0;
     // ln Γ(a) for a half-integer or integer a ≥ 1/2: down to Γ(1/2) = √π or Γ(1) = 1.
     let ln_gamma_a = {
@@ -253,7 +255,7 @@ pub(super) fn ess_for_rhat(rhat: f64, planned: &PlannedRun, d: usize) -> f64 {
 }
 
 /// `(M X, n)` of [`predicted_max_rhat`].
-pub(super) fn rhat_terms(planned: &PlannedRun, d: usize) -> (f64, f64) {
+fn rhat_terms(planned: &PlannedRun, d: usize) -> (f64, f64) {
     let m = 2 * planned.chains.max(1);
     let x = expected_max_scaled_chi2(2 * d.max(1), m - 1);
     (m as f64 * x, (planned.iterations as f64 / 2.0).max(1.0))
@@ -312,7 +314,7 @@ impl ErrorModel {
 
 /// The error model's predicted squared worst error `β² h^p + K h^{−γ}/N` (what
 /// [`error_model_step`] minimises).
-pub(super) fn predicted_error2(beta2: f64, k_mc: f64, gamma: f64, p: i32, h: f64, run_draws: f64) -> f64 {
+fn predicted_error2(beta2: f64, k_mc: f64, gamma: f64, p: i32, h: f64, run_draws: f64) -> f64 {
     beta2 * h.powi(p) + k_mc * h.powf(-gamma) / run_draws
 }
 
@@ -568,4 +570,24 @@ fn coordinate_bias(points: &[(f64, f64, f64)], q: f64, z2: f64, z_all: f64) -> f
         }
     }
     fit
+}
+
+/// The predicted smallest ESS [`Objective::Convergence`] asks of a planned run:
+/// [`CONVERGENCE_MARGIN`] × the larger of [`ESS_MIN`](crate::diagnostics::ESS_MIN) and the ESS at
+/// which [`predicted_max_rhat`] is [`RHAT_MAX`](crate::diagnostics::RHAT_MAX).
+pub(super) fn convergence_ess(planned: &PlannedRun, d: usize) -> f64 {
+    CONVERGENCE_MARGIN
+        * crate::trace::diagnostics::ESS_MIN.max(ess_for_rhat(crate::trace::diagnostics::RHAT_MAX, planned, d))
+}
+
+/// The centre of the candidate grid: the curvature step, or, where a noise-corrected sampler's
+/// limit is below half of it (the minibatch noise dominates), the step that puts the grid's top
+/// candidate at the limit. Above the limit the injected noise cannot shrink further and the bias
+/// grows faster than the pilots' linear model of it.
+pub(super) fn grid_centre(centre: f64, limit: Option<f64>, factors: &[f64]) -> f64 {
+    let top_factor = factors.iter().copied().fold(0.0, f64::max);
+    match limit {
+        Some(l) if l < centre / 2.0 => centre.min(l / top_factor),
+        _ => centre,
+    }
 }

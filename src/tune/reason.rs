@@ -1,7 +1,13 @@
 //! Every sentence of [`tune`]'s reason line and of its preconditioning line, built from the
 //! numbers each step of [`tune`] measured: the text lives here, the choices in the steps.
 
-use super::*;
+use crate::cost::Cost;
+use crate::samplers::GradientNoise;
+use crate::tune::geometry::DENSE_WHITENING_MAX_DIM;
+use crate::tune::predict::convergence_ess;
+use crate::tune::predict::{ErrorModel, ess_for_rhat};
+use crate::tune::settings::CORRECTION_MARGIN;
+use crate::tune::settings::{CONVERGENCE_ERROR_RATIO, CONVERGENCE_MARGIN, PlannedRun, Trial};
 
 /// The preconditioning line's note when the dimension is too large for a dense noise covariance.
 pub(super) fn noise_not_corrected(d: usize) -> String {

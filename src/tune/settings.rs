@@ -1,7 +1,17 @@
 //! What [`tune`](crate::tune::tune) is told ([`TuneSettings`], [`PlannedRun`], [`Precondition`], [`Objective`]) and what
 //! it returns ([`Tuned`], [`Trial`]).
 
-use super::*;
+use crate::cost::Cost;
+use crate::error::{Error, Result};
+use crate::gradient::optim::ModeSettings;
+use crate::models::hessian::HESSIAN_ROWS;
+use crate::run::{RunSettings, Storage};
+use crate::samplers::Whitening;
+use crate::trace::diagnostics::KsdSettings;
+use crate::tune::curvature::{Curvature, CurvatureSettings};
+use crate::tune::score::Scoring;
+use ndarray::Array2;
+use std::sync::Arc;
 
 /// Settings of [`tune`](crate::tune::tune).
 #[derive(Debug, Clone, PartialEq)]
@@ -49,7 +59,7 @@ pub struct TuneSettings {
     pub moment_weight: f64,
     /// Seed of the pilots. Default 0.
     pub seed: u64,
-    /// Start from the mode found by [`find_mode`] from the given θ₀ (default true); otherwise
+    /// Start from the mode found by [`find_mode`](crate::find_mode) from the given θ₀ (default true); otherwise
     /// θ₀ must already be near a mode.
     pub find_mode: bool,
     /// The mode search. Default: [`ModeSettings::default()`] with `decrement_tol` =
@@ -88,18 +98,18 @@ pub struct TuneSettings {
     /// ([`tune_rr`](crate::tune_rr) has its own rule and ignores it.)
     pub objective: Objective,
     /// Whether [`tune`](crate::tune::tune) corrects the injected noise of SGLD, SGHMC, SGNHT and pSGLD by their gradient
-    /// estimator's measured noise covariance (see [`GradientNoise`]; needs a whitening and an
+    /// estimator's measured noise covariance (see [`GradientNoise`](crate::GradientNoise); needs a whitening and an
     /// estimator with [independent draws](crate::GradientEstimator::independent_draws), e.g. a
     /// minibatch or control variates). Default `true`. The measurement costs
     /// `2 · points · n` datum gradients and `2 · points · d²` multiply-adds,
     /// `points = clamp(200 d, 10 000, 20 000)`, and each step `2d²` multiply-adds (`4d²` for
-    /// pSGLD): it is applied up to d = [`DENSE_WHITENING_MAX_DIM`], where the whitening is
+    /// pSGLD): it is applied up to d = [`DENSE_WHITENING_MAX_DIM`](crate::tune::DENSE_WHITENING_MAX_DIM), where the whitening is
     /// dense (`d²` per step) too; above, [`Tuned::preconditioning`] says it was not.
     /// ([`tune_rr`](crate::tune_rr) and [`MlSgld::sgld_tuned`](crate::MlSgld::sgld_tuned) ignore it.)
     pub correct_gradient_noise: bool,
     /// How the pilots' draws are scored: exact full-data scores, or control-variate scores at
     /// the mode whose noise the error model counts (see [`Scoring`]). Default
-    /// [`Scoring::Auto`]: exact up to N = 4 · [`SCORE_BATCH`], stochastic above.
+    /// [`Scoring::Auto`]: exact up to N = 4 · [`SCORE_BATCH`](crate::tune::SCORE_BATCH), stochastic above.
     pub scoring: Scoring,
 }
 
@@ -121,7 +131,7 @@ pub enum Objective {
     /// The accuracy step, raised if needed to the smallest step at which the planned run's
     /// predicted smallest ESS reaches the convergence verdict's needs: ESS ≥
     /// [`ESS_MIN`](crate::diagnostics::ESS_MIN) and a predicted largest split-R̂ ≤
-    /// [`RHAT_MAX`](crate::diagnostics::RHAT_MAX) ([`predicted_max_rhat`]), with a margin of
+    /// [`RHAT_MAX`](crate::diagnostics::RHAT_MAX) ([`predicted_max_rhat`](crate::tune::predicted_max_rhat)), with a margin of
     /// [`CONVERGENCE_MARGIN`] on that ESS for the prediction's own error — but only if that step
     /// is at most the largest step a pilot ran without failing and its predicted worst error at
     /// most [`CONVERGENCE_ERROR_RATIO`] times the accuracy step's (which needs a pilot that showed
@@ -176,7 +186,7 @@ impl Default for PlannedRun {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Precondition {
-    /// Dense (`T Tᵀ = ∇²U(θ̂)⁻¹`) when `d ≤` [`DENSE_WHITENING_MAX_DIM`] and the Hessian is
+    /// Dense (`T Tᵀ = ∇²U(θ̂)⁻¹`) when `d ≤` [`DENSE_WHITENING_MAX_DIM`](crate::tune::DENSE_WHITENING_MAX_DIM) and the Hessian is
     /// positive definite; else diagonal (`Tⱼⱼ = 1/√∇²U(θ̂)ⱼⱼ`) when every diagonal entry is
     /// positive; else none. The dense whitening costs `d²` multiply-adds per step, the gradient
     /// on a minibatch of n costs about `n d` for a GLM: at d ≤ 1000 and n ≥ 100 it is at most a
@@ -366,31 +376,6 @@ pub(crate) struct PilotErrors {
     pub(crate) sd_noise: Vec<f64>,
 }
 
-impl<S> Tuned<S> {
-    /// [`dispersed_starts`] around the tuned mode, from the Hessian the tuning estimated there
-    /// (no further Hessian-vector products; the model's own Hessian where the tuning kept none).
-    ///
-    /// Errors: as [`dispersed_starts`].
-    pub fn dispersed_starts<M: Model + ?Sized>(
-        &self,
-        model: &M,
-        n: usize,
-        scale: f64,
-        seed: u64,
-    ) -> Result<Vec<Vec<f64>>> {
-        match &self.hessian {
-            Some(h) => {
-                if n == 0 {
-                    return Err(Error::invalid("n", n, "must be >= 1"));
-                }
-                crate::error::check_positive("scale", scale)?;
-                dispersed_starts_from(h, &self.mode, n, scale, seed)
-            }
-            None => dispersed_starts(model, &self.mode, n, scale, seed),
-        }
-    }
-}
-
 impl PilotErrors {
     /// Errors measured with exact scores (no score noise).
     #[cfg(test)]
@@ -434,7 +419,7 @@ pub struct Tuned<S> {
     /// NOT CONVERGED; [`reason`](Self::reason) then says so before the run is made.
     pub predicted_ess: Option<f64>,
     /// The planned run's predicted largest split-R̂ over the coordinates (bulk and folded) at
-    /// the chosen step, from [`predicted_ess`](Self::predicted_ess) by [`predicted_max_rhat`]:
+    /// the chosen step, from [`predicted_ess`](Self::predicted_ess) by [`predicted_max_rhat`](crate::tune::predicted_max_rhat):
     /// chains that have mixed still show an R̂ above 1 from their finite length, and above
     /// [`RHAT_MAX`](crate::diagnostics::RHAT_MAX) the run will most likely report NOT CONVERGED
     /// even with an ESS above [`ESS_MIN`](crate::diagnostics::ESS_MIN); [`reason`](Self::reason)
@@ -461,3 +446,12 @@ pub struct Tuned<S> {
     /// dimension), for the dispersed starts.
     pub(crate) hessian: Option<Arc<Array2<f64>>>,
 }
+
+/// The largest fraction of a gradient-noise correction's limit
+/// ([`Tunable::step_limit`](crate::tune::Tunable::step_limit)) that [`tune`](crate::tune::tune)
+/// chooses: at the limit no noise is injected along the measured noise's top direction, and
+/// wherever the chains meet less minibatch noise than its average the step then carries too little
+/// (on the Wisconsin breast-cancer regression at N/n = 11, SGLD's sds came out 11 % small at the
+/// limit with the noise measured at Laplace draws). At half the limit every direction keeps at
+/// least half its injected noise.
+pub const CORRECTION_MARGIN: f64 = 0.5;

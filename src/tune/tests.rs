@@ -1,5 +1,14 @@
 use super::reason::longer;
-use super::*;
+use crate::cost::Cost;
+use crate::numeric::rng::{fill_standard_normal, stream};
+use crate::tune::grid::Laplace;
+use crate::tune::predict::convergence_ess;
+use crate::tune::predict::{
+    ErrorModel, discrepancy_fit_minimiser, discrepancy_fit_minimiser_scaled, error_model_step, ess_for_rhat,
+    expected_max_chi2, predicted_max_rhat,
+};
+use crate::tune::settings::{PilotErrors, PlannedRun, Trial};
+use ndarray::Array2;
 
 /// The suggested length (see `longer`) is one at which the error model's own accuracy step
 /// predicts the ESS `Objective::Convergence` asks, within the bisection's 1/64 and the

@@ -3,7 +3,7 @@
 //! ([`TunableKernel`], in the kernel's own file). HAMCMC's impl is in `tune/hamcmc.rs`.
 
 use super::auto::choose_estimator;
-use super::centre::settled_metric_centre;
+use super::centre::{preconditioned_lambda_max, settle};
 use super::curvature::Curvature;
 use crate::cost::Cost;
 use crate::error::Result;
@@ -318,4 +318,65 @@ impl<K: TunableKernel, E: GradientEstimator> Tunable for Langevin<K, E> {
     fn correction_residuals(&self, steps: &[f64], out: &mut [f64]) {
         self.kernel().correction_residuals(self.gradient_noise().map(|g| &**g), steps, out);
     }
+}
+
+/// The centre step of [`CentreRule::SettledMetric`](crate::CentreRule::SettledMetric):
+/// `1/λ_max(G^{1/2} ∇²U G^{1/2})`, G the kernel's diagonal metric after [`SETTLE_STEPS`] steps at
+/// the mode with a step `1e-12/λ_max`, capped on whitened coordinates at `1/(damping + 1/N)` (see
+/// the rule).
+fn settled_metric_centre<M, K, E>(
+    sampler: &Langevin<K, E>,
+    model: &M,
+    mode: &[f64],
+    curv: &Curvature,
+    damping: f64,
+    cost: &mut Cost,
+) -> Result<f64>
+where
+    M: Model + ?Sized,
+    K: TunableKernel,
+    E: GradientEstimator,
+{
+    let mut s = sampler.with_step_size(1e-12 / curv.lambda_max)?;
+    settle(&mut s, model, mode, 0x0070_7367_6c64, cost)?;
+    let cap = match sampler.whitening() {
+        Some(_) => 1.0 / (damping + 1.0 / model.n_data().max(1) as f64),
+        None => f64::INFINITY,
+    };
+    let d = mode.len();
+    let mut metric = vec![1.0; d];
+    if !s.kernel().gradient_noise_metric(&mut metric) {
+        metric.fill(1.0);
+    }
+    let g: Vec<f64> = metric.iter().map(|g| g.min(cap).sqrt()).collect();
+    let scale = |x: &[f64], out: &mut [f64]| out.iter_mut().zip(x).zip(&g).for_each(|((o, x), g)| *o = g * x);
+    // Whitened: the operator G^{1/2} Tᵀ ∇²U T G^{1/2} (the metric lives on φ).
+    let w = sampler.whitening().cloned();
+    let mut tmp = vec![0.0; d];
+    let l = preconditioned_lambda_max(
+        model,
+        mode,
+        2,
+        cost,
+        |x, out| match &w {
+            None => scale(x, out),
+            Some(w) => {
+                scale(x, &mut tmp);
+                w.to_theta(&tmp, out);
+                out.iter_mut().zip(w.centre()).for_each(|(o, c)| *o -= c);
+            }
+        },
+        |x, out| {
+            match &w {
+                None => scale(x, out),
+                Some(w) => {
+                    w.gradient_to_phi(x, out);
+                    let t = out.to_vec();
+                    scale(&t, out);
+                }
+            }
+            Ok(())
+        },
+    )?;
+    Ok(1.0 / l)
 }

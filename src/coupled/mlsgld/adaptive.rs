@@ -1,7 +1,23 @@
 //! Giles' adaptive run to a target accuracy ([`MlSgld::run_adaptive`]), with the horizon
 //! doubled where level 0 has not relaxed.
 
-use super::*;
+use crate::cost::Cost;
+use crate::coupled::mlsgld::allocate::{
+    COARSEST_MARGIN, Dropped, LevelAcc, Spend, coarser_costs, decay_rate, fine_fraction, fine_mean, level_outputs,
+    moment_targets,
+};
+use crate::coupled::mlsgld::level::SampleExec;
+use crate::coupled::mlsgld::sampler::MlSgld;
+use crate::coupled::mlsgld::settings::{
+    ADAPTIVE_HORIZON_DOUBLINGS, ADAPTIVE_RETRY_COST, AdaptiveSettings, Attempt, LevelStats, MlSgldSettings, MlmcResult,
+    MomentErrors, RmseTarget,
+};
+use crate::error::{Error, Result, check_positive};
+use crate::models::model::Model;
+use crate::run::placement::Local;
+use crate::samplers::SubsampledDiscretisation;
+use crate::trace::estimate::Estimate;
+use ndarray::{Array1, Array2};
 
 impl<S: SubsampledDiscretisation> MlSgld<S> {
     /// Giles' adaptive MLMC for a target RMSE ε: start with levels 0..=2 and `n_initial` samples
@@ -137,7 +153,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
 
     /// One adaptive run at this horizon: done, or level 0 not relaxed (the error and the cost
     /// spent).
-    pub(super) fn run_adaptive_once<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
+    fn run_adaptive_once<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
         &self,
         exec: &dyn SampleExec,
         model: &M,
@@ -397,7 +413,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         }
     }
 
-    pub(super) fn measure(&self, data: &[LevelAcc]) -> Option<Estimate> {
+    fn measure(&self, data: &[LevelAcc]) -> Option<Estimate> {
         if !data.iter().all(|a| a.keep) {
             return None;
         }

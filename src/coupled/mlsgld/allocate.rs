@@ -1,7 +1,12 @@
 //! Giles' allocation maths: samples per level for a target, the moments' error budget, the
 //! coarsest level worth keeping, decay rates, and the per-level accumulators.
 
-use super::*;
+use crate::cost::Cost;
+use crate::coupled::mlsgld::coupling::MlCoupling;
+use crate::coupled::mlsgld::level_sample::LevelSample;
+use crate::error::{Error, Result};
+use crate::trace::diagnostics::bound_z;
+use serde::{Deserialize, Serialize};
 
 /// For [`RmseTarget::Moments`] at fraction `eps`: the samples each level needs (per output f of
 /// θ_j and (θ_j − μ_j)², scaled by the multilevel estimate `s_j²` of θ_j's variance plus two of
@@ -85,7 +90,7 @@ impl Dropped {
 
 /// Each θ_j's variance as [`moment_targets`] scales its outputs: the multilevel estimate plus
 /// two of its standard errors, or level 0's variance if the estimate is not positive.
-pub(super) fn moment_scales(level_mean: &[Vec<f64>], level_var: &[Vec<f64>], counts: &[usize], mu: &[f64]) -> Vec<f64> {
+fn moment_scales(level_mean: &[Vec<f64>], level_var: &[Vec<f64>], counts: &[usize], mu: &[f64]) -> Vec<f64> {
     let d = mu.len();
     (0..d)
         .map(|j| {
@@ -183,7 +188,7 @@ pub(super) fn fine_mean(a: &LevelAcc) -> Vec<f64> {
 }
 
 /// The sample variance of each output (θ_j, then (θ_j − μ_j)²) over a level's fine end points.
-pub(super) fn fine_variances(a: &LevelAcc, mu: &[f64]) -> Vec<f64> {
+fn fine_variances(a: &LevelAcc, mu: &[f64]) -> Vec<f64> {
     let d = mu.len();
     let (mut s1, mut s2, mut n) = (vec![0.0; 2 * d], vec![0.0; 2 * d], 0usize);
     for (p, class) in &a.points {
@@ -285,7 +290,7 @@ pub(super) struct LevelAcc {
     pub(super) level: usize,
     pub(super) n: usize,
     pub(super) mean: f64,
-    pub(super) m2: f64,
+    m2: f64,
     pub(super) mean_f: f64,
     pub(super) m2_f: f64,
     /// Running mean and sum of squares of `g(end) − g(half horizon)` (level 0's relaxation).
@@ -302,12 +307,12 @@ pub(super) struct LevelAcc {
     /// For a base level: the datum evaluations of one fine path alone, estimated when it became
     /// the base and then measured on the fine-only samples it takes.
     #[serde(default)]
-    pub(super) fine_cost: f64,
+    fine_cost: f64,
     /// Fine-only samples taken as a base level, and their cost.
     #[serde(default)]
-    pub(super) fine_n: usize,
+    fine_n: usize,
     #[serde(default)]
-    pub(super) fine_spent: Cost,
+    fine_spent: Cost,
 }
 
 impl LevelAcc {

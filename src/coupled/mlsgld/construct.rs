@@ -1,7 +1,15 @@
 //! Building an SGLD multilevel estimator: from a step ([`MlSgld::sgld`]), from the curvature at
 //! the mode, or tuned and whitened ([`MlSgld::sgld_tuned`]).
 
-use super::*;
+use crate::coupled::mlsgld::allocate::{LevelAcc, Spend};
+use crate::coupled::mlsgld::sampler::MlSgld;
+use crate::coupled::mlsgld::settings::MlSgldSettings;
+use crate::error::{Error, Result, check_positive};
+use crate::gradient::SubsampledEstimator;
+use crate::models::model::Model;
+use crate::numeric::rng::stream;
+use crate::run::placement::Local;
+use crate::samplers::{Sgld, SgldSettings};
 
 impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     /// Multilevel SGLD (the paper's method) with level-0 step `h0` and the given estimator,
@@ -84,7 +92,7 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
     ///
     /// For the posterior's means and sds rather than one expectation, set
     /// [`MlSgldSettings::keep_points`] and run [`run_adaptive`](Self::run_adaptive) with
-    /// [`RmseTarget::Moments`]: on the `validation` example's six posteriors at ε = 0.1/√10 its
+    /// [`RmseTarget::Moments`](crate::RmseTarget::Moments): on the `validation` example's six posteriors at ε = 0.1/√10 its
     /// means came within 0.046 sd and its sds within 4.9 % (a target on one expectation left
     /// single sds off by up to 15 % there, 39 % at ε = 0.1).
     ///
@@ -191,16 +199,16 @@ impl<E: SubsampledEstimator> MlSgld<Sgld<E>> {
 }
 
 /// Level-0 paths [`MlSgld::sgld_tuned`] runs to test relaxation at each horizon.
-pub(super) const RELAXATION_PROBES: usize = 256;
+const RELAXATION_PROBES: usize = 256;
 /// Most doublings of the horizon [`MlSgld::sgld_tuned`] tries (×256 at most).
-pub(super) const HORIZON_DOUBLINGS: usize = 8;
+const HORIZON_DOUBLINGS: usize = 8;
 /// The bias of the probe (mean squared whitened coordinate, ≈ 1 at the target) left at the
 /// level-0 horizon that [`MlSgld::sgld_tuned`] accepts.
-pub(super) const RELAXATION_TOL: f64 = 0.02;
+const RELAXATION_TOL: f64 = 0.02;
 
 /// `h₀ = 1/λ_max` and the horizon `m = ⌈3.5 λ_max / λ_min⌉` (see
 /// [`MlSgld::sgld_from_curvature`]).
-pub(super) fn from_curvature(curv: &crate::tune::Curvature, settings: MlSgldSettings) -> Result<(f64, MlSgldSettings)> {
+fn from_curvature(curv: &crate::tune::Curvature, settings: MlSgldSettings) -> Result<(f64, MlSgldSettings)> {
     let lmin = curv.lambda_min.unwrap_or(curv.lambda_max).max(curv.lambda_max * 1e-15);
     let m = (3.5 * curv.lambda_max / lmin).ceil();
     if !(m.is_finite() && m < 1e15) {

@@ -1,6 +1,14 @@
 //! Fixed-level runs ([`MlSgld::run_fixed`]) and their checkpoints ([`MlmcCheckpoint`]).
 
-use super::*;
+use crate::coupled::mlsgld::allocate::{Dropped, LevelAcc, Spend};
+use crate::coupled::mlsgld::level::SampleExec;
+use crate::coupled::mlsgld::sampler::MlSgld;
+use crate::coupled::mlsgld::settings::{MlSgldSettings, MlmcResult};
+use crate::error::{Error, Result};
+use crate::models::model::Model;
+use crate::run::placement::Local;
+use crate::samplers::SubsampledDiscretisation;
+use serde::{Deserialize, Serialize};
 
 impl<S: SubsampledDiscretisation> MlSgld<S> {
     /// Fixed levels 0..samples.len() with `samples[l]` samples at level l.
@@ -66,7 +74,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         self.advance_fixed_on(&Local, model, g, ck, max_samples)
     }
 
-    pub(super) fn advance_fixed_on<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
+    fn advance_fixed_on<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
         &self,
         exec: &dyn SampleExec,
         model: &M,
@@ -107,7 +115,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         Ok(self.summarise(model, &ck.levels, None, &Dropped::default()))
     }
 
-    pub(super) fn check_checkpoint(&self, ck: &MlmcCheckpoint) -> Result<()> {
+    fn check_checkpoint(&self, ck: &MlmcCheckpoint) -> Result<()> {
         let mismatch =
             |what: &'static str, e: String, f: String| Err(Error::CheckpointMismatch { what, expected: e, found: f });
         if ck.settings != self.settings {

@@ -1,34 +1,30 @@
 //! One level's coupled samples: the fine and coarse paths of a sample, a level's batch of
 //! samples on a placement (in sample order, whatever runs where).
 
-use super::*;
-
-/// One sample of one level.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LevelSample {
-    /// `Δ_l` (for level 0, `g_0`).
-    pub delta: f64,
-    /// The fine quantity `g_l`.
-    pub fine: f64,
-    /// Its cost.
-    pub cost: Cost,
-    /// End points (fine, then coarse ones), if kept.
-    pub points: Vec<Vec<f64>>,
-    /// Level 0 only: `g` at half the horizon (step ⌈m/2⌉ of the path), for the relaxation test
-    /// of [`MlSgld::run_adaptive`]; equal to `fine` on other levels.
-    pub half: f64,
-}
+use crate::cost::Cost;
+use crate::coupled::SharedIncrements;
+use crate::coupled::mlsgld::allocate::{Dropped, LevelAcc, Spend};
+use crate::coupled::mlsgld::coupling::MlCoupling;
+use crate::coupled::mlsgld::level_sample::LevelSample;
+use crate::coupled::mlsgld::sampler::MlSgld;
+use crate::coupled::mlsgld::settings::{LevelStats, MlSgldSettings};
+use crate::error::{Error, Result, all_finite, check_len, check_positive};
+use crate::gradient::uniform_below;
+use crate::models::model::{Model, check_shape};
+use crate::numeric::rng::stream;
+use crate::run::placement::{Failure, Local, Placement, rank_error};
+use crate::samplers::SubsampledDiscretisation;
+use serde::{Deserialize, Serialize};
 
 /// The three paths of a sample and their buffers, reused from sample to sample.
 pub(super) struct Work<S> {
-    pub(super) fine: S,
-    pub(super) c1: S,
-    pub(super) c2: S,
-    pub(super) z: SharedIncrements,
-    pub(super) idx1: Vec<usize>,
-    pub(super) idx2: Vec<usize>,
-    pub(super) pool: Vec<usize>,
+    fine: S,
+    c1: S,
+    c2: S,
+    z: SharedIncrements,
+    idx1: Vec<usize>,
+    idx2: Vec<usize>,
+    pool: Vec<usize>,
 }
 
 impl<S: SubsampledDiscretisation> Work<S> {
@@ -45,37 +41,37 @@ impl<S: SubsampledDiscretisation> Work<S> {
         }
     }
 
-    pub(super) fn cost(&self) -> Cost {
+    fn cost(&self) -> Cost {
         self.fine.cost() + self.c1.cost() + self.c2.cost()
     }
 }
 
 /// Running average over the last `p` states of a path of `total` steps.
-pub(super) struct Avg {
-    pub(super) from: usize,
-    pub(super) acc: f64,
-    pub(super) count: usize,
+struct Avg {
+    from: usize,
+    acc: f64,
+    count: usize,
 }
 
 impl Avg {
-    pub(super) fn new(total: usize, p: Option<usize>) -> Self {
+    fn new(total: usize, p: Option<usize>) -> Self {
         let p = p.unwrap_or(1).clamp(1, total.max(1));
         Avg { from: total + 1 - p, acc: 0.0, count: 0 }
     }
     #[inline]
-    pub(super) fn add<G: Fn(&[f64]) -> f64>(&mut self, step: usize, g: &G, x: &[f64]) {
+    fn add<G: Fn(&[f64]) -> f64>(&mut self, step: usize, g: &G, x: &[f64]) {
         if step >= self.from {
             self.acc += g(x);
             self.count += 1;
         }
     }
-    pub(super) fn value(&self) -> f64 {
+    fn value(&self) -> f64 {
         self.acc / self.count.max(1) as f64
     }
 }
 
 /// Wraps an error of one path of one sample with where it happened.
-pub(super) fn at(level: usize, sample: u64, path: &'static str) -> impl Fn(Error) -> Error {
+fn at(level: usize, sample: u64, path: &'static str) -> impl Fn(Error) -> Error {
     move |e| Error::Sample { level, sample, path, source: Box::new(e) }
 }
 
@@ -125,7 +121,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
             .ok_or_else(|| Error::invalid("level", level, "its path would have more steps than fit in a usize"))
     }
 
-    pub(super) fn window_steps(&self, fraction: f64) -> Option<usize> {
+    fn window_steps(&self, fraction: f64) -> Option<usize> {
         self.settings.averaging_window.map(|w| ((w / fraction).round() as usize).max(1))
     }
 
@@ -271,7 +267,7 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
     /// Adds samples `acc.n .. acc.n + count` of `level` to `acc`, in chunks (parallel within a
     /// chunk if set), folded in index order so the sums do not depend on the thread count.
     /// Checks the budget before each chunk.
-    pub(super) fn extend_level<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
+    fn extend_level<M: Model + ?Sized, G: Fn(&[f64]) -> f64 + Sync>(
         &self,
         model: &M,
         g: &G,
@@ -364,9 +360,9 @@ pub(crate) trait SampleExec {
 
 /// One process's share of a batch of multilevel samples.
 #[derive(Serialize, Deserialize)]
-pub(super) struct SampleReport {
-    pub(super) samples: Vec<(u64, LevelSample)>,
-    pub(super) failure: Option<(u64, Failure)>,
+struct SampleReport {
+    samples: Vec<(u64, LevelSample)>,
+    failure: Option<(u64, Failure)>,
 }
 
 impl<P: Placement> SampleExec for P {

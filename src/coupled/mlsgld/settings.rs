@@ -1,27 +1,16 @@
 //! What a multilevel run is told ([`MlSgldSettings`], [`AdaptiveSettings`], [`RmseTarget`],
 //! [`MlCoupling`]) and what it returns ([`MlmcResult`], [`LevelStats`], [`MomentErrors`]).
 
-use super::*;
+use crate::cost::Cost;
+use crate::coupled::mlsgld::allocate::{Dropped, LevelAcc, level_outputs, moment_bias_divisor};
+use crate::coupled::mlsgld::coupling::MlCoupling;
+use crate::error::{Error, Result};
+use crate::numeric::rng::DEFAULT_SEED;
+use crate::trace::diagnostics::{bound_z, nan_max, relative_bound};
+use crate::trace::estimate::Estimate;
+use serde::{Deserialize, Serialize};
 
-/// How the coarse path of a level is coupled to the fine one.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum MlCoupling {
-    /// Algorithm 1: one coarse path; its minibatch is n indices drawn **without replacement**
-    /// from the union τ¹ ∪ τ² of the two fine minibatches; `Δ_l = g(θᶠ) − g(θᶜ)`. With an
-    /// estimator drawing with replacement (the paper's setting) the coarse minibatch has the law
-    /// of a fine one and the telescoping sum is exact; with one drawing **without** replacement
-    /// the union can repeat an index, so the coarse minibatch is not exactly a draw without
-    /// replacement and the sum is only approximately telescoping: use
-    /// [`Antithetic`](Self::Antithetic) there.
-    Subsampling,
-    /// Algorithm 2 (the default): two coarse paths, c⁺ on τ¹ and c⁻ on τ², both with the summed
-    /// Gaussian increment; `Δ_l = g(θᶠ) − ½(g(θᶜ⁺) + g(θᶜ⁻))`.
-    #[default]
-    Antithetic,
-}
-
-/// Settings of [`MlSgld`].
+/// Settings of [`MlSgld`](crate::MlSgld).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MlSgldSettings {
     /// m ≥ 1 in the horizons `T_l = m (l + 1) h₀`. The paper takes 5. Default 5.
@@ -94,7 +83,7 @@ pub enum RmseTarget {
     ///
     /// Under this target only (the targets on g alone run as before) the coarsest level is
     /// dropped, the next one's fine paths becoming the base, when Giles' cost model says it
-    /// costs more than it saves (see [`MlSgld::run_adaptive`]).
+    /// costs more than it saves (see [`MlSgld::run_adaptive`](crate::MlSgld::run_adaptive)).
     Moments(f64),
 }
 
@@ -104,7 +93,7 @@ impl Default for RmseTarget {
     }
 }
 
-/// Settings of [`MlSgld::run_adaptive`] (Giles' adaptive MLMC). Build them with
+/// Settings of [`MlSgld::run_adaptive`](crate::MlSgld::run_adaptive) (Giles' adaptive MLMC). Build them with
 /// `AdaptiveSettings { target: RmseTarget::Absolute(0.01), ..Default::default() }`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AdaptiveSettings {
@@ -159,7 +148,7 @@ pub struct MlmcResult {
     /// Its estimated variance `Σ_l V_l / N_l`.
     pub variance: f64,
     /// Per-level statistics, the coarsest level the estimate uses first (level 0 unless a
-    /// [`RmseTarget::Moments`] run dropped coarser ones; see [`MlSgld::run_adaptive`]).
+    /// [`RmseTarget::Moments`] run dropped coarser ones; see [`MlSgld::run_adaptive`](crate::MlSgld::run_adaptive)).
     pub levels: Vec<LevelStats>,
     /// Total work, the estimator's setup included.
     pub cost: Cost,
@@ -181,16 +170,16 @@ pub struct MlmcResult {
     pub moments: Option<MomentErrors>,
     /// The horizon (level-0 steps) of the run that produced this result.
     pub horizon: usize,
-    /// How many times [`run_adaptive`](MlSgld::run_adaptive) doubled the horizon because level 0
+    /// How many times [`run_adaptive`](crate::MlSgld::run_adaptive) doubled the horizon because level 0
     /// had not relaxed (0 for fixed runs); the attempts' cost is in [`cost`](Self::cost).
     pub horizon_doublings: usize,
 }
 
-/// Most doublings of the horizon [`MlSgld::run_adaptive`] makes itself when level 0 has not
+/// Most doublings of the horizon [`MlSgld::run_adaptive`](crate::MlSgld::run_adaptive) makes itself when level 0 has not
 /// relaxed (×16 at most; every attempt's cost counts against `max_cost`).
 pub const ADAPTIVE_HORIZON_DOUBLINGS: usize = 4;
 
-/// The budget of [`MlSgld::run_adaptive`]'s own horizon doublings: all attempts together spend at
+/// The budget of [`MlSgld::run_adaptive`](crate::MlSgld::run_adaptive)'s own horizon doublings: all attempts together spend at
 /// most this many times the first attempt's cost (and never more than `max_cost`); past it the
 /// run returns [`Error::NotRelaxed`] of the last horizon tried.
 pub const ADAPTIVE_RETRY_COST: u64 = 64;
@@ -203,7 +192,7 @@ pub(super) enum Attempt {
 
 /// The multilevel accuracy of each coordinate's mean and sd as read off the signed measure
 /// ([`MlmcResult::measure`]): the same telescoping sum, bias test and variance formula as for g
-/// ([`MlSgld::run_adaptive`]), applied per coordinate to `θ_j` and to `(θ_j − μ̂_j)²` from the kept
+/// ([`MlSgld::run_adaptive`](crate::MlSgld::run_adaptive)), applied per coordinate to `θ_j` and to `(θ_j − μ̂_j)²` from the kept
 /// end points (μ̂ the measure's mean; the sd's figures by the delta method, divided by `2 sd`).
 /// Per output f: standard error `√(Σ_l V_l(f)/N_l)` and remaining bias
 /// `|mean Δ_L(f)| / (2^α − 1)`, α fitted to the decay of `|mean Δ_l(f)|` over l ≥ 1 and held

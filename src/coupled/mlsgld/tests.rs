@@ -1,4 +1,8 @@
-use super::*;
+use crate::coupled::mlsgld::allocate::{allocate, decay_rate, fine_fraction, moment_bias_divisor};
+use crate::coupled::mlsgld::coupling::MlCoupling;
+use crate::coupled::mlsgld::level::Work;
+use crate::coupled::mlsgld::sampler::MlSgld;
+use crate::coupled::mlsgld::settings::MlSgldSettings;
 use crate::gradient::Minibatch;
 use crate::models::LinearGaussian;
 

@@ -2,7 +2,9 @@
 //! that give their exact Hessian-vector products: the simplex's stick-breaking and the Cholesky
 //! factor of a correlation matrix, forward and backward.
 
-use super::*;
+use crate::numeric::special::sigmoid as logistic;
+use crate::numeric::special::softplus;
+use std::cell::RefCell;
 
 /// The scalars the stick-breaking and partial-correlation transforms are written on: `f64`, and
 /// [`Fd`] (a value with one directional derivative) for their second derivatives. On `f64` every
@@ -64,7 +66,7 @@ pub(super) struct Fd {
 
 impl Fd {
     #[inline]
-    pub(super) fn chain(self, v: f64, dv: f64) -> Self {
+    fn chain(self, v: f64, dv: f64) -> Self {
         Fd { v, d: self.d * dv }
     }
 }

@@ -1,7 +1,8 @@
 //! The synthetic generator's Poisson draw (the families' special functions are in
 //! `numeric/special.rs`).
 
-use super::*;
+use crate::models::standard_normal;
+use rand::RngExt;
 
 /// A Poisson(λ) draw: inversion by sequential search for λ < 30, the normal approximation
 /// rounded (only for synthetic data) above.

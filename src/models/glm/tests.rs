@@ -1,4 +1,4 @@
-use super::*;
+use crate::numeric::special::{digamma, log_phi, mills, trigamma};
 
 #[test]
 fn special_functions() {

@@ -1,6 +1,10 @@
 //! The verdict of a run ([`Convergence`]): whether its chains mixed and the accuracy it states.
 
-use super::*;
+use crate::error::Result;
+use crate::numeric::special::normal_quantile;
+use crate::trace::diagnostics::summary;
+use crate::trace::diagnostics::summary::{ESS_MIN, RHAT_MAX, Summary};
+use crate::trace::estimate::Estimate;
 
 /// Whether a run's chains mixed, by the thresholds [`RHAT_MAX`] and [`ESS_MIN`] on every
 /// coordinate: what [`convergence`] returns.

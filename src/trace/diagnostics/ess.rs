@@ -1,7 +1,10 @@
 //! Effective sample sizes, split-R̂ and Monte Carlo standard errors (Vehtari et al. 2021), the
 //! rank normalisation with its normal quantile function, HDIs and quantiles.
 
-use super::*;
+use crate::error::{Error, Result};
+use crate::numeric::special::normal_quantile;
+use ndarray::{Array2, ArrayView2};
+use rayon::prelude::*;
 
 pub(super) fn check_draws(x: &ArrayView2<'_, f64>) -> Result<()> {
     let (m, n) = x.dim();
@@ -26,7 +29,7 @@ pub(super) fn split(x: &ArrayView2<'_, f64>) -> Array2<f64> {
 
 /// Average ranks (1-based, ties averaged) of all entries, in the array's order. Sorts
 /// (value, position) pairs in place (contiguous, unstable: ties are averaged anyway).
-pub(super) fn ranks(x: &Array2<f64>) -> Array2<f64> {
+fn ranks(x: &Array2<f64>) -> Array2<f64> {
     let mut pairs: Vec<(f64, usize)> = x.iter().copied().zip(0..).collect();
     pairs.par_sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
     let mut r = vec![0.0; pairs.len()];
@@ -56,7 +59,7 @@ pub(super) fn z_scale(x: &Array2<f64>) -> Array2<f64> {
     r
 }
 
-pub(super) fn median(x: &Array2<f64>) -> f64 {
+fn median(x: &Array2<f64>) -> f64 {
     let mut v: Vec<f64> = x.iter().copied().collect();
     v.sort_by(f64::total_cmp);
     let n = v.len();
@@ -187,7 +190,7 @@ pub(super) fn ess_from_autocov(m: usize, n: usize, means: &[f64], mean_acov: imp
     (total / tau, var_plus)
 }
 
-pub(super) fn rhat_raw(x: &Array2<f64>) -> f64 {
+fn rhat_raw(x: &Array2<f64>) -> f64 {
     let n = x.ncols() as f64;
     let means: Vec<f64> = x.outer_iter().map(|r| r.sum() / n).collect();
     let vars: Vec<f64> = x.outer_iter().map(|r| sample_var(r.iter().copied())).collect();
@@ -341,4 +344,38 @@ pub fn quantile(draws: ArrayView2<'_, f64>, p: f64) -> Result<f64> {
     }
     check_draws(&draws)?;
     Ok(quantile7(&draws, p))
+}
+
+/// Whose `summary` the summary functions reproduce, column for column (to 1e-12 on
+/// `tests/fixtures`): the conventions differ in the credible interval, the quantiles of the tail
+/// ESS and the median R̂'s tail part is folded about.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Convention {
+    /// ArviZ 0.23 (`az.summary`): the 94 % HDI, tail ESS at the 5 %/95 % quantiles, R̂ folded
+    /// about the median of the unsplit draws. The default.
+    #[default]
+    ArviZ023,
+    /// ArviZ 1.x (`arviz_stats.summary`, checked against 1.3): the 89 % equal-tailed interval,
+    /// tail ESS at the 11 %/89 % quantiles, R̂ folded about the median of the split draws.
+    ArviZ1,
+}
+
+impl Convention {
+    /// The quantiles whose indicators give the tail ESS.
+    pub fn tail_quantiles(self) -> (f64, f64) {
+        match self {
+            Convention::ArviZ023 => (0.05, 0.95),
+            Convention::ArviZ1 => (0.11, 0.89),
+        }
+    }
+
+    /// The column names of the credible interval's bounds, as the convention's `summary` prints
+    /// them.
+    pub fn interval_columns(self) -> (&'static str, &'static str) {
+        match self {
+            Convention::ArviZ023 => ("hdi_3%", "hdi_97%"),
+            Convention::ArviZ1 => ("eti89_lb", "eti89_ub"),
+        }
+    }
 }

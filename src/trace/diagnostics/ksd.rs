@@ -1,6 +1,9 @@
 //! The kernel Stein discrepancy with the IMQ kernel (Gorham & Mackey 2017).
 
-use super::*;
+use crate::error::{Error, Result, check_len};
+use crate::trace::estimate::Estimate;
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+use rayon::prelude::*;
 
 /// Settings of the IMQ kernel `k(x, y) = (c² + ‖x − y‖²)^β`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -19,7 +22,7 @@ impl Default for KsdSettings {
 
 /// The Stein kernel of the IMQ base kernel between (x, s_x) and (y, s_y), s the score ∇log π.
 #[inline]
-pub(super) fn stein_kernel(
+fn stein_kernel(
     x: ArrayView1<'_, f64>,
     sx: ArrayView1<'_, f64>,
     y: ArrayView1<'_, f64>,
@@ -41,7 +44,7 @@ pub(super) fn stein_kernel(
 /// The IMQ Stein kernel from its inner products: `r2 = ‖x − y‖²`, `rds = (x − y)·(s_y − s_x)`,
 /// `sxsy = s_x·s_y`, in dimension `d`.
 #[inline]
-pub(super) fn stein_imq(d: f64, c2: f64, beta: f64, r2: f64, rds: f64, sxsy: f64) -> f64 {
+fn stein_imq(d: f64, c2: f64, beta: f64, r2: f64, rds: f64, sxsy: f64) -> f64 {
     let q = c2 + r2;
     // q^(β−1); the default β = −1/2 avoids the (dominant) cost of powf.
     let qb1 = if beta == -0.5 { 1.0 / (q * q.sqrt()) } else { q.powf(beta - 1.0) };
@@ -124,7 +127,7 @@ pub fn ksd_imq(
 pub const KSD_GRAM_MIN_DIM: usize = 16;
 
 /// Rows and columns of one Gram tile of [`ksd2_gram`].
-pub(super) const KSD_TILE: usize = 256;
+const KSD_TILE: usize = 256;
 
 /// `Σᵢⱼ wᵢwⱼ k_π(θᵢ, θⱼ)` with the inner products of the Stein kernel from Gram tiles. The
 /// kernel is shift invariant in θ, so the draws are centred on their (unweighted) mean first:
@@ -133,7 +136,7 @@ pub(super) const KSD_TILE: usize = 256;
 /// kernel's `c²` dominates. `(x − y)·(s_y − s_x) = x·s_y + y·s_x − x·s_x − y·s_y`. Tiles
 /// `(I, J ≥ I)`, each row's sum in a fixed order, row blocks in parallel: thread-count
 /// independent.
-pub(super) fn ksd2_gram(
+fn ksd2_gram(
     draws: ArrayView2<'_, f64>,
     scores: ArrayView2<'_, f64>,
     w: ArrayView1<'_, f64>,

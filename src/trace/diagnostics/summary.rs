@@ -1,44 +1,17 @@
 //! Per-parameter summaries ([`Summary`]) of plain and weighted draws and the printed table
 //! ([`SummaryTable`]), in ArviZ 0.23's or 1.x's convention.
 
-use super::*;
-
-/// Whose `summary` the summary functions reproduce, column for column (to 1e-12 on
-/// `tests/fixtures`): the conventions differ in the credible interval, the quantiles of the tail
-/// ESS and the median R̂'s tail part is folded about.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Convention {
-    /// ArviZ 0.23 (`az.summary`): the 94 % HDI, tail ESS at the 5 %/95 % quantiles, R̂ folded
-    /// about the median of the unsplit draws. The default.
-    #[default]
-    ArviZ023,
-    /// ArviZ 1.x (`arviz_stats.summary`, checked against 1.3): the 89 % equal-tailed interval,
-    /// tail ESS at the 11 %/89 % quantiles, R̂ folded about the median of the split draws.
-    ArviZ1,
-}
-
-impl Convention {
-    /// The quantiles whose indicators give the tail ESS.
-    pub fn tail_quantiles(self) -> (f64, f64) {
-        match self {
-            Convention::ArviZ023 => (0.05, 0.95),
-            Convention::ArviZ1 => (0.11, 0.89),
-        }
-    }
-
-    /// The column names of the credible interval's bounds, as the convention's `summary` prints
-    /// them.
-    pub fn interval_columns(self) -> (&'static str, &'static str) {
-        match self {
-            Convention::ArviZ023 => ("hdi_3%", "hdi_97%"),
-            Convention::ArviZ1 => ("eti89_lb", "eti89_ub"),
-        }
-    }
-}
+use crate::error::{Error, Result, check_len};
+use crate::trace::diagnostics::ess::Convention;
+use crate::trace::diagnostics::ess::{
+    check_draws, ess_bulk, ess_from_autocov, ess_tail_at, hdi_sorted, mcse_mean, mcse_sd, mean_autocov_fft,
+    quantile_sorted, rhat_of, sample_var, split, weighted_hdi, z_scale,
+};
+use crate::trace::estimate::Estimate;
+use ndarray::{Array2, ArrayView1, ArrayView2};
 
 /// The 89 % equal-tailed interval's quantiles of [`Convention::ArviZ1`].
-pub(super) const ETI89: (f64, f64) = (0.055, 0.945);
+const ETI89: (f64, f64) = (0.055, 0.945);
 
 /// Summary of one scalar quantity over several chains: the columns of ArviZ's `az.summary`
 /// (mean, sd, 94 % HDI, MCSE of mean and sd, bulk and tail ESS, R̂) plus the 5 %, 50 % and 95 %
@@ -70,7 +43,7 @@ pub struct Summary {
     /// Rank-normalised split-R̂, folded for its tail part about the median of the unsplit draws
     /// ([`Convention::ArviZ023`], as ArviZ 0.23's `az.summary`) or of the split draws
     /// ([`Convention::ArviZ1`], as ArviZ 1.x's `summary` and every version's `rhat`, which
-    /// [`rhat`](fn@rhat) computes): they differ in the fourth decimal for an odd number of
+    /// [`rhat`](fn@crate::diagnostics::rhat) computes): they differ in the fourth decimal for an odd number of
     /// draws per chain.
     pub rhat: f64,
     /// The credible interval of the [`convention`](Self::convention): the 94 % HDI
@@ -238,10 +211,7 @@ pub fn summary_of_weighted_draws_with(
 }
 
 /// Weighted mean and reliability-weighted variance `Σ w (x − μ)² / (Σ w − Σ w² / Σ w)`.
-pub(super) fn weighted_moments(
-    x: impl Iterator<Item = f64> + Clone,
-    w: impl Iterator<Item = f64> + Clone,
-) -> Result<(f64, f64)> {
+fn weighted_moments(x: impl Iterator<Item = f64> + Clone, w: impl Iterator<Item = f64> + Clone) -> Result<(f64, f64)> {
     let (sw, sw2) = w.clone().fold((0.0, 0.0), |(a, b), v| (a + v, b + v * v));
     if sw == 0.0 || !sw.is_finite() {
         return Err(Error::ZeroTotalWeight);
@@ -252,7 +222,7 @@ pub(super) fn weighted_moments(
 }
 
 /// Delta-method ESS and variance of the weighted mean of (already split) weighted chains.
-pub(super) fn ess_weighted(x: &Array2<f64>, w: &Array2<f64>) -> (f64, f64) {
+fn ess_weighted(x: &Array2<f64>, w: &Array2<f64>) -> (f64, f64) {
     let (m, n) = x.dim();
     let Ok((mu, var)) = weighted_moments(x.iter().copied(), w.iter().copied()) else { return (f64::NAN, f64::NAN) };
     if var.is_nan() || var <= 0.0 {
@@ -272,7 +242,7 @@ pub(super) fn ess_weighted(x: &Array2<f64>, w: &Array2<f64>) -> (f64, f64) {
 }
 
 /// R̂ with weighted chain means/variances and the mean Kish size of the chains as n.
-pub(super) fn rhat_weighted(x: &Array2<f64>, w: &Array2<f64>) -> f64 {
+fn rhat_weighted(x: &Array2<f64>, w: &Array2<f64>) -> f64 {
     let mut means = Vec::with_capacity(x.nrows());
     let mut vars = Vec::with_capacity(x.nrows());
     let mut n_eff = 0.0;
@@ -290,7 +260,7 @@ pub(super) fn rhat_weighted(x: &Array2<f64>, w: &Array2<f64>) -> f64 {
 }
 
 /// The weighted p-quantile: the smallest draw whose cumulative normalised weight reaches p.
-pub(super) fn weighted_quantile(x: &ArrayView2<'_, f64>, w: &ArrayView2<'_, f64>, p: f64) -> f64 {
+fn weighted_quantile(x: &ArrayView2<'_, f64>, w: &ArrayView2<'_, f64>, p: f64) -> f64 {
     let mut v: Vec<(f64, f64)> = x.iter().copied().zip(w.iter().copied()).collect();
     v.sort_by(|a, b| a.0.total_cmp(&b.0));
     let total: f64 = v.iter().map(|p| p.1).sum();
@@ -314,10 +284,7 @@ pub fn chains_of<F: Fn(ArrayView1<'_, f64>) -> f64>(est: &Estimate, f: F) -> Res
 }
 
 /// The (chains × draws) array of one number per stored draw, `row(samples)` giving a chain's row.
-pub(super) fn per_chain(
-    est: &Estimate,
-    row: impl Fn(&crate::trace::estimate::Samples) -> Vec<f64>,
-) -> Result<Array2<f64>> {
+fn per_chain(est: &Estimate, row: impl Fn(&crate::trace::estimate::Samples) -> Vec<f64>) -> Result<Array2<f64>> {
     let m = est.n_parts();
     if m == 0 {
         return Err(Error::NoSamples { reason: "no chain" });

@@ -1,4 +1,7 @@
-use super::*;
+use crate::numeric::special::normal_quantile;
+use crate::trace::diagnostics::convergence::Convergence;
+use crate::trace::diagnostics::ess::{ess_raw, quantile7, split, z_scale};
+use ndarray::Array2;
 
 use super::direct::ess_raw_direct;
 

@@ -21,56 +21,29 @@
 //!   sd, 94 % HDI, MCSE of mean and sd, ESS bulk and tail, R̂) plus the 5/50/95 % quantiles,
 //!   equal to ArviZ 0.23.4 to ~1e-15 on the test fixture, printed like it.
 //! - **Weighted draws** (decreasing step schedules, signed estimators): the functions on arrays
-//!   take unweighted draws; [`summary`] of an [`Estimate`] and [`summary_of_weighted_draws`] use the
+//!   take unweighted draws; [`summary`] of an [`Estimate`](crate::Estimate) and [`summary_of_weighted_draws`] use the
 //!   weights (weighted mean and sd, delta-method ESS/MCSE, weighted R̂), so the summary's mean is
-//!   [`Estimate::mean`]'s.
+//!   [`Estimate::mean`](crate::Estimate::mean)'s.
 //!
-#![doc = include_str!("../../docs/guide/diagnostics.md")]
-
-use crate::error::{Error, Result, check_len};
-use crate::trace::estimate::Estimate;
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
-use rayon::prelude::*;
+#![doc = include_str!("../../../docs/guide/diagnostics.md")]
 
 mod ess;
 pub use crate::numeric::special::normal_quantile;
-pub use ess::*;
+pub use ess::{Convention, ess_bulk, ess_mean, ess_tail, hdi, mcse_mean, mcse_sd, quantile, rhat};
 mod summary;
-pub use summary::*;
+pub use summary::{
+    ESS_MIN, HDI_PROB, RHAT_MAX, Summary, SummaryTable, chains_of, summary, summary_of_draws, summary_of_draws_with,
+    summary_of_weighted_draws, summary_of_weighted_draws_with, summary_table, summary_table_with, summary_with,
+    weights_of,
+};
 mod convergence;
-pub use convergence::*;
+pub use convergence::{BOUND_PROB, Convergence, convergence};
+pub(crate) use convergence::{bound_z, convergence_of, nan_max, relative_bound};
 mod ksd;
-pub use ksd::*;
+pub use ksd::{KSD_GRAM_MIN_DIM, KsdSettings, ksd_imq, ksd_of};
 
-/// The former O(n × lag) computations (direct autocovariance sums, evaluated lazily up to the lag
-/// where Geyer's sequence stops), kept as the reference the FFT version is tested and benchmarked
-/// against. Not part of the supported API.
 #[doc(hidden)]
-pub mod direct {
-    use super::*;
-
-    /// ESS by the direct autocovariance sums.
-    pub(crate) fn ess_raw_direct(x: &Array2<f64>) -> f64 {
-        let (m, n) = x.dim();
-        let chains: Vec<Vec<f64>> = x.outer_iter().map(|r| r.to_vec()).collect();
-        let means: Vec<f64> = chains.iter().map(|c| c.iter().sum::<f64>() / n as f64).collect();
-        let mean_acov = |t: usize| chains.iter().zip(&means).map(|(c, &mu)| autocov(c, mu, t)).sum::<f64>() / m as f64;
-        ess_from_autocov(m, n, &means, mean_acov).0
-    }
-
-    /// [`ess_bulk`](super::ess_bulk) with direct sums.
-    pub fn ess_bulk(draws: ArrayView2<'_, f64>) -> Result<f64> {
-        check_draws(&draws)?;
-        Ok(ess_raw_direct(&z_scale(&split(&draws))))
-    }
-
-    /// [`mcse_mean`](super::mcse_mean) with direct sums.
-    pub fn mcse_mean(draws: ArrayView2<'_, f64>) -> Result<f64> {
-        check_draws(&draws)?;
-        let sd = sample_var(draws.iter().copied()).sqrt();
-        Ok(sd / ess_raw_direct(&split(&draws)).sqrt())
-    }
-}
+pub mod direct;
 
 #[cfg(test)]
 mod tests;

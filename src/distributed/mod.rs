@@ -44,7 +44,7 @@
 //! (`scripts/test-mpi` checks both, on 2 and 4 ranks). Should the hook be replaced after
 //! `init`, dropping the [`Cluster`] while unwinding aborts the job too.
 //!
-#![doc = include_str!("../docs/guide/cluster.md")]
+#![doc = include_str!("../../docs/guide/cluster.md")]
 
 #[cfg(doc)]
 use crate::coupled::richardson::RichardsonRomberg;

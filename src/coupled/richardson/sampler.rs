@@ -1,16 +1,9 @@
-//! Richardson–Romberg extrapolation over two coupled chains: SGRRLD and SGRRHMC.
+//! The [`RichardsonRomberg`] wrapper: its noise coupling, base sampler and constructors (its
+//! runs are `pairs.rs`, its output `output.rs`, its bias check `bias.rs`).
 
 use crate::gradient::Minibatch;
 use crate::samplers::{Discretisation, Sghmc, Sgld};
 use serde::{Deserialize, Serialize};
-
-mod bias;
-mod output;
-mod pairs;
-
-pub use bias::{BiasReport, discretisation_bias};
-pub use output::RrOutput;
-pub(crate) use output::extrapolated_rows;
 
 /// How the Gaussian increments of the two chains are related.
 #[non_exhaustive]
@@ -48,8 +41,8 @@ pub enum NoiseCoupling {
 /// a serial run. Any gradient estimator works, so SGRRLD with control variates comes for free.
 #[derive(Debug, Clone)]
 pub struct RichardsonRomberg<S> {
-    base: S,
-    coupling: NoiseCoupling,
+    pub(super) base: S,
+    pub(super) coupling: NoiseCoupling,
 }
 
 /// SGRRLD: Richardson–Romberg extrapolated SGLD.

@@ -1,83 +1,19 @@
-//! The trustworthy path in one call: [`Sample`].
-//!
-//! ```
-//! use sgmcmc::prelude::*;
-//!
-//! let model = LogisticRegression::synthetic(20_000, 3, 10.0, 1)?;
-//! // Nothing set by hand: the estimator (control variates or a plain minibatch, and the
-//! // minibatch size), the step and the run's length are chosen for the default accuracy.
-//! let fit = Sample::new(&model, Sgld::auto()).seed(1).run()?;
-//! println!("{fit}"); // the target reached, the step, the verdict with its step bias, the table
-//! assert!(fit.target.as_ref().is_some_and(|t| t.reached));
-//! # Ok::<(), sgmcmc::Error>(())
-//! ```
-//!
-//! By default it aims at an accuracy ([`DEFAULT_ACCURACY`] = 0.1: every mean within ±0.1
-//! posterior sd and every sd within ±10 %, 95 %, Monte Carlo error and step bias together) under
-//! a budget; [`draws`](Sample::draws) asks for a fixed length instead. [`Sample::run`] does, in
-//! order, what the seven-call path does by hand:
-//! 1. [`tune`](crate::tune::tune): the mode, the whitening (the default [`Precondition::Auto`](crate::tune::Precondition::Auto)),
-//!    the choice of an [`Auto`](crate::Auto) estimator, the gradient-noise correction where the
-//!    sampler takes one, and the step — for the shortest run its error model predicts to meet
-//!    the target ([`TuneSettings::target_accuracy`](crate::tune::TuneSettings::target_accuracy)),
-//!    or for exactly the run asked for;
-//! 2. [`dispersed_starts`](crate::tune::dispersed_starts): one start per chain around the mode, twice the Laplace spread, so
-//!    that split-R̂ can see chains that have not forgotten where they began;
-//! 3. [`Runner`](crate::Runner), with the model checked at the starts;
-//! 4. [`step_bias`](crate::step_bias): a coupled companion at half the step from the chains'
-//!    last states (an antithetic triple per chain), at [`STEP_BIAS_COST`] of the run's cost, grown
-//!    up to [`STEP_BIAS_MAX_COST`](crate::STEP_BIAS_MAX_COST) where its own noise sets the bound
-//!    ([`bias_check`](Sample::bias_check) fixes its cost; `None` turns it off);
-//! 5. the verdict ([`Convergence`], with the step bias folded into the accuracy it states) and
-//!    the summary table (with the bias beside the Monte Carlo errors);
-//! 6. aiming at an accuracy: until the run converges and states a bound within the target, the
-//!    same chains extended ([`Resume`](crate::Resume): the draws of one run of the final length) by what their
-//!    own errors say is needed, then 4 and 5 again — at most [`MAX_EXTENSIONS`] times, within
-//!    the [`budget`](Sample::budget) and the [`time_limit`](Sample::time_limit) — and
-//!    [`Sampled::target`] says what was reached, or why not and how long a run would reach it.
-//!
-//! **On the user's scale.** For a model with an [`output_layout`](Model::output_layout) (a
-//! [`Constrained`](crate::Constrained) model, also under [`Tempered`](crate::Tempered)), every
-//! draw of the run and of the bias check is mapped to the constrained scale first: R̂, ESS,
-//! Monte Carlo errors, the step bias, the bound and the table are those of σ, τ, a simplex's
-//! components, … as the user reads them, named after the blocks (a mean's error on log τ says
-//! little about τ's, whose tail is heavier). [`Sampled::derived`] gives any function of the
-//! parameters (θⱼ = μ + τ θ̃ⱼ, a prediction, a contrast) the same verdict and table.
-//!
-//! **Every sampler.** The path above is that of every [`Tunable`](crate::tune::Tunable)
-//! [`Discretisation`](crate::samplers::Discretisation) (SGLD, pSGLD, SGHMC, SGNHT, cyclical SGLD,
-//! …). [`Hamcmc`](crate::Hamcmc) is tuned and run the same way but has no companion at half the
-//! step (its L-BFGS metric is not a discretisation): its bound is the Monte Carlo error alone and
-//! an accuracy target is never declared reached ([`Target::why`] says so). [`Mala`](crate::Mala),
-//! the exact reference, skips the tuner (it adapts in its burn-in, at least its `adapt_steps`):
-//! the mode and the Hessian set its starts, and with no step bias its Monte Carlo bound is the
-//! accuracy it states. Richardson–Romberg ([`RichardsonRomberg`](crate::RichardsonRomberg)) and
-//! [`Multilevel`] have their own paths ([`SampledRr`], [`SampledMl`]).
-//!
-//! Every choice it made is in the [`Sampled`] it returns: the tuner's record ([`Tuned`], whose
-//! `reason` and `preconditioning` say why), the run's settings and output, the bias check. The
-//! pieces stay public for experts: the same draws come from calling them in this order with
-//! the settings recorded in [`Sampled`].
+//! The [`Sample`] builder (the model, the sampler and the run's settings) and its result [`Sampled`].
 
 use crate::coupled::step_bias::{Companion, STEP_BIAS_COST, StepBias, rows_with_bias, with_bias};
 use crate::error::{Error, Result};
 use crate::models::Layout;
 use crate::models::model::Model;
 use crate::run::{RunOutput, RunSettings};
+use crate::sample::target::{DEFAULT_ACCURACY, DEFAULT_BUDGET, DEFAULT_BUDGET_EPOCHS, Target};
 use crate::trace::diagnostics::{Convergence, SummaryTable, convergence_of, summary};
 use crate::trace::estimate::Estimate;
 use crate::tune::{PlannedRun, TuneSettings, Tuned};
 
-mod coupled;
-mod run;
-mod target;
-pub use coupled::{Multilevel, SampledMl, SampledRr};
-pub use target::{DEFAULT_ACCURACY, DEFAULT_BUDGET, DEFAULT_BUDGET_EPOCHS, MAX_EXTENSIONS, Target};
-
 /// Runs a `Sample` path with panics caught: user code outside the chains (the model's methods
 /// in the mode search, the tuning, the step-bias check) panicking is [`Error::Panic`] at
 /// iteration 0 (in a chain, the chain's boundary catches it first).
-fn outside_chains<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(super) fn outside_chains<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     crate::run::contained(f).unwrap_or_else(|message| {
         Err(Error::Panic {
             during: "Sample's set-up or checks outside the chains (the model's code in the mode search, the tuning or the step-bias check)",
@@ -91,27 +27,27 @@ fn outside_chains<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
 pub const START_SPREAD: f64 = 2.0;
 
 /// The trustworthy path as one value: a model, a sampler (any step: [`tune`](crate::tune::tune) chooses it), the
-/// run's length stated once, then [`run`](Self::run). See the [module docs](self).
+/// run's length stated once, then [`run`](Self::run). See the [module docs](crate::sample).
 #[derive(Debug, Clone)]
 #[must_use = "a Sample does nothing until .run()"]
 pub struct Sample<'m, M: ?Sized, S> {
-    model: &'m M,
-    sampler: S,
-    draws: u64,
-    accuracy: Option<f64>,
-    budget: Option<u64>,
-    time_limit: Option<std::time::Duration>,
-    thin: u64,
-    chains: usize,
-    burn_in: Option<u64>,
-    seed: u64,
-    start: Option<Vec<f64>>,
-    tune: TuneSettings,
-    bias_cost: Option<f64>,
+    pub(super) model: &'m M,
+    pub(super) sampler: S,
+    pub(super) draws: u64,
+    pub(super) accuracy: Option<f64>,
+    pub(super) budget: Option<u64>,
+    pub(super) time_limit: Option<std::time::Duration>,
+    pub(super) thin: u64,
+    pub(super) chains: usize,
+    pub(super) burn_in: Option<u64>,
+    pub(super) seed: u64,
+    pub(super) start: Option<Vec<f64>>,
+    pub(super) tune: TuneSettings,
+    pub(super) bias_cost: Option<f64>,
     /// Whether the step-bias check grows where its own noise sets the bound (the default;
     /// [`bias_check`](Sample::bias_check) fixes its cost).
-    bias_grows: bool,
-    names: Option<Vec<String>>,
+    pub(super) bias_grows: bool,
+    pub(super) names: Option<Vec<String>>,
 }
 
 /// What [`Sample::plan`] settles before a run: its settings, the model's output layout, the
@@ -120,7 +56,7 @@ type Plan = (RunSettings, Option<Layout>, Vec<f64>, TuneSettings);
 
 impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
     /// The run's settings, layout, start and tuner settings, checked.
-    fn plan(&self) -> Result<Plan> {
+    pub(super) fn plan(&self) -> Result<Plan> {
         let d = self.model.dim();
         if self.accuracy.is_none() && self.draws == 0 {
             return Err(Error::invalid(
@@ -151,7 +87,7 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
     /// The reported quantities' names: the user's (checked against their number `width`), else
     /// the layout's block names, else the model's [`parameter_names`](Model::parameter_names),
     /// else `theta[j]`.
-    fn reported_names(&self, layout: Option<&Layout>, width: usize) -> Result<Vec<String>> {
+    pub(super) fn reported_names(&self, layout: Option<&Layout>, width: usize) -> Result<Vec<String>> {
         let d = self.model.dim();
         Ok(match (&self.names, layout) {
             (Some(n), _) => {
@@ -211,7 +147,7 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
     /// run its error model predicts to meet it); the same chains are then extended — the draws
     /// those of a run of the final length from the start — until the run converges and states a
     /// bound within the target, or the [`budget`](Self::budget), the
-    /// [`time_limit`](Self::time_limit) or [`MAX_EXTENSIONS`] end it with a verdict that says
+    /// [`time_limit`](Self::time_limit) or [`MAX_EXTENSIONS`](crate::sample::MAX_EXTENSIONS) end it with a verdict that says
     /// so ([`Sampled::target`]).
     pub fn accuracy(mut self, accuracy: f64) -> Self {
         self.accuracy = Some(accuracy);
@@ -300,7 +236,7 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
     }
 
     /// The run's settings for `draws` kept draws per chain.
-    fn settings_for(&self, draws: u64) -> RunSettings {
+    pub(super) fn settings_for(&self, draws: u64) -> RunSettings {
         let thin = self.thin.max(1);
         let burn_in = self.burn_in.unwrap_or((draws.saturating_mul(thin) / 10).max(1_000));
         RunSettings {
@@ -314,7 +250,7 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
     }
 
     /// The budget of an accuracy target, datum gradients.
-    fn budget_or_default(&self) -> u64 {
+    pub(super) fn budget_or_default(&self) -> u64 {
         self.budget.unwrap_or(DEFAULT_BUDGET.max(DEFAULT_BUDGET_EPOCHS.saturating_mul(self.model.n_data() as u64)))
     }
 }
@@ -324,7 +260,7 @@ type Map<'a> = (usize, &'a dyn Fn(&[f64], &mut [f64]));
 
 /// The verdict, table and step bias of the quantities `map` (identity if `None`) of the draws of
 /// `est`, the bias from the companion's draws mapped alike.
-fn verdict(
+pub(super) fn verdict(
     est: &Estimate,
     companion: Option<&Companion>,
     map: Option<Map<'_>>,
@@ -375,9 +311,9 @@ pub struct Sampled<S> {
     /// The run's settings.
     pub settings: RunSettings,
     /// The model's output layout, if any.
-    layout: Option<Layout>,
+    pub(super) layout: Option<Layout>,
     /// The bias check's draws, for [`derived`](Self::derived).
-    companion: Option<Companion>,
+    pub(super) companion: Option<Companion>,
     /// What a run aiming at an accuracy reached ([`Sample::accuracy`], the default); `None` for
     /// a fixed run ([`Sample::draws`]).
     pub target: Option<Target>,
