@@ -75,7 +75,7 @@ pub use models::{
 pub use numeric::schedule::StepSize;
 pub use run::runner::{Method, Resumable, Resume, Runner};
 pub use run::{ChainReport, Divergence, OnDivergence, RunOutput, RunSettings, STATE_VECTORS, Storage};
-pub use sample::{Derived, Multilevel, Sample, Sampled, SampledMl, SampledRr};
+pub use sample::{Derived, Multilevel, Sample, SamplePath, Sampled, SampledMl, SampledRr};
 pub use samplers::{
     AUTO_DENSE_MAX_DIM, CentreRule, CyclicalKernel, CyclicalSettings, CyclicalSgld, Discretisation,
     GRADIENT_NOISE_BATCH, GradientNoise, Hamcmc, HamcmcSettings, Langevin, LangevinKernel, Lmc, METRIC_CORRECTION_MAX,

@@ -2,6 +2,8 @@
 //! SGLD ([`Multilevel`], [`SampledMl`]).
 
 use super::builder::{START_SPREAD, Sample};
+use super::path::SamplePath;
+use super::path::sealed::Sealed;
 use crate::coupled::mlsgld::{AdaptiveSettings, MlSgld, MlSgldSettings, MlmcResult, RmseTarget};
 use crate::coupled::richardson::{RichardsonRomberg, RrOutput, extrapolated_rows};
 use crate::coupled::tune_rr::{TunedRr, tune_rr};
@@ -17,35 +19,41 @@ use crate::trace::diagnostics::{Convergence, SummaryTable, convergence_of};
 use crate::trace::estimate::Estimate;
 use crate::tune::{Preconditioned, Tunable, dispersed_starts};
 
-impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, RichardsonRomberg<S>> {
-    /// The trustworthy path for a Richardson–Romberg extrapolation (SGRRLD, SGRRHMC): chooses
-    /// chain A's step for this run with [`tune_rr`] (the mode, the whitening, the step from the
-    /// extrapolated measure's Stein moment errors), starts the replicate pairs dispersed around the
-    /// mode, runs them ([`Runner`]) and states the verdict and table of the
-    /// **extrapolated** draws (as [`RrOutput::convergence`] and [`RrOutput::summary_table`]; on
-    /// the constrained scale with the blocks' names for a model with an
-    /// [`output_layout`](Model::output_layout), both chains' draws mapped before they are
-    /// combined). The extrapolation removes the step's first-order bias, so there is no step-bias
-    /// companion: the stated bound is the extrapolated draws' Monte Carlo error
-    /// ([`bias_check`](Sample::bias_check) is ignored).
-    ///
-    /// ```
-    /// use sgmcmc::prelude::*;
-    ///
-    /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 42)?;
-    /// let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(100))?;
-    /// let fit = Sample::new(&model, RichardsonRomberg::new(sgld)).draws(2_000).seed(1).run()?;
-    /// println!("{fit}"); // chain A's step, the verdict, the extrapolated table
-    /// # Ok::<(), sgmcmc::Error>(())
-    /// ```
-    ///
-    /// Errors: invalid settings; those of [`tune_rr`], [`dispersed_starts`] and
-    /// [`Runner`]; [`Error::DimensionMismatch`] for a start or names not of the model's
-    /// dimension.
-    pub fn run(self) -> Result<SampledRr<S>> {
-        outside_chains(|| self.run_inner())
-    }
+impl<M: Model + ?Sized, S: Tunable + Discretisation> Sealed<M> for RichardsonRomberg<S> {}
 
+/// The trustworthy path for a Richardson–Romberg extrapolation (SGRRLD, SGRRHMC): chooses
+/// chain A's step for this run with [`tune_rr`] (the mode, the whitening, the step from the
+/// extrapolated measure's Stein moment errors), starts the replicate pairs dispersed around the
+/// mode, runs them ([`Runner`]) and states the verdict and table of the
+/// **extrapolated** draws (as [`RrOutput::convergence`] and [`RrOutput::summary_table`]; on
+/// the constrained scale with the blocks' names for a model with an
+/// [`output_layout`](Model::output_layout), both chains' draws mapped before they are
+/// combined). The extrapolation removes the step's first-order bias, so there is no step-bias
+/// companion: the stated bound is the extrapolated draws' Monte Carlo error
+/// ([`bias_check`](Sample::bias_check) is ignored).
+///
+/// ```
+/// use sgmcmc::prelude::*;
+///
+/// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 42)?;
+/// let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(100))?;
+/// let fit = Sample::new(&model, RichardsonRomberg::new(sgld)).draws(2_000).seed(1).run()?;
+/// println!("{fit}"); // chain A's step, the verdict, the extrapolated table
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
+///
+/// Errors: invalid settings; those of [`tune_rr`], [`dispersed_starts`] and
+/// [`Runner`]; [`Error::DimensionMismatch`] for a start or names not of the model's
+/// dimension.
+impl<M: Model + ?Sized, S: Tunable + Discretisation> SamplePath<M> for RichardsonRomberg<S> {
+    type Output = SampledRr<S>;
+
+    fn sample(this: Sample<'_, M, RichardsonRomberg<S>>) -> Result<SampledRr<S>> {
+        outside_chains(|| this.run_inner())
+    }
+}
+
+impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, RichardsonRomberg<S>> {
     fn run_inner(self) -> Result<SampledRr<S>> {
         let (settings, layout, theta0, ts) = self.plan()?;
         let names = self.reported_names(layout.as_ref(), layout.as_ref().map_or(self.model.dim(), Layout::dim))?;
@@ -153,40 +161,46 @@ impl<E> Multilevel<E> {
     }
 }
 
-impl<'m, M: Model + ?Sized, E: SubsampledEstimator> Sample<'m, M, Multilevel<E>> {
-    /// The trustworthy path for multilevel SGLD: [`MlSgld::sgld_tuned`] (the mode, the whitening,
-    /// h₀ and the horizon from the whitened curvature, h₀ capped at the gradient noise's limit),
-    /// then Giles' adaptive multilevel Monte Carlo ([`MlSgld::run_adaptive`]) with every
-    /// coordinate's mean and sd at the target [`Multilevel::accuracy`]
-    /// ([`RmseTarget::Moments`]), doubling the horizon itself where level 0 has not relaxed.
-    /// The paths are independent, so there is no R̂: the run's verdict is its bias tests, which
-    /// it passes or returns an error, and its stated accuracy is
-    /// [`MomentErrors::error_bound`](crate::MomentErrors::error_bound) (standard errors and
-    /// remaining biases together). [`draws`](Sample::draws), [`chains`](Sample::chains),
-    /// [`burn_in`](Sample::burn_in) and [`bias_check`](Sample::bias_check) do not apply; the
-    /// tuner's planned run is left as they give it. The estimates are of the sampler's
-    /// coordinates (φ for a constrained model, rows named `phi[j]`; names given with
-    /// [`names`](Sample::names) name these d coordinates).
-    ///
-    /// ```
-    /// use sgmcmc::prelude::*;
-    /// use sgmcmc::Multilevel;
-    ///
-    /// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 42)?;
-    /// let fit = Sample::new(&model, Multilevel::new(Minibatch::new(25)).accuracy(0.2)).seed(1).run()?;
-    /// println!("{fit}"); // h₀, levels, cost, every mean and sd with its error bars
-    /// assert!(fit.moments.error_bound.is_finite());
-    /// # Ok::<(), sgmcmc::Error>(())
-    /// ```
-    ///
-    /// Errors: those of [`MlSgld::sgld_tuned`] and [`MlSgld::run_adaptive`] (a budget exhausted,
-    /// level 0 not relaxed after the doublings); [`Error::InvalidParameter`] for an accuracy that
-    /// is not finite and positive; [`Error::DimensionMismatch`] for a start or names not of the
-    /// model's dimension.
-    pub fn run(self) -> Result<SampledMl<E>> {
-        outside_chains(|| self.run_inner())
-    }
+impl<M: Model + ?Sized, E: SubsampledEstimator> Sealed<M> for Multilevel<E> {}
 
+/// The trustworthy path for multilevel SGLD: [`MlSgld::sgld_tuned`] (the mode, the whitening,
+/// h₀ and the horizon from the whitened curvature, h₀ capped at the gradient noise's limit),
+/// then Giles' adaptive multilevel Monte Carlo ([`MlSgld::run_adaptive`]) with every
+/// coordinate's mean and sd at the target [`Multilevel::accuracy`]
+/// ([`RmseTarget::Moments`]), doubling the horizon itself where level 0 has not relaxed.
+/// The paths are independent, so there is no R̂: the run's verdict is its bias tests, which
+/// it passes or returns an error, and its stated accuracy is
+/// [`MomentErrors::error_bound`](crate::MomentErrors::error_bound) (standard errors and
+/// remaining biases together). [`draws`](Sample::draws), [`chains`](Sample::chains),
+/// [`burn_in`](Sample::burn_in) and [`bias_check`](Sample::bias_check) do not apply; the
+/// tuner's planned run is left as they give it. The estimates are of the sampler's
+/// coordinates (φ for a constrained model, rows named `phi[j]`; names given with
+/// [`names`](Sample::names) name these d coordinates).
+///
+/// ```
+/// use sgmcmc::prelude::*;
+/// use sgmcmc::Multilevel;
+///
+/// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 42)?;
+/// let fit = Sample::new(&model, Multilevel::new(Minibatch::new(25)).accuracy(0.2)).seed(1).run()?;
+/// println!("{fit}"); // h₀, levels, cost, every mean and sd with its error bars
+/// assert!(fit.moments.error_bound.is_finite());
+/// # Ok::<(), sgmcmc::Error>(())
+/// ```
+///
+/// Errors: those of [`MlSgld::sgld_tuned`] and [`MlSgld::run_adaptive`] (a budget exhausted,
+/// level 0 not relaxed after the doublings); [`Error::InvalidParameter`] for an accuracy that
+/// is not finite and positive; [`Error::DimensionMismatch`] for a start or names not of the
+/// model's dimension.
+impl<M: Model + ?Sized, E: SubsampledEstimator> SamplePath<M> for Multilevel<E> {
+    type Output = SampledMl<E>;
+
+    fn sample(this: Sample<'_, M, Multilevel<E>>) -> Result<SampledMl<E>> {
+        outside_chains(|| this.run_inner())
+    }
+}
+
+impl<'m, M: Model + ?Sized, E: SubsampledEstimator> Sample<'m, M, Multilevel<E>> {
     fn run_inner(self) -> Result<SampledMl<E>> {
         let (_, layout, theta0, ts) = self.plan()?;
         crate::error::check_positive("accuracy", self.sampler.accuracy)?;

@@ -66,4 +66,6 @@ pub use coupled::{Multilevel, SampledMl, SampledRr};
 pub use target::{DEFAULT_ACCURACY, DEFAULT_BUDGET, DEFAULT_BUDGET_EPOCHS, MAX_EXTENSIONS, Target};
 
 mod builder;
+mod path;
 pub use builder::{Derived, START_SPREAD, Sample, Sampled};
+pub use path::SamplePath;

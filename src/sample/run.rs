@@ -1,9 +1,11 @@
-//! The paths of [`Sample::run`] for one chain per start: samplers tuned by [`tune`] and checked by
+//! The paths of [`Sample::run`] for one chain per start ([`SamplePath`]'s impls): samplers tuned by [`tune`] and checked by
 //! the step-bias companion, HAMCMC (tuned, not a [`Discretisation`]: no companion) and MALA (exact:
 //! its own adaptation, no step bias), with the accuracy target's extensions (see the [module
 //! docs](super)).
 
 use super::builder::{START_SPREAD, Sample, Sampled, verdict};
+use super::path::SamplePath;
+use super::path::sealed::Sealed;
 use super::target::{EXTENSION_MIN_GROWTH, MAX_EXTENSIONS, PLAN_MARGIN, Target, needed_growth};
 use crate::coupled::step_bias::{Companion, STEP_BIAS_MAX_COST, companion};
 use crate::error::{Error, Result};
@@ -20,23 +22,27 @@ use crate::tune::{Tunable, TuneSettings, Tuned, tune};
 /// What a path's step-bias check is: the companion of a [`Discretisation`], or none.
 type Check<'a, M, S> = dyn Fn(&M, &S, &RunOutput<S>, Option<f64>, bool) -> Result<Option<Companion>> + 'a;
 
-impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, S> {
-    /// Tunes, runs, checks the step's bias and states the verdict (see the [module
-    /// docs](super)); aiming at an accuracy (the default), extends the chains until the stated
-    /// bound meets it or the budget ends the run.
-    ///
-    /// Errors: invalid settings (no draws, no chain, a bias-check cost outside (0, 10], an
-    /// accuracy that is not positive); those of [`tune`], [`dispersed_starts`](crate::tune::dispersed_starts),
-    /// [`Runner`] and [`step_bias`](crate::step_bias);
-    /// [`Error::DimensionMismatch`] for a start or names not of
-    /// the model's dimension.
-    pub fn run(self) -> Result<Sampled<S>> {
-        let hint = self.sampler.start_hint().map(<[f64]>::to_vec);
+impl<M: Model + ?Sized, S: Tunable + Discretisation> Sealed<M> for S {}
+
+/// Tunes, runs, checks the step's bias and states the verdict (see the [module
+/// docs](crate::sample)); aiming at an accuracy (the default), extends the chains until the stated
+/// bound meets it or the budget ends the run.
+///
+/// Errors: invalid settings (no draws, no chain, a bias-check cost outside (0, 10], an
+/// accuracy that is not positive); those of [`tune`], [`dispersed_starts`](crate::tune::dispersed_starts),
+/// [`Runner`] and [`step_bias`](crate::step_bias);
+/// [`Error::DimensionMismatch`] for a start or names not of
+/// the model's dimension.
+impl<M: Model + ?Sized, S: Tunable + Discretisation> SamplePath<M> for S {
+    type Output = Sampled<S>;
+
+    fn sample(this: Sample<'_, M, S>) -> Result<Sampled<S>> {
+        let hint = this.sampler.start_hint().map(<[f64]>::to_vec);
         let check = |model: &M, sampler: &S, out: &RunOutput<S>, cost: Option<f64>, grows: bool| match cost {
             Some(cost) => Ok(Some(companion(model, sampler, out, cost, grows.then_some(STEP_BIAS_MAX_COST))?)),
             None => Ok(None),
         };
-        self.run_path(hint, |m, s, t, ts| tune(m, s, t, ts), &check, None)
+        this.run_path(hint, |m, s, t, ts| tune(m, s, t, ts), &check, None)
     }
 }
 
@@ -66,33 +72,41 @@ const HAMCMC_UNCHECKED: &str = "HAMCMC's step bias is not checked (its L-BFGS me
     companion at half the step can be coupled to it): the bound is its Monte Carlo error alone, and no accuracy \
     target is declared reached; use Sgld::auto() or pSGLD for a checked accuracy";
 
-impl<'m, M: Model + ?Sized, E: GradientEstimator> Sample<'m, M, Hamcmc<E>> {
-    /// The path for HAMCMC: [`tune`] (its centre step from the L-BFGS metric at the mode), the
-    /// dispersed starts, the run and the verdict — without a step-bias check (HAMCMC is not a
-    /// [`Discretisation`]): the verdict's bound is the Monte Carlo error alone, and aiming at an
-    /// accuracy the chains are extended until it meets the target, which is then not declared
-    /// reached ([`Target::why`] says why).
-    ///
-    /// Errors: as for the other samplers.
-    pub fn run(self) -> Result<Sampled<Hamcmc<E>>> {
-        self.run_path(None, |m, s, t, ts| tune(m, s, t, ts), &|_, _, _, _, _| Ok(None), Some(HAMCMC_UNCHECKED))
+impl<M: Model + ?Sized, E: GradientEstimator> Sealed<M> for Hamcmc<E> {}
+
+/// The path for HAMCMC: [`tune`] (its centre step from the L-BFGS metric at the mode), the
+/// dispersed starts, the run and the verdict — without a step-bias check (HAMCMC is not a
+/// [`Discretisation`]): the verdict's bound is the Monte Carlo error alone, and aiming at an
+/// accuracy the chains are extended until it meets the target, which is then not declared
+/// reached ([`Target::why`] says why).
+///
+/// Errors: as for the other samplers.
+impl<M: Model + ?Sized, E: GradientEstimator> SamplePath<M> for Hamcmc<E> {
+    type Output = Sampled<Hamcmc<E>>;
+
+    fn sample(this: Sample<'_, M, Hamcmc<E>>) -> Result<Sampled<Hamcmc<E>>> {
+        this.run_path(None, |m, s, t, ts| tune(m, s, t, ts), &|_, _, _, _, _| Ok(None), Some(HAMCMC_UNCHECKED))
     }
 }
 
-impl<'m, M: Model + ?Sized> Sample<'m, M, Mala> {
-    /// The path for MALA, the exact reference: the mode and the Hessian there (for the dispersed
-    /// starts; [`Tuned`] records them, with no pilots), the run — MALA adapts its own step and
-    /// metric in the burn-in ([`MalaSettings`](crate::MalaSettings)), the burn-in at least its
-    /// `adapt_steps` — and the verdict. Metropolis-adjusted, it has no step bias: the bound is
-    /// the Monte Carlo error. Aiming at an accuracy, the first run is the planned length
-    /// ([`TuneSettings::planned_run`]'s, 5 000 draws per chain), then the chains are extended.
-    ///
-    /// Errors: those of the mode search, the Hessian and the run.
-    pub fn run(self) -> Result<Sampled<Mala>> {
-        let adapt = self.sampler.settings().adapt_steps;
-        let this = match self.burn_in {
-            None => Sample { burn_in: Some(adapt.max(1_000)), ..self },
-            Some(_) => self,
+impl<M: Model + ?Sized> Sealed<M> for Mala {}
+
+/// The path for MALA, the exact reference: the mode and the Hessian there (for the dispersed
+/// starts; [`Tuned`] records them, with no pilots), the run — MALA adapts its own step and
+/// metric in the burn-in ([`MalaSettings`](crate::MalaSettings)), the burn-in at least its
+/// `adapt_steps` — and the verdict. Metropolis-adjusted, it has no step bias: the bound is
+/// the Monte Carlo error. Aiming at an accuracy, the first run is the planned length
+/// ([`TuneSettings::planned_run`]'s, 5 000 draws per chain), then the chains are extended.
+///
+/// Errors: those of the mode search, the Hessian and the run.
+impl<M: Model + ?Sized> SamplePath<M> for Mala {
+    type Output = Sampled<Mala>;
+
+    fn sample(this: Sample<'_, M, Mala>) -> Result<Sampled<Mala>> {
+        let adapt = this.sampler.settings().adapt_steps;
+        let this = match this.burn_in {
+            None => Sample { burn_in: Some(adapt.max(1_000)), ..this },
+            Some(_) => this,
         };
         this.run_path(None, mala_setup, &|_, _, _, _, _| Ok(None), None)
     }
