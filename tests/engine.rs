@@ -466,3 +466,47 @@ fn hamcmc_through_sample_is_tuned_and_never_claims_an_unchecked_target() {
     let err = worst_mean_error(&model, &fit);
     assert!(err <= 0.2, "error {err} vs the accuracy asked 0.2");
 }
+
+/// `Sample::observer`: an observer that never stops changes no draw, verdict or text (a
+/// progress display, the Python package's watch); one that stops the run ends it with what the
+/// chains drew, the step-bias check skipped, an accuracy target not extended and saying why;
+/// chains that had not started (4 chains on fewer threads) are left out of the verdict.
+#[test]
+fn sample_observers_watch_without_changing_and_stop_with_what_was_drawn() {
+    use sgmcmc::observe::{Every, Progress, StopWhen};
+    let model = LinearGaussian::synthetic(2_000, 2, 1.0, 10.0, 9).unwrap();
+    let sgld = || Sgld::new(SgldSettings::default(), Minibatch::new(50)).unwrap();
+    let plain = Sample::new(&model, sgld()).draws(3_000).seed(4).run().unwrap();
+    let seen = std::sync::atomic::AtomicU64::new(0);
+    let watch = Every {
+        every: 250,
+        f: |_: &Progress<'_>| {
+            seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        },
+    };
+    let watched = Sample::new(&model, sgld()).draws(3_000).seed(4).observer(&watch).run().unwrap();
+    assert!(seen.load(std::sync::atomic::Ordering::Relaxed) >= 4 * (4_000 / 250));
+    assert_eq!(plain.estimate().stacked_draws().unwrap(), watched.estimate().stacked_draws().unwrap());
+    assert_eq!(format!("{plain}"), format!("{watched}"));
+    assert!(!watched.stopped && watched.bias.is_some());
+
+    // Aiming at ±0.05 sd (a first run longer than 2 500 iterations), stopped at iteration 2 500
+    // (burn-in 1 000): 1 500 kept draws per chain.
+    let stop = StopWhen { condition: |p: &Progress<'_>| p.iteration >= 2_500, interval: 100 };
+    let fit = Sample::new(&model, sgld()).accuracy(0.05).burn_in(1_000).seed(4).observer(&stop).run().unwrap();
+    assert!(fit.output.settings.n_iter > 2_500);
+    assert!(fit.stopped && fit.bias.is_none() && fit.convergence.bias_bound.is_none());
+    let target = fit.target.as_ref().unwrap();
+    assert!(!target.reached && target.extensions == 0);
+    assert!(target.why.as_deref().unwrap().contains("stopped by an observer"), "{target}");
+    assert!(fit.output.chains.iter().all(|c| c.iterations == 2_500 && c.stopped));
+
+    // Only chain 0 draws (the others stop at their start): the verdict is on chain 0 alone.
+    let first = StopWhen { condition: |p: &Progress<'_>| p.chain > 0, interval: 100 };
+    let fit = Sample::new(&model, sgld()).draws(2_000).seed(4).observer(&first).run().unwrap();
+    assert!(fit.stopped && fit.convergence.chains == 1, "{}", fit.convergence);
+    // Every chain stopped before a kept draw: an error, not a verdict on nothing.
+    let none = StopWhen { condition: |_: &Progress<'_>| true, interval: 1 };
+    let err = Sample::new(&model, sgld()).draws(2_000).seed(4).observer(&none).run().unwrap_err();
+    assert!(matches!(err.root(), Error::NoSamples { .. }), "{err}");
+}

@@ -5,7 +5,7 @@ use crate::error::{Result, check_len, check_positive};
 use crate::models::model::Model;
 use crate::numeric::prefetch::prefetch;
 use crate::numeric::rng::stream;
-use ndarray::{Array1, Array2, ArrayView2};
+use ndarray::{Array1, Array2, ArrayView2, AsArray, Ix2};
 
 /// Bayesian linear regression `xᵢ = aᵢᵀθ + εᵢ`, `εᵢ ~ N(0, σx²)`, prior `θ ~ N(0, σθ² I)`.
 ///
@@ -41,7 +41,12 @@ impl LinearGaussian<f64> {
     /// Errors: [`Error::EmptyData`](crate::Error::EmptyData) for N = 0 or d = 0, [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if
     /// `targets.len() != N`, [`Error::InvalidParameter`](crate::Error::InvalidParameter) for non-positive variances or non-finite
     /// data.
-    pub fn new(design: &Array2<f64>, targets: &Array1<f64>, noise_var: f64, prior_var: f64) -> Result<Self> {
+    pub fn new<'a>(
+        design: impl AsArray<'a, f64, Ix2>,
+        targets: &Array1<f64>,
+        noise_var: f64,
+        prior_var: f64,
+    ) -> Result<Self> {
         Self::from_rows(Rows::from_array(design, "design")?, targets, noise_var, prior_var)
     }
 
@@ -95,7 +100,12 @@ impl LinearGaussian<f32> {
     /// prior variance `σθ²`: [`new`](LinearGaussian::new) for data that are f32 already.
     ///
     /// Errors: as [`new`](LinearGaussian::new).
-    pub fn new_f32(design: &Array2<f32>, targets: &Array1<f64>, noise_var: f64, prior_var: f64) -> Result<Self> {
+    pub fn new_f32<'a>(
+        design: impl AsArray<'a, f32, Ix2>,
+        targets: &Array1<f64>,
+        noise_var: f64,
+        prior_var: f64,
+    ) -> Result<Self> {
         Self::from_rows(Rows::from_array(design, "design")?, targets, noise_var, prior_var)
     }
 }

@@ -5,7 +5,7 @@ use crate::error::{Error, Result, check_len};
 use crate::models::model::Model;
 use crate::numeric::rng::stream;
 use crate::numeric::special::{sigmoid, sigmoid_pair, softplus};
-use ndarray::{Array1, Array2, ArrayView2};
+use ndarray::{Array1, Array2, ArrayView2, AsArray, Ix2};
 use rand::RngExt;
 
 /// Bayesian logistic regression: `yᵢ ∈ {0, 1}`, `P(yᵢ = 1 | θ) = σ(xᵢᵀθ)`, prior
@@ -46,7 +46,7 @@ impl LogisticRegression<f64> {
     /// Errors: [`Error::EmptyData`] for N = 0 or d = 0, [`Error::DimensionMismatch`] if
     /// `labels.len() != N`, [`Error::InvalidParameter`] for a label other than 0 or 1, a
     /// non-positive prior variance or non-finite features.
-    pub fn new(features: &Array2<f64>, labels: &Array1<f64>, prior_var: f64) -> Result<Self> {
+    pub fn new<'a>(features: impl AsArray<'a, f64, Ix2>, labels: &Array1<f64>, prior_var: f64) -> Result<Self> {
         let rows = Rows::from_array(features, "features")?;
         Self::from_rows(rows, labels, prior_var)
     }
@@ -112,7 +112,7 @@ impl LogisticRegression<f32> {
     /// assert_eq!(g32, g64);
     /// # Ok::<(), sgmcmc::Error>(())
     /// ```
-    pub fn new_f32(features: &Array2<f32>, labels: &Array1<f64>, prior_var: f64) -> Result<Self> {
+    pub fn new_f32<'a>(features: impl AsArray<'a, f32, Ix2>, labels: &Array1<f64>, prior_var: f64) -> Result<Self> {
         let rows = Rows::from_array(features, "features")?;
         Self::from_rows(rows, labels, prior_var)
     }

@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::numeric::prefetch::{LARGE_DATA_BYTES, PREFETCH_DISTANCE, huge_page_vec, prefetch, prefetch_row};
-use ndarray::Array2;
+use ndarray::{Array2, AsArray, Ix2};
 
 mod sealed {
     pub trait Sealed {}
@@ -99,7 +99,11 @@ impl<X: DataScalar> Rows<X> {
 
     /// Copies a design matrix (any layout) into contiguous rows; checks it is non-empty and
     /// finite.
-    pub fn from_array(a: &Array2<X>, what: &'static str) -> Result<Self> {
+    pub fn from_array<'a>(a: impl AsArray<'a, X, Ix2>, what: &'static str) -> Result<Self>
+    where
+        X: 'a,
+    {
+        let a = a.into();
         let (n, d) = a.dim();
         if n == 0 {
             return Err(Error::EmptyData { what: "no data rows (N = 0)" });
@@ -116,6 +120,37 @@ impl<X: DataScalar> Rows<X> {
             ));
         }
         Ok(Rows::aligned(n, d, a.iter().copied()))
+    }
+
+    /// Copies columns (each of the same length N, one per feature: a data frame's) into
+    /// contiguous rows; checks them as [`from_array`](Self::from_array) does, naming the column.
+    pub fn from_columns(columns: &[&[X]], what: &'static str) -> Result<Self> {
+        let d = columns.len();
+        if d == 0 {
+            return Err(Error::EmptyData { what: "no columns (d = 0)" });
+        }
+        let n = columns[0].len();
+        if n == 0 {
+            return Err(Error::EmptyData { what: "no data rows (N = 0)" });
+        }
+        for (j, c) in columns.iter().enumerate() {
+            crate::error::check_len(what, n, c.len()).map_err(|_| {
+                Error::invalid(
+                    what,
+                    format!("column {j} (0-based) has {} rows", c.len()),
+                    "every column must have the first's length",
+                )
+            })?;
+            if let Some((i, x)) = c.iter().enumerate().find(|(_, x)| !(**x).into().is_finite()) {
+                let x: f64 = (*x).into();
+                return Err(Error::invalid(
+                    what,
+                    format!("{x} at row {i}, column {j} (0-based)"),
+                    "every entry must be finite",
+                ));
+            }
+        }
+        Ok(Rows::aligned(n, d, (0..n).flat_map(|i| columns.iter().map(move |c| c[i]))))
     }
 
     /// The same rows stored as `Y` (each entry rounded to the nearest `Y`).

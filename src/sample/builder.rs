@@ -4,6 +4,7 @@ use crate::coupled::step_bias::{Companion, STEP_BIAS_COST, StepBias, rows_with_b
 use crate::error::{Error, Result};
 use crate::models::Layout;
 use crate::models::model::Model;
+use crate::run::observe::Observer;
 use crate::run::{RunOutput, RunSettings};
 use crate::sample::target::{DEFAULT_ACCURACY, DEFAULT_BUDGET, DEFAULT_BUDGET_EPOCHS, Target};
 use crate::trace::diagnostics::{Convergence, SummaryTable, convergence_of, summary};
@@ -48,6 +49,18 @@ pub struct Sample<'m, M: ?Sized, S> {
     /// [`bias_check`](Sample::bias_check) fixes its cost).
     pub(super) bias_grows: bool,
     pub(super) names: Option<Vec<String>>,
+    /// The user's observers of the run's chains ([`observer`](Sample::observer)).
+    pub(super) observers: Observers<'m>,
+}
+
+/// The user's observers of a [`Sample`]'s chains (a list of references, shown by their number).
+#[derive(Clone, Default)]
+pub(super) struct Observers<'m>(pub(super) Vec<&'m dyn Observer>);
+
+impl std::fmt::Debug for Observers<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} observer(s)", self.0.len())
+    }
 }
 
 /// What [`Sample::plan`] settles before a run: its settings, the model's output layout, the
@@ -128,6 +141,7 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
             bias_cost: Some(STEP_BIAS_COST),
             bias_grows: true,
             names: None,
+            observers: Observers::default(),
         }
     }
 
@@ -229,6 +243,36 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
         self
     }
 
+    /// Adds an observer of the run's chains (the first run and its extensions; not the tuner's
+    /// pilots nor the step-bias companion): a progress display, a [`StopFlag`](crate::observe::StopFlag)
+    /// raised by a signal handler or a user interface, any [`Observer`]. Observers do not change
+    /// the draws of a run they do not stop.
+    ///
+    /// An observer that stops a chain ends the run there: the result keeps what the chains drew,
+    /// the step-bias check is skipped (its companion would cost a share of the run, and the user
+    /// asked to stop), so the verdict's bound is the Monte Carlo error alone, and a run aiming at an
+    /// accuracy is not extended: its [`Target`](crate::sample::Target) is not reached and says why.
+    /// [`Sampled::stopped`] tells whether an observer stopped it. On the coupled paths
+    /// (Richardson–Romberg, multilevel) observers are not called.
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    /// use sgmcmc::observe::{Progress, StopWhen};
+    ///
+    /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 3)?;
+    /// let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(50))?;
+    /// // As a StopFlag raised by a Ctrl-C handler would: stop at iteration 4 000 of 11 000.
+    /// let stop = StopWhen { condition: |p: &Progress<'_>| p.iteration >= 4_000, interval: 100 };
+    /// let fit = Sample::new(&model, sgld).draws(10_000).observer(&stop).run()?;
+    /// assert!(fit.stopped && fit.bias.is_none());
+    /// assert!(fit.output.chains.iter().all(|c| c.iterations == 4_000));
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
+    pub fn observer(mut self, observer: &'m dyn Observer) -> Self {
+        self.observers.0.push(observer);
+        self
+    }
+
     /// The run's settings: what [`run`](Self::run) passes to [`Runner`](crate::Runner) for a fixed run of
     /// [`draws`](Self::draws) (when aiming at an accuracy, the first run's length is the tuner's).
     pub fn run_settings(&self) -> RunSettings {
@@ -317,6 +361,9 @@ pub struct Sampled<S> {
     /// What a run aiming at an accuracy reached ([`Sample::accuracy`], the default); `None` for
     /// a fixed run ([`Sample::draws`]).
     pub target: Option<Target>,
+    /// Whether an observer of the user's ([`Sample::observer`]) stopped the run before its end
+    /// (the step-bias check then did not run).
+    pub stopped: bool,
 }
 
 impl<S> Sampled<S> {

@@ -13,11 +13,13 @@ use crate::gradient::GradientEstimator;
 use crate::models::Layout;
 use crate::models::model::Model;
 use crate::run::RunOutput;
-use crate::run::observe::{Budget, WallTime};
+use crate::run::observe::{Budget, Control, Observer, Progress, WallTime};
 use crate::run::runner::{Resume, Runner};
 use crate::sample::builder::outside_chains;
 use crate::samplers::{Discretisation, Hamcmc, Mala, Sampler};
+use crate::trace::estimate::{Estimate, Samples};
 use crate::tune::{Tunable, TuneSettings, Tuned, tune};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What a path's step-bias check is: the companion of a [`Discretisation`], or none.
 type Check<'a, M, S> = dyn Fn(&M, &S, &RunOutput<S>, Option<f64>, bool) -> Result<Option<Companion>> + 'a;
@@ -171,7 +173,9 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
         };
         let starts = tuned.dispersed_starts(self.model, self.chains, START_SPREAD, self.seed)?;
         let mut spent = tuned.cost.datum_gradients;
+        let user = UserStops { observers: &self.observers.0, stopped: AtomicBool::new(false) };
         let runner = Runner::new(self.model, &tuned.sampler).starts(&starts).settings(settings);
+        let runner = if self.observers.0.is_empty() { runner } else { runner.observer(&user) };
         let mut output = match self.first_run_limits(spent, started) {
             (Some(budget), Some(wall)) => runner.observer(&budget).observer(&wall).run()?,
             (Some(budget), None) => runner.observer(&budget).run()?,
@@ -180,13 +184,28 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
         };
         let mut extensions = 0;
         loop {
-            let companion = check(self.model, &tuned.sampler, &output, self.bias_cost, self.bias_grows)?;
+            // A run the user's observer stopped is judged as it stands, without the companion.
+            let stopped = user.stopped.load(Ordering::Relaxed);
+            let companion = if stopped {
+                None
+            } else {
+                check(self.model, &tuned.sampler, &output, self.bias_cost, self.bias_grows)?
+            };
+            // A stopped run's chains may differ in length (a chain not started has none): it is
+            // judged on the chains that drew, cut to the shortest (the output keeps every draw).
+            let cut;
+            let judged = if stopped {
+                cut = chains_cut_to_shortest(&output.estimate)?;
+                &cut
+            } else {
+                &output.estimate
+            };
             let (convergence, table, bias) = match &layout {
                 Some(l) => {
                     let f = |phi: &[f64], theta: &mut [f64]| l.forward(phi, theta, None);
-                    verdict(&output.estimate, companion.as_ref(), Some((width, &f)), names.clone())?
+                    verdict(judged, companion.as_ref(), Some((width, &f)), names.clone())?
                 }
-                None => verdict(&output.estimate, companion.as_ref(), None, names.clone())?,
+                None => verdict(judged, companion.as_ref(), None, names.clone())?,
             };
             spent += run_cost(&output) + bias.as_ref().map_or(0, |b| b.cost.datum_gradients);
             let Some(accuracy) = self.accuracy else {
@@ -201,6 +220,7 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
                     layout,
                     companion,
                     target: None,
+                    stopped,
                 });
             };
             let draws = kept_draws(&output);
@@ -220,6 +240,7 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
                     layout: layout.clone(),
                     companion: companion.clone(),
                     target,
+                    stopped,
                 })
             };
             if convergence.converged && bound <= accuracy {
@@ -228,6 +249,13 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
                     Some(why) => target.why = Some(why.to_string()),
                     None => target.reached = true,
                 }
+                return finish(target, output);
+            }
+            if stopped {
+                target.why = Some(format!(
+                    "stopped by an observer (Sample::observer) at {draws} kept draws per chain: the step-bias check \
+                     was skipped, so the bound is the Monte Carlo error alone and the target is not declared reached"
+                ));
                 return finish(target, output);
             }
             if !output.is_complete() {
@@ -275,7 +303,8 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
             output.settings.n_iter = output.settings.burn_in + next * output.settings.thin.max(1);
             // The run's cost is counted again, whole, after the extension.
             spent -= run_cost(&output);
-            output = Resume::new(self.model, output).run()?;
+            let resume = Resume::new(self.model, output);
+            output = if self.observers.0.is_empty() { resume.run()? } else { resume.observer(&user).run()? };
             extensions += 1;
         }
     }
@@ -303,6 +332,24 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
     }
 }
 
+/// The chains of `est` that kept a draw, each cut to the shortest one's length (a stopped run's
+/// verdict).
+///
+/// Errors: [`Error::NoSamples`] if no chain kept a draw.
+fn chains_cut_to_shortest(est: &Estimate) -> Result<Estimate> {
+    let parts: Vec<&Samples> = (0..est.n_parts()).filter_map(|i| est.samples(i)).filter(|s| !s.is_empty()).collect();
+    let n = parts.iter().map(|s| s.len()).min().ok_or(Error::NoSamples {
+        reason: "the run was stopped before any chain kept a draw (all still in their burn-in)",
+    })?;
+    let cut = parts.iter().map(|s| {
+        let draws = s.draws().slice(ndarray::s![..n, ..]).to_owned();
+        let weights = s.weights().slice(ndarray::s![..n]).to_owned();
+        let gradients = s.gradients().map(|g| g.slice(ndarray::s![..n, ..]).to_owned());
+        Samples::new(draws, weights, gradients).map(Estimate::from_samples)
+    });
+    Estimate::combine(cut.collect::<Result<Vec<_>>>()?)
+}
+
 /// A run's datum gradients beyond its estimator's setup.
 fn run_cost<S>(out: &RunOutput<S>) -> u64 {
     out.cost.datum_gradients.saturating_sub(out.setup_cost.datum_gradients)
@@ -312,4 +359,60 @@ fn run_cost<S>(out: &RunOutput<S>) -> u64 {
 fn kept_draws<S>(out: &RunOutput<S>) -> u64 {
     let s = &out.settings;
     out.chains.iter().map(|c| c.iterations.saturating_sub(s.burn_in) / s.thin.max(1)).min().unwrap_or(0)
+}
+
+/// The user's observers of a [`Sample`] run as one, recording whether one of them stopped a
+/// chain (the run is then judged as it stands: [`Sampled::stopped`]).
+struct UserStops<'a, 'm> {
+    observers: &'a [&'m dyn Observer],
+    stopped: AtomicBool,
+}
+
+impl UserStops<'_, '_> {
+    fn record(&self, control: Control, p: &Progress<'_>) -> Control {
+        if control == Control::Stop && p.iteration < p.n_iter {
+            self.stopped.store(true, Ordering::Relaxed);
+        }
+        control
+    }
+}
+
+impl Observer for UserStops<'_, '_> {
+    fn init(&self, p: &Progress<'_>) -> Control {
+        let any = self.observers.iter().fold(Control::Continue, |c, o| match o.init(p) {
+            Control::Stop => Control::Stop,
+            Control::Continue => c,
+        });
+        self.record(any, p)
+    }
+
+    fn observe(&self, p: &Progress<'_>) -> Control {
+        // Each observer is asked at its own interval, as the runner would.
+        let any = self.observers.iter().fold(Control::Continue, |c, o| {
+            let every = o.interval().max(1);
+            if !p.iteration.is_multiple_of(every) && p.iteration != p.n_iter {
+                return c;
+            }
+            match o.observe(p) {
+                Control::Stop => Control::Stop,
+                Control::Continue => c,
+            }
+        });
+        self.record(any, p)
+    }
+
+    fn finish(&self, p: &Progress<'_>) {
+        for o in self.observers {
+            o.finish(p);
+        }
+    }
+
+    fn interval(&self) -> u64 {
+        // The greatest common divisor of their intervals: each is then called at its own.
+        self.observers.iter().map(|o| o.interval().max(1)).fold(0, gcd).max(1)
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
 }

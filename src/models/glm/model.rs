@@ -11,7 +11,7 @@ use crate::models::{BLOCK, Bits, DataScalar, Layout, Rows, row_dot, standard_nor
 use crate::numeric::prefetch::prefetch;
 use crate::numeric::rng::stream;
 use crate::numeric::special::{digamma, log_phi, mills, sigmoid, softplus, trigamma};
-use ndarray::{Array1, Array2};
+use ndarray::{Array1, Array2, AsArray, Ix2};
 use rand::RngExt;
 
 /// A Bayesian generalised linear model on dense features: linear (Gaussian, unknown σ),
@@ -86,8 +86,53 @@ impl Glm<f64> {
     /// and > 0, or a prior whose numbers are not valid or that is exponential on a coefficient
     /// (named `prior`, `prior_intercept`, `coefficient_priors[j]`, `prior_aux`);
     /// [`Error::DimensionMismatch`] for `coefficient_priors` of another length than p.
-    pub fn new(family: Family, features: &Array2<f64>, y: &Array1<f64>, settings: &GlmSettings) -> Result<Self> {
+    pub fn new<'a>(
+        family: Family,
+        features: impl AsArray<'a, f64, Ix2>,
+        y: &Array1<f64>,
+        settings: &GlmSettings,
+    ) -> Result<Self> {
         Self::from_rows(family, Rows::from_array(features, "features")?, y, settings)
+    }
+
+    /// The model from named feature columns, one slice of N values per column (a data frame's
+    /// columns, as the Python package passes them: the features are copied once, into the
+    /// model's rows) and responses y (N). The summary rows are named after the columns, as
+    /// [`from_csv`](Self::from_csv) names them.
+    ///
+    /// ```
+    /// use sgmcmc::{Family, Glm, GlmSettings, Model};
+    /// use sgmcmc::ndarray::Array1;
+    ///
+    /// let age = [23.0, 35.0, 41.0, 52.0, 60.0, 29.0];
+    /// let dose = [1.0, 0.5, 2.0, 1.5, 0.0, 1.0];
+    /// let y = Array1::from(vec![0.0, 0.0, 1.0, 1.0, 1.0, 0.0]);
+    /// let glm = Glm::from_columns(Family::Logistic, &[("age", &age[..]), ("dose", &dose[..])], &y, &GlmSettings::default())?;
+    /// assert_eq!(glm.parameter_names().unwrap()[1..], ["age", "dose"]);
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
+    ///
+    /// Errors: [`Error::InvalidParameter`] (`"columns"`) for two columns of the same name or
+    /// columns of different lengths; as [`new`](Self::new).
+    pub fn from_columns<S: AsRef<str>>(
+        family: Family,
+        columns: &[(S, &[f64])],
+        y: &Array1<f64>,
+        settings: &GlmSettings,
+    ) -> Result<Self> {
+        for (j, (h, _)) in columns.iter().enumerate() {
+            if let Some(first) = columns[..j].iter().position(|(g, _)| g.as_ref() == h.as_ref()) {
+                return Err(Error::invalid(
+                    "columns",
+                    format!("column `{}` (columns {first} and {j}, 0-based)", h.as_ref()),
+                    "two columns have the same name",
+                ));
+            }
+        }
+        let slices: Vec<&[f64]> = columns.iter().map(|(_, c)| *c).collect();
+        let mut glm = Self::from_rows(family, Rows::from_columns(&slices, "columns")?, y, settings)?;
+        glm.column_names = Some(columns.iter().map(|(h, _)| h.as_ref().to_string()).collect());
+        Ok(glm)
     }
 
     /// The model from a CSV file with a header line: the column named `response` is y, every
@@ -255,7 +300,12 @@ impl Glm<f32> {
     /// [`DataScalar`]).
     ///
     /// Errors: as [`new`](Glm::new).
-    pub fn new_f32(family: Family, features: &Array2<f32>, y: &Array1<f64>, settings: &GlmSettings) -> Result<Self> {
+    pub fn new_f32<'a>(
+        family: Family,
+        features: impl AsArray<'a, f32, Ix2>,
+        y: &Array1<f64>,
+        settings: &GlmSettings,
+    ) -> Result<Self> {
         Self::from_rows(family, Rows::from_array(features, "features")?, y, settings)
     }
 }
