@@ -165,7 +165,7 @@ fn check_theta(m: &Dyn, theta: &[f64]) -> PyResult<()> {
     Python::attach(|py| Err(to_py(py, &e)))
 }
 
-fn check_idx(m: &Dyn, idx: &[usize]) -> PyResult<()> {
+pub(crate) fn check_idx(m: &Dyn, idx: &[usize]) -> PyResult<()> {
     match idx.iter().find(|&&i| i >= m.n_data()) {
         Some(i) => {
             Python::attach(|py| Err(to_py(py, &invalid("idx", *i, "every index must be below the model's n_data"))))
@@ -803,6 +803,17 @@ pub fn compiled_model(
         return Err(to_py(py, &invalid("data", "a strided array", "x and y must be C-contiguous")));
     }
     let shape = x.shape();
+    // The compiled functions read rows idx < n_data of x and entries of y: both must have them.
+    if shape[0] != n_data || y.len() != n_data {
+        return Err(to_py(
+            py,
+            &Error::DimensionMismatch {
+                what: "data rows of x and y (n_data)",
+                expected: n_data,
+                got: if shape[0] != n_data { shape[0] } else { y.len() },
+            },
+        ));
+    }
     let x_shape = (shape[0] as i64, shape[1] as i64);
     // SAFETY: the addresses are those of cfuncs of the signatures GradPrior and GradData, which
     // sgmcmc.NumbaModel compiled (or the user declared with those signatures); see `Compiled`.

@@ -540,6 +540,7 @@ pub fn time_gradient(py: Python<'_>, model: &PyModel, theta: Vec<f64>, idx: Vec<
     if theta.len() != m.dim() {
         return Err(to_py(py, &Error::DimensionMismatch { what: "theta", expected: m.dim(), got: theta.len() }));
     }
+    crate::models::check_idx(m.as_ref(), &idx)?;
     let r = py.detach(move || -> sgmcmc::Result<f64> {
         let mut out = vec![0.0; m.dim()];
         m.grad_data_sum(&theta, &idx, &mut out)?;

@@ -35,6 +35,11 @@ def model():
         (lambda: model().grad_data_sum([0.0, 0.0, 0.0], [5_000]), "InvalidParameter"),
         (lambda: sgmcmc.Glm(np.ones((3, 1)), np.ones(3), family="weibull"), "InvalidParameter"),
         (lambda: sgmcmc.Glm(np.eye(3), np.ones(3), prior=("normal", 1.0)), "InvalidParameter"),
+        # The native constructor of compiled models checks the data's rows itself (never calls
+        # the functions then).
+        (lambda: sgmcmc._core.compiled_model(2, 10, 1, 1, None, None, np.zeros((5, 2)), np.zeros(5), None),
+         "DimensionMismatch"),
+        (lambda: sgmcmc._core.time_gradient(model(), [0.0] * 3, [5_000], 1), "InvalidParameter"),
     ],
 )
 def test_errors_are_exceptions_with_the_variant(call, variant):
