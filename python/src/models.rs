@@ -421,40 +421,46 @@ fn family(py: Python<'_>, f: &str) -> PyResult<Family> {
     })
 }
 
-/// The GLM's settings from the Python keywords.
-#[allow(clippy::too_many_arguments, clippy::field_reassign_with_default)]
-fn glm_settings(
-    py: Python<'_>,
+/// The GLM's keyword options, as the Python layer passes them (a dict with every key; `None`
+/// keeps the crate's default).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct GlmOptions<'py> {
     intercept: bool,
-    prior: &Bound<'_, PyAny>,
-    prior_intercept: &Bound<'_, PyAny>,
-    prior_aux: &Bound<'_, PyAny>,
-    coefficient_priors: Option<Vec<Bound<'_, PyAny>>>,
+    prior: Bound<'py, PyAny>,
+    prior_intercept: Bound<'py, PyAny>,
+    prior_aux: Bound<'py, PyAny>,
+    coefficient_priors: Option<Vec<Bound<'py, PyAny>>>,
     autoscale: bool,
     centred_intercept: bool,
-    offset: Option<PyReadonlyArray1<'_, f64>>,
-    weights: Option<PyReadonlyArray1<'_, f64>>,
-) -> PyResult<GlmSettings> {
-    let mut s = GlmSettings::default();
-    s.intercept = intercept;
-    if !prior.is_none() {
-        s.prior = self::prior(py, "prior", prior)?;
+    offset: Option<PyReadonlyArray1<'py, f64>>,
+    weights: Option<PyReadonlyArray1<'py, f64>>,
+}
+
+impl GlmOptions<'_> {
+    /// The crate's settings.
+    #[allow(clippy::field_reassign_with_default)]
+    fn settings(self, py: Python<'_>) -> PyResult<GlmSettings> {
+        let mut s = GlmSettings::default();
+        s.intercept = self.intercept;
+        if !self.prior.is_none() {
+            s.prior = prior(py, "prior", &self.prior)?;
+        }
+        if !self.prior_intercept.is_none() {
+            s.prior_intercept = prior(py, "prior_intercept", &self.prior_intercept)?;
+        }
+        if !self.prior_aux.is_none() {
+            s.prior_aux = prior(py, "prior_aux", &self.prior_aux)?;
+        }
+        if let Some(c) = self.coefficient_priors {
+            s.coefficient_priors = Some(c.iter().map(|p| prior(py, "coefficient_priors", p)).collect::<PyResult<_>>()?);
+        }
+        s.autoscale = self.autoscale;
+        s.centred_intercept = self.centred_intercept;
+        s.offset = self.offset.map(vector);
+        s.weights = self.weights.map(vector);
+        Ok(s)
     }
-    if !prior_intercept.is_none() {
-        s.prior_intercept = self::prior(py, "prior_intercept", prior_intercept)?;
-    }
-    if !prior_aux.is_none() {
-        s.prior_aux = self::prior(py, "prior_aux", prior_aux)?;
-    }
-    if let Some(c) = coefficient_priors {
-        s.coefficient_priors =
-            Some(c.iter().map(|p| self::prior(py, "coefficient_priors", p)).collect::<PyResult<_>>()?);
-    }
-    s.autoscale = autoscale;
-    s.centred_intercept = centred_intercept;
-    s.offset = offset.map(vector);
-    s.weights = weights.map(vector);
-    Ok(s)
 }
 
 fn glm_model<X: sgmcmc::DataScalar>(py: Python<'_>, glm: sgmcmc::Result<Glm<X>>) -> PyResult<PyModel>
@@ -475,36 +481,15 @@ where
 
 /// `Glm(X, y, family, ...)`: the built-in GLM (σ or r positive through its layout).
 #[pyfunction]
-#[pyo3(signature = (x, y, family, intercept, prior, prior_intercept, prior_aux, coefficient_priors, autoscale, centred_intercept, offset, weights))]
-#[allow(clippy::too_many_arguments)]
 pub fn glm(
     py: Python<'_>,
     x: Features<'_>,
     y: PyReadonlyArray1<'_, f64>,
     family: &str,
-    intercept: bool,
-    prior: Bound<'_, PyAny>,
-    prior_intercept: Bound<'_, PyAny>,
-    prior_aux: Bound<'_, PyAny>,
-    coefficient_priors: Option<Vec<Bound<'_, PyAny>>>,
-    autoscale: bool,
-    centred_intercept: bool,
-    offset: Option<PyReadonlyArray1<'_, f64>>,
-    weights: Option<PyReadonlyArray1<'_, f64>>,
+    options: GlmOptions<'_>,
 ) -> PyResult<PyModel> {
     let f = self::family(py, family)?;
-    let s = glm_settings(
-        py,
-        intercept,
-        &prior,
-        &prior_intercept,
-        &prior_aux,
-        coefficient_priors,
-        autoscale,
-        centred_intercept,
-        offset,
-        weights,
-    )?;
+    let s = options.settings(py)?;
     let y = vector(y);
     match x {
         Features::F64(x) => glm_model(py, {
@@ -520,37 +505,16 @@ pub fn glm(
 
 /// `Glm` from named columns (a data frame's), each a 1-D float64 array viewed in place.
 #[pyfunction]
-#[pyo3(signature = (names, columns, y, family, intercept, prior, prior_intercept, prior_aux, coefficient_priors, autoscale, centred_intercept, offset, weights))]
-#[allow(clippy::too_many_arguments)]
 pub fn glm_columns(
     py: Python<'_>,
     names: Vec<String>,
     columns: Vec<PyReadonlyArray1<'_, f64>>,
     y: PyReadonlyArray1<'_, f64>,
     family: &str,
-    intercept: bool,
-    prior: Bound<'_, PyAny>,
-    prior_intercept: Bound<'_, PyAny>,
-    prior_aux: Bound<'_, PyAny>,
-    coefficient_priors: Option<Vec<Bound<'_, PyAny>>>,
-    autoscale: bool,
-    centred_intercept: bool,
-    offset: Option<PyReadonlyArray1<'_, f64>>,
-    weights: Option<PyReadonlyArray1<'_, f64>>,
+    options: GlmOptions<'_>,
 ) -> PyResult<PyModel> {
     let f = self::family(py, family)?;
-    let s = glm_settings(
-        py,
-        intercept,
-        &prior,
-        &prior_intercept,
-        &prior_aux,
-        coefficient_priors,
-        autoscale,
-        centred_intercept,
-        offset,
-        weights,
-    )?;
+    let s = options.settings(py)?;
     let y = vector(y);
     if names.len() != columns.len() {
         return Err(to_py(py, &invalid("columns", columns.len(), "one name per column")));

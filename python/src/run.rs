@@ -88,8 +88,9 @@ impl Observer for Watch {
     }
 }
 
-/// The options of `sgmcmc.sample`, as Python passed them.
-#[derive(Clone)]
+/// The options of `sgmcmc.sample`, as Python passed them (a dict with every key).
+#[derive(Clone, FromPyObject)]
+#[pyo3(from_item_all)]
 pub struct Options {
     sampler: String,
     batch_size: Option<usize>,
@@ -103,9 +104,18 @@ pub struct Options {
     seed: u64,
     start: Option<Vec<f64>>,
     names: Option<Vec<String>>,
-    /// None: the default (grown where its noise sets the bound); Some(None): off; Some(Some(c)).
-    bias_check: Option<Option<f64>>,
+    /// The step-bias check's cost; None: the default (grown where its noise sets the bound).
+    bias_check: Option<f64>,
+    /// The check off (then `bias_check` is None).
+    bias_check_off: bool,
     check_interval: u64,
+}
+
+impl Options {
+    /// None: the default; Some(None): off; Some(Some(c)): at cost `c`.
+    fn bias_check(&self) -> Option<Option<f64>> {
+        if self.bias_check_off { Some(None) } else { self.bias_check.map(Some) }
+    }
 }
 
 /// One row of the summary table.
@@ -267,7 +277,7 @@ where
     if let Some(n) = &o.names {
         b = b.names(n);
     }
-    if let Some(c) = o.bias_check {
+    if let Some(c) = o.bias_check() {
         b = b.bias_check(c);
     }
     let fit = b.run()?;
@@ -388,43 +398,8 @@ impl Run {
 
 /// Starts `sgmcmc.sample`'s run on a thread of its own.
 #[pyfunction]
-#[pyo3(signature = (model, sampler, batch_size, draws, accuracy, budget, time_limit, chains, burn_in, thin, seed, start, names, bias_check, bias_check_off, check_interval))]
-#[allow(clippy::too_many_arguments)]
-pub fn start_sample(
-    model: &PyModel,
-    sampler: String,
-    batch_size: Option<usize>,
-    draws: Option<u64>,
-    accuracy: Option<f64>,
-    budget: Option<u64>,
-    time_limit: Option<f64>,
-    chains: usize,
-    burn_in: Option<u64>,
-    thin: u64,
-    seed: u64,
-    start: Option<Vec<f64>>,
-    names: Option<Vec<String>>,
-    bias_check: Option<f64>,
-    bias_check_off: bool,
-    check_interval: u64,
-) -> Run {
-    let bias_check = if bias_check_off { Some(None) } else { bias_check.map(Some) };
-    let o = Options {
-        sampler,
-        batch_size,
-        draws,
-        accuracy,
-        budget,
-        time_limit,
-        chains,
-        burn_in,
-        thin,
-        seed,
-        start,
-        names,
-        bias_check,
-        check_interval: check_interval.max(1),
-    };
+pub fn start_sample(model: &PyModel, options: Options) -> Run {
+    let o = Options { check_interval: options.check_interval.max(1), ..options };
     let state = Arc::new(State::default());
     let (tx, rx) = channel();
     let guarded = Guarded { inner: model.inner.clone(), state: state.clone() };

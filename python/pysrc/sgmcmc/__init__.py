@@ -127,7 +127,7 @@ class Glm:
 
     def __new__(cls, X: Any, y: Any, family: str = "gaussian", **options: Any) -> Model:  # type: ignore[misc]
         o = _glm_options(options)
-        return _core.glm(_features(X), _vector(y), family, **o)
+        return _core.glm(_features(X), _vector(y), family, o)
 
     @staticmethod
     def from_dataframe(df: Any, response: str, columns: Optional[Sequence[str]] = None,
@@ -144,7 +144,7 @@ class Glm:
         cols = [np.ascontiguousarray(df[c].to_numpy(dtype=np.float64, copy=False)) for c in columns]
         y = _vector(df[response].to_numpy(dtype=np.float64), "response")
         o = _glm_options(options)
-        return _core.glm_columns(columns, cols, y, family, **o)
+        return _core.glm_columns(columns, cols, y, family, o)
 
     @staticmethod
     def synthetic(family: str, n_data: int, p: int, seed: int = 0) -> Model:
@@ -284,24 +284,23 @@ def sample(
         bias_cost, bias_off = float(bias_check), False
     if names is None:
         names = model.names
-    run = _core.start_sample(
-        model,
-        str(sampler),
-        None if batch_size is None else int(batch_size),
-        None if draws is None else int(draws),
-        None if accuracy is None else float(accuracy),
-        None if budget is None else int(budget),
-        None if time_limit is None else float(time_limit),
-        int(chains),
-        None if burn_in is None else int(burn_in),
-        int(thin),
-        int(seed),
-        None if start is None else [float(v) for v in start],
-        None if names is None else [str(n) for n in names],
-        bias_cost,
-        bias_off,
-        int(check_interval),
-    )
+    run = _core.start_sample(model, {
+        "sampler": str(sampler),
+        "batch_size": None if batch_size is None else int(batch_size),
+        "draws": None if draws is None else int(draws),
+        "accuracy": None if accuracy is None else float(accuracy),
+        "budget": None if budget is None else int(budget),
+        "time_limit": None if time_limit is None else float(time_limit),
+        "chains": int(chains),
+        "burn_in": None if burn_in is None else int(burn_in),
+        "thin": int(thin),
+        "seed": int(seed),
+        "start": None if start is None else [float(v) for v in start],
+        "names": None if names is None else [str(n) for n in names],
+        "bias_check": bias_cost,
+        "bias_check_off": bias_off,
+        "check_interval": int(check_interval),
+    })
     bar = _Bar() if _show_progress(progress) else None
     interrupted = False
     try:
