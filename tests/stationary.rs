@@ -380,3 +380,87 @@ fn cyclical_sgld_matches_its_exact_law_and_recovers_the_posterior() {
     eprintln!("largest |z| against the law with exploration draws kept: {z_all:.1}");
     assert!(z_all > Z_LIMIT, "the test cannot tell kept from all draws: |z| = {z_all}");
 }
+
+/// The kinetic step matrices agree with the SGHMC law solved the other way (a check of the
+/// helper), and BAOAB's exact-gradient position law is the posterior at any stable step.
+#[test]
+fn kinetic_laws_check_out_on_their_closed_forms() {
+    let m = model();
+    let nm = NoiseModel::new(&m, Some((10, true)));
+    let (h, gamma) = (3e-3, 60.0);
+    let a = KineticStep::sghmc(m.posterior_precision(), h, gamma).stationary_cov(&nm);
+    let b = sghmc_stationary_cov(&nm, h * h, gamma * h);
+    assert!((&a - &b).iter().all(|x| x.abs() < 1e-9 * b[[0, 0]]), "{a:?} vs {b:?}");
+    let exact = NoiseModel::new(&m, None);
+    let post = m.posterior_covariance();
+    for h in [0.005, 0.03, 0.04] {
+        let law = KineticStep::baoab(m.posterior_precision(), h, 20.0).stationary_cov(&exact);
+        assert!((&law - post).iter().all(|x| x.abs() < 1e-9 * post[[0, 0]]), "h {h}: {law:?} vs {post:?}");
+    }
+}
+
+/// BAOAB with minibatches of 10 matches its exact stationary law (the minibatch noise included),
+/// and that law is not the posterior (the test has power).
+#[test]
+fn baoab_matches_exact_stationary_law() {
+    let m = model();
+    let (n, h, gamma) = (10, 3e-3, 60.0);
+    let exact =
+        KineticStep::baoab(m.posterior_precision(), h, gamma).stationary_cov(&NoiseModel::new(&m, Some((n, true))));
+    let baoab = Baoab::new(KineticSettings::constant(h, gamma), Minibatch::new(n)).unwrap();
+    let mu = m.posterior_mean().to_vec();
+    let out = Runner::new(&m, &baoab).start(&mu).settings(settings(100_000, 10_000, 5, 131)).run().unwrap();
+    assert_z("BAOAB n=10 vs exact", &z_scores(&out.estimate, m.posterior_mean(), &exact), Z_LIMIT);
+    assert!(max_cov_z(&out.estimate, &m, m.posterior_covariance()) > Z_LIMIT);
+}
+
+/// With exact gradients at a large step (h √λ_max ≈ 1.3), BAOAB's draws are the posterior's (its
+/// Gaussian position law is exact), while SGHMC at the same step and friction is visibly
+/// biased: the test rejects it.
+#[test]
+fn baoab_with_exact_gradients_is_exact_on_a_gaussian_at_a_large_step() {
+    let m = model();
+    let (h, gamma) = (0.03, 20.0);
+    let lmax = 0.5
+        * (m.posterior_precision()[[0, 0]]
+            + m.posterior_precision()[[1, 1]]
+            + ((m.posterior_precision()[[0, 0]] - m.posterior_precision()[[1, 1]]).powi(2)
+                + 4.0 * m.posterior_precision()[[0, 1]].powi(2))
+            .sqrt());
+    eprintln!("h sqrt(lambda_max) = {:.2}", h * lmax.sqrt());
+    let mu = m.posterior_mean().to_vec();
+    let post = m.posterior_covariance();
+    let baoab = Baoab::new(KineticSettings::constant(h, gamma), FullGradient::new()).unwrap();
+    let out = Runner::new(&m, &baoab).start(&mu).settings(settings(20_000, 2_000, 1, 132)).run().unwrap();
+    assert_z("BAOAB exact gradients vs posterior", &z_scores(&out.estimate, m.posterior_mean(), post), Z_LIMIT);
+    let s = SghmcSettings { step_size: StepSize::Constant(h * h), friction: gamma * h, noise_estimate: 0.0 };
+    let sghmc = Sghmc::new(s, FullGradient::new()).unwrap();
+    let out = Runner::new(&m, &sghmc).start(&mu).settings(settings(20_000, 2_000, 1, 133)).run().unwrap();
+    let law = KineticStep::sghmc(m.posterior_precision(), h, gamma).stationary_cov(&NoiseModel::new(&m, None));
+    assert_z("SGHMC exact gradients vs its law", &z_scores(&out.estimate, m.posterior_mean(), &law), Z_LIMIT);
+    let z_post = max_cov_z(&out.estimate, &m, post);
+    eprintln!("SGHMC at the same step against the posterior: |z| = {z_post:.1}");
+    assert!(z_post > Z_LIMIT, "SGHMC's O(h) bias not seen (|z| = {z_post})");
+}
+
+/// UBU with minibatches of 10 and with exact gradients at a large step matches its exact laws;
+/// with minibatches the law is not the posterior (power).
+#[test]
+fn ubu_matches_exact_stationary_laws() {
+    let m = model();
+    let mu = m.posterior_mean().to_vec();
+    let (n, h, gamma) = (10, 3e-3, 60.0);
+    let exact =
+        KineticStep::ubu(m.posterior_precision(), h, gamma).stationary_cov(&NoiseModel::new(&m, Some((n, true))));
+    let ubu = Ubu::new(KineticSettings::constant(h, gamma), Minibatch::new(n)).unwrap();
+    let out = Runner::new(&m, &ubu).start(&mu).settings(settings(100_000, 10_000, 5, 134)).run().unwrap();
+    assert_z("UBU n=10 vs exact", &z_scores(&out.estimate, m.posterior_mean(), &exact), Z_LIMIT);
+    assert!(max_cov_z(&out.estimate, &m, m.posterior_covariance()) > Z_LIMIT);
+    let (h, gamma) = (0.03, 20.0);
+    let law = KineticStep::ubu(m.posterior_precision(), h, gamma).stationary_cov(&NoiseModel::new(&m, None));
+    let post = m.posterior_covariance();
+    eprintln!("UBU exact-gradient law at h = {h}: {law:?}; posterior {post:?}");
+    let ubu = Ubu::new(KineticSettings::constant(h, gamma), FullGradient::new()).unwrap();
+    let out = Runner::new(&m, &ubu).start(&mu).settings(settings(20_000, 2_000, 1, 135)).run().unwrap();
+    assert_z("UBU exact gradients vs its law", &z_scores(&out.estimate, m.posterior_mean(), &law), Z_LIMIT);
+}

@@ -96,8 +96,16 @@ pub trait LangevinKernel: Clone + std::fmt::Debug + Send + Sync + 'static {
         false
     }
 
+    /// The number m of standard normals per coordinate a step takes: `z` has `m·d` entries
+    /// (coordinate j's are `z[j]`, `z[d + j]`, …). Default 1. A kernel with m > 1 (UBU) cannot be
+    /// driven by coupled methods, which supply one normal per coordinate.
+    fn normals_per_coordinate(&self) -> usize {
+        1
+    }
+
     /// One step of time step `fraction × h_k` (`fraction` in (0, 1]) from `theta`, with the
-    /// gradient estimate `grad` at `theta` and the standard-normal increment `z`.
+    /// gradient estimate `grad` at `theta` and the standard-normal increment `z`
+    /// ([`normals_per_coordinate`](Self::normals_per_coordinate) `× d` of them).
     ///
     /// The increment must be scaled so that one step of time step h driven by `(z₁ + z₂)/√2` has
     /// the law of two steps of h/2 driven by `z₁`, `z₂` (one Brownian path), which is what
@@ -293,7 +301,7 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
             w.to_phi(&self.theta, &mut self.phi);
         }
         self.grad.resize(d, 0.0);
-        self.noise.resize(d, 0.0);
+        self.noise.resize(d * self.kernel.normals_per_coordinate(), 0.0);
         self.k = 0;
         self.grad_valid = false;
         self.first_gradient = true;
@@ -366,6 +374,19 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
         if all_finite(&self.theta) { Ok(()) } else { Err(Error::NonFiniteState { iteration: self.k }) }
     }
 
+    /// Coupled steps supply one normal per coordinate: an error for a kernel that takes more.
+    fn check_coupled_noise(&self) -> Result<()> {
+        if self.kernel.normals_per_coordinate() == 1 {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            "sampler",
+            self.kernel.normals_per_coordinate(),
+            "normals per coordinate: this kernel (UBU) takes more than one, and coupled methods (Richardson–Romberg, \
+             multilevel, the step-bias check) supply one; run it with Runner, or couple BAOAB",
+        ))
+    }
+
     #[inline]
     fn ensure_gradient<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, rng: &mut R) -> Result<()> {
         if self.grad_valid { Ok(()) } else { self.refresh_gradient(model, rng) }
@@ -415,6 +436,7 @@ impl<K: LangevinKernel, E: GradientEstimator> Discretisation for Langevin<K, E> 
         R: Rng + ?Sized,
     {
         check_fraction(fraction)?;
+        self.check_coupled_noise()?;
         self.check_ready(model)?;
         check_len("noise increment z", self.theta.len(), z.len())?;
         self.ensure_gradient(model, rng)?;
@@ -435,12 +457,14 @@ impl<K: LangevinKernel, E: SubsampledEstimator> SubsampledDiscretisation for Lan
 
     fn restart<M: Model + ?Sized>(&mut self, model: &M, theta0: &[f64]) -> Result<()> {
         self.ready = false;
+        self.check_coupled_noise()?;
         self.bind(model, theta0)
     }
 
     #[inline]
     fn step_on<M: Model + ?Sized>(&mut self, model: &M, k: u64, fraction: f64, z: &[f64], idx: &[usize]) -> Result<()> {
         check_fraction(fraction)?;
+        self.check_coupled_noise()?;
         self.check_ready(model)?;
         check_len("noise increment z", self.theta.len(), z.len())?;
         let n_data = model.n_data();

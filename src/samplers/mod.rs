@@ -63,6 +63,7 @@ mod psgld;
 mod sghmc;
 mod sgld;
 mod sgnht;
+mod splitting;
 mod whitening;
 
 pub use cyclical::{CyclicalKernel, CyclicalSettings, CyclicalSgld};
@@ -79,6 +80,7 @@ pub use sghmc::{Sghmc, SghmcKernel, SghmcSettings};
 pub(crate) use sgld::sgld_update;
 pub use sgld::{Lmc, Sgld, SgldKernel, SgldSettings};
 pub use sgnht::{Sgnht, SgnhtKernel, SgnhtSettings};
+pub use splitting::{Baoab, BaoabKernel, KineticSettings, Ubu, UbuKernel};
 pub use whitening::Whitening;
 
 mod sampler;

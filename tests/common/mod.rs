@@ -317,3 +317,89 @@ pub fn whitened_sgld_stationary_cov(nm: &NoiseModel, t: &Array2<f64>, inj: &Arra
         &c,
     )
 }
+
+/// The 2d × 2d block matrix `[[a, b], [c, e]]`.
+fn blocks(a: &Array2<f64>, b: &Array2<f64>, c: &Array2<f64>, e: &Array2<f64>) -> Array2<f64> {
+    let d = a.nrows();
+    Array2::from_shape_fn((2 * d, 2 * d), |(i, j)| match (i < d, j < d) {
+        (true, true) => a[[i, j]],
+        (true, false) => b[[i, j - d]],
+        (false, true) => c[[i - d, j]],
+        (false, false) => e[[i - d, j - d]],
+    })
+}
+
+/// One step of a kinetic Langevin scheme on the linear-Gaussian model, on the state
+/// `x = (θ − μ, v)`: `x' = F x + G ξ + w`, ξ the gradient noise at the state's position, w ~ N(0, W).
+pub struct KineticStep {
+    pub f: Array2<f64>,
+    pub g: Array2<f64>,
+    pub w: Array2<f64>,
+}
+
+impl KineticStep {
+    /// BAOAB as the crate runs it (one kick of h at the state's position, then A O A):
+    /// `F = A O A B`, `G = A O A [0; −hI]`, `w = A [0; √(1 − e^{−2γh}) Z]`.
+    pub fn baoab(p: &Array2<f64>, h: f64, gamma: f64) -> Self {
+        let d = p.nrows();
+        let (i, z) = (Array2::<f64>::eye(d), Array2::<f64>::zeros((d, d)));
+        let b = blocks(&i, &z, &(p * -h), &i);
+        let a = blocks(&i, &(&i * (h / 2.0)), &z, &i);
+        let c = (-gamma * h).exp();
+        let o = blocks(&i, &z, &z, &(&i * c));
+        let aoa = a.dot(&o).dot(&a);
+        let kick = blocks(&z, &z, &(&i * -h), &z);
+        let s = (1.0 - c * c).sqrt();
+        let noise = a.dot(&blocks(&z, &z, &(&i * s), &z));
+        KineticStep {
+            f: aoa.dot(&b),
+            g: aoa.dot(&kick).slice(ndarray::s![.., ..d]).to_owned(),
+            w: noise.dot(&noise.t()),
+        }
+    }
+
+    /// UBU as the crate runs it (from the gradient's position: kick h, then the exact flow U(h)):
+    /// `F = U B`, `G = U [0; −hI]`, W the flow's increments' covariance (closed forms).
+    pub fn ubu(p: &Array2<f64>, h: f64, gamma: f64) -> Self {
+        let d = p.nrows();
+        let (i, z) = (Array2::<f64>::eye(d), Array2::<f64>::zeros((d, d)));
+        let b = blocks(&i, &z, &(p * -h), &i);
+        let eta = (-gamma * h).exp();
+        let u = blocks(&i, &(&i * ((1.0 - eta) / gamma)), &z, &(&i * eta));
+        let kick = blocks(&z, &z, &(&i * -h), &z);
+        let var_theta = (2.0 * gamma * h - 3.0 + 4.0 * eta - eta * eta) / (gamma * gamma);
+        let cov = (1.0 - eta).powi(2) / gamma;
+        KineticStep {
+            f: u.dot(&b),
+            g: u.dot(&kick).slice(ndarray::s![.., ..d]).to_owned(),
+            w: blocks(&(&i * var_theta), &(&i * cov), &(&i * cov), &(&i * (1.0 - eta * eta))),
+        }
+    }
+
+    /// SGHMC (the Euler-type update) with learning rate η = h² and friction α = γh, for
+    /// comparison: `v' = (1 − α)v − η∇Ũ + √(2αη) Z`, `θ' = θ + v'`.
+    pub fn sghmc(p: &Array2<f64>, h: f64, gamma: f64) -> Self {
+        let d = p.nrows();
+        let (i, z) = (Array2::<f64>::eye(d), Array2::<f64>::zeros((d, d)));
+        let (eta, alpha) = (h * h, gamma * h);
+        let f = blocks(&(&i - &(p * eta)), &(&i * (1.0 - alpha)), &(p * -eta), &(&i * (1.0 - alpha)));
+        let g = blocks(&(&i * -eta), &z, &(&i * -eta), &z).slice(ndarray::s![.., ..d]).to_owned();
+        let s2 = 2.0 * alpha * eta;
+        KineticStep { f, g, w: blocks(&(&i * s2), &(&i * s2), &(&i * s2), &(&i * s2)) }
+    }
+
+    /// The exact stationary covariance of θ: `X = F X Fᵀ + G noise(X_θθ) Gᵀ + W` (mean exactly μ).
+    pub fn stationary_cov(&self, nm: &NoiseModel) -> Array2<f64> {
+        let d = nm.mu.len();
+        let c = self.g.dot(&nm.noise_cov(&Array2::zeros((d, d)), true)).dot(&self.g.t()) + &self.w;
+        let x = solve_fixed_point(
+            2 * d,
+            |s| {
+                let see = s.slice(ndarray::s![..d, ..d]).to_owned();
+                self.f.dot(s).dot(&self.f.t()) + self.g.dot(&nm.noise_cov(&see, false)).dot(&self.g.t())
+            },
+            &c,
+        );
+        x.slice(ndarray::s![..d, ..d]).to_owned()
+    }
+}
