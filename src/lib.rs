@@ -65,7 +65,7 @@ pub use gradient::control_variate::{ControlVariate, CvSettings};
 pub use gradient::optim::{ModeSettings, Optimum, SgdSettings, find_mode, sgd};
 pub use gradient::taylor::Taylor;
 pub use gradient::variance_reduced::{Saga, Svrg};
-pub use gradient::{FullGradient, GradientEstimator, Minibatch, Subsample, SubsampledEstimator};
+pub use gradient::{Batches, FullGradient, GradientEstimator, Minibatch, Subsample, SubsampledEstimator};
 pub use models::check::{CheckSettings, ModelCheck, check_model};
 pub use models::model::Model;
 pub use models::{

@@ -167,6 +167,13 @@ impl ControlVariate {
         Ok(ControlVariate { centre: Arc::new(centre), sub, buf_hat: vec![0.0; d], buf_prior: vec![0.0; d], count: 0 })
     }
 
+    /// The same estimator drawing its minibatches (of the same size) by epoch-wise random
+    /// reshuffling ([`Batches::Reshuffled`](crate::Batches::Reshuffled)) instead of as its settings said.
+    pub fn reshuffled(mut self) -> Self {
+        self.sub = Subsample::reshuffled(self.sub.batch_size());
+        self
+    }
+
     /// The centring value θ̂ (start chains here).
     pub fn centre(&self) -> &[f64] {
         &self.centre.theta_hat
@@ -210,9 +217,9 @@ impl GradientEstimator for ControlVariate {
         self.count
     }
 
-    /// Fresh minibatch (or none) per estimate: independent draws.
+    /// Fresh minibatch per estimate: independent draws, unless reshuffling.
     fn independent_draws(&self) -> bool {
-        true
+        self.sub.independent_draws()
     }
 
     fn setup_cost(&self) -> Cost {

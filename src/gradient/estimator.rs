@@ -184,27 +184,109 @@ impl GradientEstimator for FullGradient {
     }
 }
 
-/// Draws minibatch index sets from `0..N`, with or without replacement, without allocating.
+/// How a [`Subsample`] draws its minibatches.
+///
+/// Serialised (in checkpoints) as the `bool` it replaces was for the first two (`false` without
+/// replacement, `true` with), so checkpoints written before it existed read unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum Batches {
+    /// n indices drawn independently of each other and of earlier minibatches (duplicates
+    /// possible). Each minibatch is an independent draw of one law.
+    #[default]
+    WithReplacement,
+    /// n distinct indices, a uniformly random n-subset, drawn afresh for each minibatch
+    /// (independently of earlier ones).
+    WithoutReplacement,
+    /// Epoch-wise random reshuffling: each epoch a fresh uniformly random permutation of `0..N`,
+    /// whose consecutive blocks of n are the epoch's ⌊N/n⌋ minibatches; the last `N mod n`
+    /// indices of each permutation are not used in that epoch (each minibatch is, on its own,
+    /// a uniformly random n-subset, so the estimate stays unbiased). Successive minibatches
+    /// of an epoch are disjoint: their noises are dependent and sum to (nearly) zero over an
+    /// epoch, which is what makes the scheme's bias smaller (Shaw & Whalley 2025). Not
+    /// [`independent_draws`](GradientEstimator::independent_draws).
+    Reshuffled {
+        /// The position in the current permutation of the next minibatch's first index.
+        next: usize,
+    },
+}
+
+impl Batches {
+    /// Epoch-wise random reshuffling, at the start of a fresh epoch.
+    pub const RESHUFFLED: Batches = Batches::Reshuffled { next: usize::MAX };
+}
+
+/// Draws minibatch index sets from `0..N` without allocating: with replacement, without
+/// replacement, or by epoch-wise random reshuffling ([`Batches`]).
 ///
 /// The building block of every subsampling estimator ([`Minibatch`], and the control-variate
 /// and Taylor estimators).
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Subsample {
     batch_size: usize,
-    replacement: bool,
+    /// Serialised where a `replacement: bool` was (see [`Batches`]).
+    #[serde(with = "batches_as_bool")]
+    policy: Batches,
     n_data: usize,
     idx: Vec<usize>,
-    /// A permutation of `0..N`, kept between draws (without replacement only).
+    /// A permutation of `0..N`, kept between draws (without replacement and reshuffled only).
     perm: Vec<usize>,
+}
+
+/// The wire form of [`Batches`] in a [`Subsample`]: the two independent policies as the `bool`
+/// they were stored as before (`true` = with replacement), reshuffling as a third value
+/// followed by its position. postcard writes a `bool` as the byte 0 or 1 and an enum's variant
+/// as a varint, so `WithoutReplacement` = variant 0 and `WithReplacement` = variant 1 are those
+/// bytes exactly.
+mod batches_as_bool {
+    use super::Batches;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    enum Wire {
+        WithoutReplacement,
+        WithReplacement,
+        Reshuffled { next: usize },
+    }
+
+    pub(super) fn serialize<S: Serializer>(b: &Batches, s: S) -> Result<S::Ok, S::Error> {
+        match *b {
+            Batches::WithReplacement => Wire::WithReplacement,
+            Batches::WithoutReplacement => Wire::WithoutReplacement,
+            Batches::Reshuffled { next } => Wire::Reshuffled { next },
+        }
+        .serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Batches, D::Error> {
+        Ok(match Wire::deserialize(d)? {
+            Wire::WithReplacement => Batches::WithReplacement,
+            Wire::WithoutReplacement => Batches::WithoutReplacement,
+            Wire::Reshuffled { next } => Batches::Reshuffled { next },
+        })
+    }
 }
 
 impl Subsample {
     /// Minibatches of `batch_size` indices, with or without replacement.
     pub fn new(batch_size: usize, replacement: bool) -> Self {
-        Subsample { batch_size, replacement, n_data: 0, idx: Vec::new(), perm: Vec::new() }
+        let policy = if replacement { Batches::WithReplacement } else { Batches::WithoutReplacement };
+        Self::with_policy(batch_size, policy)
     }
 
-    /// Validates against a data set of `n_data` items and allocates.
+    /// Minibatches of `batch_size` indices drawn by `policy`.
+    pub fn with_policy(batch_size: usize, policy: Batches) -> Self {
+        let policy = if let Batches::Reshuffled { .. } = policy { Batches::RESHUFFLED } else { policy };
+        Subsample { batch_size, policy, n_data: 0, idx: Vec::new(), perm: Vec::new() }
+    }
+
+    /// Minibatches of `batch_size` indices by epoch-wise random reshuffling
+    /// ([`Batches::Reshuffled`]).
+    pub fn reshuffled(batch_size: usize) -> Self {
+        Self::with_policy(batch_size, Batches::RESHUFFLED)
+    }
+
+    /// Validates against a data set of `n_data` items and allocates. A reshuffling subsample
+    /// starts a fresh epoch.
     ///
     /// Errors: [`Error::EmptyData`] if N = 0, [`Error::InvalidBatchSize`] if the batch size is 0
     /// or above N.
@@ -217,8 +299,11 @@ impl Subsample {
         }
         self.n_data = n_data;
         self.idx.resize(self.batch_size, 0);
-        if !self.replacement && self.perm.len() != n_data {
+        if self.policy != Batches::WithReplacement && self.perm.len() != n_data {
             self.perm = crate::error::all_indices(n_data)?;
+        }
+        if let Batches::Reshuffled { next } = &mut self.policy {
+            *next = usize::MAX;
         }
         Ok(())
     }
@@ -227,7 +312,8 @@ impl Subsample {
     ///
     /// With replacement: n independent uniform indices. Without: a partial Fisher–Yates shuffle
     /// of the kept permutation, which gives a uniformly random n-subset whatever the
-    /// permutation's current order.
+    /// permutation's current order. Reshuffled: the next block of n of the epoch's permutation,
+    /// after a full Fisher–Yates shuffle of it when fewer than n indices are left.
     ///
     /// Uniform integers come from Lemire's method (`uniform_below`, `uniform_below_u32`),
     /// defined here rather than taken from `rand` so that the index sets of a seed do not change
@@ -236,28 +322,44 @@ impl Subsample {
     #[inline]
     pub fn draw<R: Rng + ?Sized>(&mut self, rng: &mut R) {
         let n_data = self.n_data as u64;
-        if self.replacement {
-            if let Ok(range) = u32::try_from(n_data) {
-                let mut pairs = self.idx.chunks_exact_mut(2);
-                for pair in &mut pairs {
-                    let u = rng.next_u64();
-                    pair[0] = uniform_below_u32(rng, u as u32, range) as usize;
-                    pair[1] = uniform_below_u32(rng, (u >> 32) as u32, range) as usize;
-                }
-                for i in pairs.into_remainder() {
-                    let first = rng.next_u64() as u32;
-                    *i = uniform_below_u32(rng, first, range) as usize;
-                }
-            } else {
-                for i in self.idx.iter_mut() {
-                    *i = uniform_below(rng, n_data) as usize;
+        match &mut self.policy {
+            Batches::WithReplacement => {
+                if let Ok(range) = u32::try_from(n_data) {
+                    let mut pairs = self.idx.chunks_exact_mut(2);
+                    for pair in &mut pairs {
+                        let u = rng.next_u64();
+                        pair[0] = uniform_below_u32(rng, u as u32, range) as usize;
+                        pair[1] = uniform_below_u32(rng, (u >> 32) as u32, range) as usize;
+                    }
+                    for i in pairs.into_remainder() {
+                        let first = rng.next_u64() as u32;
+                        *i = uniform_below_u32(rng, first, range) as usize;
+                    }
+                } else {
+                    for i in self.idx.iter_mut() {
+                        *i = uniform_below(rng, n_data) as usize;
+                    }
                 }
             }
-        } else {
-            for j in 0..self.batch_size {
-                let k = j + uniform_below(rng, n_data - j as u64) as usize;
-                self.perm.swap(j, k);
-                self.idx[j] = self.perm[j];
+            Batches::WithoutReplacement => {
+                for j in 0..self.batch_size {
+                    let k = j + uniform_below(rng, n_data - j as u64) as usize;
+                    self.perm.swap(j, k);
+                    self.idx[j] = self.perm[j];
+                }
+            }
+            Batches::Reshuffled { next } => {
+                let n = self.batch_size;
+                if *next > self.n_data || self.n_data - *next < n {
+                    // A new epoch: a full Fisher–Yates shuffle.
+                    for j in 0..self.n_data.saturating_sub(1) {
+                        let k = j + uniform_below(rng, n_data - j as u64) as usize;
+                        self.perm.swap(j, k);
+                    }
+                    *next = 0;
+                }
+                self.idx.copy_from_slice(&self.perm[*next..*next + n]);
+                *next += n;
             }
         }
     }
@@ -282,7 +384,18 @@ impl Subsample {
 
     /// Whether indices are drawn with replacement.
     pub fn with_replacement(&self) -> bool {
-        self.replacement
+        self.policy == Batches::WithReplacement
+    }
+
+    /// How minibatches are drawn (for reshuffling, with the position in the current epoch).
+    pub fn policy(&self) -> Batches {
+        self.policy
+    }
+
+    /// Whether successive minibatches are independent draws of one law (not so when
+    /// reshuffling, where an epoch's minibatches are disjoint).
+    pub fn independent_draws(&self) -> bool {
+        !matches!(self.policy, Batches::Reshuffled { .. })
     }
 
     /// Minibatches of `batch_size` drawn with replacement in place of these, and the factor by
@@ -293,7 +406,8 @@ impl Subsample {
         if batch_size == 0 || batch_size >= n || n_data < 2 {
             return None;
         }
-        let finite = if self.replacement { 1.0 } else { (n_data - n) as f64 / (n_data - 1) as f64 };
+        // Reshuffled minibatches are, one at a time, uniformly random n-subsets.
+        let finite = if self.with_replacement() { 1.0 } else { (n_data - n) as f64 / (n_data - 1) as f64 };
         Some((Subsample::new(batch_size, true), batch_size as f64 / n as f64 * finite))
     }
 
@@ -345,6 +459,23 @@ impl Minibatch {
         Minibatch { sub: Subsample::new(batch_size, false), scratch: Vec::new(), count: 0 }
     }
 
+    /// Minibatches of size `batch_size` by epoch-wise random reshuffling
+    /// ([`Batches::Reshuffled`]: each epoch's ⌊N/n⌋ minibatches are consecutive blocks of a fresh
+    /// permutation; keeps it, N machine words of memory).
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    ///
+    /// let model = LinearGaussian::synthetic(1_000, 2, 1.0, 10.0, 1)?;
+    /// let sgld = Sgld::new(SgldSettings::constant(1e-4), Minibatch::reshuffled(100))?;
+    /// let out = Runner::new(&model, &sgld).start(&[0.0; 2]).settings(RunSettings { n_iter: 2_000, burn_in: 500, ..Default::default() }).run()?;
+    /// assert!(out.estimate.is_finite());
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
+    pub fn reshuffled(batch_size: usize) -> Self {
+        Minibatch { sub: Subsample::reshuffled(batch_size), scratch: Vec::new(), count: 0 }
+    }
+
     /// The index sampler.
     pub fn subsample(&self) -> &Subsample {
         &self.sub
@@ -380,9 +511,9 @@ impl GradientEstimator for Minibatch {
         self.count
     }
 
-    /// Fresh minibatch (or none) per estimate: independent draws.
+    /// Fresh minibatch per estimate: independent draws, unless reshuffling.
     fn independent_draws(&self) -> bool {
-        true
+        self.sub.independent_draws()
     }
 
     fn resized(&self, batch_size: usize, n_data: usize) -> Option<(Self, f64)> {
@@ -497,5 +628,81 @@ mod tests {
         s.prepare(60).unwrap();
         s.draw(&mut rng);
         assert!(s.indices().iter().all(|&i| i < 60));
+    }
+
+    /// Reshuffling: each epoch's ⌊N/n⌋ minibatches are disjoint blocks of one permutation (the
+    /// `N mod n` left over unused), epochs are fresh permutations, and every index is used
+    /// equally often over many epochs (chi-square); a re-prepare starts a fresh epoch.
+    #[test]
+    fn reshuffled_batches_are_the_blocks_of_a_fresh_permutation_per_epoch() {
+        let mut rng = stream(13, &[0]);
+        let (n_data, n) = (23, 5);
+        let mut s = Subsample::reshuffled(n);
+        assert!(!s.independent_draws() && !s.with_replacement());
+        s.prepare(n_data).unwrap();
+        let mut counts = vec![0u32; n_data];
+        let mut first_blocks = Vec::new();
+        let epochs = 4_000;
+        for _ in 0..epochs {
+            let mut seen = vec![false; n_data];
+            for b in 0..n_data / n {
+                s.draw(&mut rng);
+                if b == 0 {
+                    first_blocks.push(s.indices().to_vec());
+                }
+                for &i in s.indices() {
+                    assert!(!seen[i], "index {i} twice in one epoch");
+                    seen[i] = true;
+                    counts[i] += 1;
+                }
+            }
+            assert_eq!(seen.iter().filter(|&&x| x).count(), n * (n_data / n));
+        }
+        first_blocks.dedup();
+        assert!(first_blocks.len() > epochs - 5, "epochs repeat their order");
+        let expected = f64::from(epochs as u32 * (n_data / n * n) as u32) / n_data as f64;
+        let chi2: f64 = counts.iter().map(|&c| (f64::from(c) - expected).powi(2) / expected).sum();
+        // 22 degrees of freedom: P(chi2 > 48.3) = 0.001.
+        assert!(chi2 < 48.3, "chi-square {chi2}");
+        // A re-prepare in mid-epoch starts a fresh one.
+        s.draw(&mut rng);
+        s.prepare(n_data).unwrap();
+        assert_eq!(s.policy(), Batches::RESHUFFLED);
+        let mut t = Subsample::with_policy(n, Batches::Reshuffled { next: 3 });
+        assert_eq!(t.policy(), Batches::RESHUFFLED, "a policy given with a position starts an epoch");
+        t.prepare(n).unwrap();
+        t.draw(&mut rng);
+        let mut v = t.indices().to_vec();
+        v.sort_unstable();
+        assert_eq!(v, (0..n).collect::<Vec<_>>(), "n = N: every minibatch is all the data");
+    }
+
+    /// A subsample stored before [`Batches`] existed (its policy a `bool`) reads back as the
+    /// same policy, and every policy round-trips.
+    #[test]
+    fn the_policy_is_stored_as_the_bool_it_replaced() {
+        #[derive(serde::Serialize)]
+        struct Before {
+            batch_size: usize,
+            replacement: bool,
+            n_data: usize,
+            idx: Vec<usize>,
+            perm: Vec<usize>,
+        }
+        for replacement in [true, false] {
+            let old = Before { batch_size: 2, replacement, n_data: 3, idx: vec![0, 2], perm: vec![2, 0, 1] };
+            let bytes = postcard::to_stdvec(&old).unwrap();
+            let s: Subsample = postcard::from_bytes(&bytes).unwrap();
+            assert_eq!(s.with_replacement(), replacement);
+            assert_eq!((s.indices(), &s.perm[..], s.n_data), (&[0, 2][..], &[2, 0, 1][..], 3));
+            assert_eq!(postcard::to_stdvec(&s).unwrap(), bytes, "the same bytes written back");
+        }
+        let mut rng = stream(14, &[0]);
+        let mut s = Subsample::reshuffled(2);
+        s.prepare(7).unwrap();
+        s.draw(&mut rng);
+        let back: Subsample = postcard::from_bytes(&postcard::to_stdvec(&s).unwrap()).unwrap();
+        assert_eq!(back.policy(), Batches::Reshuffled { next: 2 });
+        assert_eq!(back.perm, s.perm);
     }
 }

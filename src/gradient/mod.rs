@@ -21,4 +21,4 @@ pub(crate) mod variance_reduced;
 pub(crate) use crate::numeric::rng::uniform_below;
 
 mod estimator;
-pub use estimator::{FullGradient, GradientEstimator, Minibatch, Subsample, SubsampledEstimator};
+pub use estimator::{Batches, FullGradient, GradientEstimator, Minibatch, Subsample, SubsampledEstimator};

@@ -119,6 +119,13 @@ impl Taylor {
         })
     }
 
+    /// The same estimator drawing its minibatches (of the same size) by epoch-wise random
+    /// reshuffling ([`Batches::Reshuffled`](crate::Batches::Reshuffled)) instead of as its settings said.
+    pub fn reshuffled(mut self) -> Self {
+        self.sub = Subsample::reshuffled(self.sub.batch_size());
+        self
+    }
+
     /// The expansion point θ₀ (start chains here).
     pub fn centre(&self) -> &[f64] {
         &self.exp.theta0
@@ -190,9 +197,9 @@ impl GradientEstimator for Taylor {
         self.grads
     }
 
-    /// Fresh minibatch (or none) per estimate: independent draws.
+    /// Fresh minibatch per estimate: independent draws, unless reshuffling.
     fn independent_draws(&self) -> bool {
-        true
+        self.sub.independent_draws()
     }
 
     fn cost(&self) -> Cost {

@@ -403,3 +403,97 @@ impl KineticStep {
         x.slice(ndarray::s![..d, ..d]).to_owned()
     }
 }
+
+/// An epoch's phase maps `(F_p, g_p, W_p)`, p = 0..K.
+type PhaseMaps = Vec<(Array2<f64>, Array1<f64>, Array2<f64>)>;
+
+/// The exact law of SGLD's draws (constant step γ, one draw per iteration) with minibatches of
+/// n by epoch-wise random reshuffling on the linear-Gaussian model, by enumerating every
+/// permutation of `0..N` (N ≤ 9): each epoch uses the K = ⌊N/n⌋ consecutive blocks of a
+/// uniform permutation. A minibatch S makes the affine step `θ' = (I − γP_S)θ + γc_S + √(2γ)Z`
+/// (`P_S = I/σθ² + (N/n)Σ_S aᵢaᵢᵀ/σx²`, `c_S = (N/n)Σ_S aᵢxᵢ/σx²`), so the state at an epoch's
+/// start follows an i.i.d. random affine recursion whose stationary moments solve linear
+/// equations, and the state p steps into an epoch is that start moved by the epoch's first p
+/// blocks. Returns the mean and the covariance (about that mean) of the draws, every phase
+/// p = 0..K−1 equally often.
+pub fn reshuffled_sgld_law(model: &LinearGaussian, n: usize, gamma: f64) -> (Array1<f64>, Array2<f64>) {
+    let (big_n, d) = (model.n_data(), model.dim());
+    assert!(big_n <= 9, "enumerates N! permutations");
+    let k = big_n / n;
+    let a = model.design();
+    let x = model.targets();
+    let s2 = model.noise_var();
+    let scale = big_n as f64 / n as f64;
+    let step = |block: &[usize]| {
+        let mut p = Array2::<f64>::eye(d) / model.prior_var();
+        let mut c = Array1::<f64>::zeros(d);
+        for &i in block {
+            for r in 0..d {
+                c[r] += scale * a[[i, r]] * x[i] / s2;
+                for q in 0..d {
+                    p[[r, q]] += scale * a[[i, r]] * a[[i, q]] / s2;
+                }
+            }
+        }
+        (Array2::<f64>::eye(d) - p * gamma, c * gamma)
+    };
+    // Every permutation (Heap's algorithm), and for each the phase maps θ_p = F_p θ_0 + g_p + w_p.
+    let mut perm: Vec<usize> = (0..big_n).collect();
+    let mut maps: Vec<PhaseMaps> = Vec::new();
+    let mut add = |perm: &[usize]| {
+        let mut phases = vec![(Array2::<f64>::eye(d), Array1::<f64>::zeros(d), Array2::<f64>::zeros((d, d)))];
+        for b in 0..k {
+            let (m, c) = step(&perm[b * n..(b + 1) * n]);
+            let (f, g, w) = phases.last().unwrap();
+            phases.push((m.dot(f), m.dot(g) + &c, m.dot(w).dot(&m.t()) + Array2::<f64>::eye(d) * (2.0 * gamma)));
+        }
+        maps.push(phases);
+    };
+    let mut c = vec![0usize; big_n];
+    add(&perm);
+    let mut i = 0;
+    while i < big_n {
+        if c[i] < i {
+            if i % 2 == 0 {
+                perm.swap(0, i)
+            } else {
+                perm.swap(c[i], i)
+            }
+            add(&perm);
+            c[i] += 1;
+            i = 0;
+        } else {
+            c[i] = 0;
+            i += 1;
+        }
+    }
+    let count = maps.len() as f64;
+    let avg_mat = |f: &dyn Fn(&PhaseMaps) -> Array2<f64>| {
+        maps.iter().map(f).fold(Array2::<f64>::zeros((d, d)), |s, m| s + m) / count
+    };
+    let avg_vec =
+        |f: &dyn Fn(&PhaseMaps) -> Array1<f64>| maps.iter().map(f).fold(Array1::<f64>::zeros(d), |s, m| s + m) / count;
+    // The epoch start: m₀ = E[F]m₀ + E[g], M₀ = E[F M₀ Fᵀ] + E[F m₀ gᵀ + g m₀ᵀ Fᵀ + g gᵀ + W].
+    let ef = avg_mat(&|ph| ph[k].0.clone());
+    let eg = avg_vec(&|ph| ph[k].1.clone());
+    let lhs = Array2::<f64>::eye(d) - &ef;
+    let m0 = crate::support::solve("epoch mean", &lhs, &eg).unwrap();
+    let outer = |u: &Array1<f64>, v: &Array1<f64>| Array2::from_shape_fn((d, d), |(r, q)| u[r] * v[q]);
+    let rest = |p: usize| {
+        avg_mat(&|ph| {
+            let (f, g, w) = &ph[p];
+            let fm = f.dot(&m0);
+            outer(&fm, g) + outer(g, &fm) + outer(g, g) + w
+        })
+    };
+    let second0 = solve_fixed_point(d, |s| avg_mat(&|ph| ph[k].0.dot(s).dot(&ph[k].0.t())), &rest(k));
+    let (mut mean, mut second) = (Array1::<f64>::zeros(d), Array2::<f64>::zeros((d, d)));
+    for p in 0..k {
+        mean += &(avg_mat(&|ph| ph[p].0.clone()).dot(&m0) + avg_vec(&|ph| ph[p].1.clone()));
+        second += &(avg_mat(&|ph| ph[p].0.dot(&second0).dot(&ph[p].0.t())) + rest(p));
+    }
+    mean /= k as f64;
+    second /= k as f64;
+    let cov = &second - &outer(&mean, &mean);
+    (mean, cov)
+}
