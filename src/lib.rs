@@ -77,11 +77,12 @@ pub use run::runner::{Method, Resumable, Resume, Runner};
 pub use run::{ChainReport, Divergence, OnDivergence, RunOutput, RunSettings, STATE_VECTORS, Storage};
 pub use sample::{Derived, Multilevel, Sample, SamplePath, Sampled, SampledMl, SampledRr};
 pub use samplers::{
-    AUTO_DENSE_MAX_DIM, Baoab, BaoabKernel, CentreRule, CyclicalKernel, CyclicalSettings, CyclicalSgld, Discretisation,
-    GRADIENT_NOISE_BATCH, GradientNoise, Hamcmc, HamcmcSettings, KineticSettings, Langevin, LangevinKernel, Lmc,
-    METRIC_CORRECTION_MAX, Mala, MalaSettings, Metric, PreconditionedKernel, PreconditionedSgld, Psgld, PsgldKernel,
-    PsgldSettings, Sampler, Sghmc, SghmcKernel, SghmcSettings, Sgld, SgldKernel, SgldSettings, Sgnht, SgnhtKernel,
-    SgnhtSettings, SubsampledDiscretisation, TunableKernel, Ubu, UbuKernel, Whitening,
+    AUTO_DENSE_MAX_DIM, Baoab, BaoabKernel, CentreRule, ContourKernel, Csgld, CsgldSettings, CyclicalKernel,
+    CyclicalSettings, CyclicalSgld, Discretisation, GRADIENT_NOISE_BATCH, GradientNoise, Hamcmc, HamcmcSettings,
+    KineticSettings, Langevin, LangevinKernel, Lmc, METRIC_CORRECTION_MAX, Mala, MalaSettings, Metric,
+    PreconditionedKernel, PreconditionedSgld, Psgld, PsgldKernel, PsgldSettings, ReSgld, ReSgldSettings, ReplicaKernel,
+    Sampler, Sghmc, SghmcKernel, SghmcSettings, Sgld, SgldKernel, SgldSettings, Sgnht, SgnhtKernel, SgnhtSettings,
+    SubsampledDiscretisation, TunableKernel, Ubu, UbuKernel, Whitening,
 };
 pub use trace::estimate::{Estimate, Moments, Samples};
 pub use trace::zv::{ZvEstimate, ZvOrder, zv, zv_matrix, zv_samples};

@@ -151,6 +151,18 @@ fn other_sampler_steps_do_not_allocate() {
     assert_eq!(steps_allocations(sgnht, &logistic), 0);
     let csgld = CyclicalSgld::new(CyclicalSettings::new(1e-5, 1_000, 4, 0.5), Minibatch::new(32)).unwrap();
     assert_eq!(steps_allocations(csgld, &logistic), 0);
+    // The peers' methods: the splittings, reshuffled minibatches (a full shuffle at each
+    // epoch's start, in the kept permutation), replica exchange (swaps on energy minibatches,
+    // anchors refreshed every 10 steps here) and contour SGLD.
+    let baoab = Baoab::new(KineticSettings::constant(1e-2, 1.0), Minibatch::reshuffled(32)).unwrap();
+    assert_eq!(steps_allocations(baoab, &logistic), 0);
+    let ubu = Ubu::new(KineticSettings::constant(1e-2, 1.0), Minibatch::new(32)).unwrap();
+    assert_eq!(steps_allocations(ubu, &logistic), 0);
+    let mut re = ReSgldSettings::new(1e-5, &[1.0, 3.0, 9.0]);
+    re.anchor_every = 10;
+    assert_eq!(steps_allocations(ReSgld::new(re, Minibatch::new(32)).unwrap(), &logistic), 0);
+    let cs = Csgld::new(CsgldSettings::new(1e-5, 0.0, 10.0, 100), Minibatch::new(32)).unwrap();
+    assert_eq!(steps_allocations(cs, &logistic), 0);
     // SVRG refreshes its snapshot (a full pass) every 10 steps here, in its own buffers.
     let svrg = Sgld::new(SgldSettings::constant(1e-5), Svrg::new(32).with_epoch(10)).unwrap();
     assert_eq!(steps_allocations(svrg, &logistic), 0);

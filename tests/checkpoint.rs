@@ -112,6 +112,21 @@ fn resumed_runs_are_bit_identical() {
         Hamcmc::new(HamcmcSettings { step_size: StepSize::Constant(0.2), ..Default::default() }, Minibatch::new(50))
             .unwrap();
     check_resume("hamcmc", &lo, &hamcmc, &map, &settings, 1_001);
+    // The peers' methods: kinetic splittings (the velocity, BAOAB's owed half kick), a
+    // reshuffling minibatch (the epoch's permutation and position), replica exchange (every
+    // replica, the swap counts, the anchors) and contour SGLD (the learned PDF).
+    let baoab = Baoab::new(KineticSettings::constant(0.05, 1.0), Minibatch::reshuffled(50)).unwrap();
+    check_resume("baoab_reshuffled", &lo, &baoab, &map, &settings, 1_301);
+    let ubu = Ubu::new(KineticSettings::constant(0.05, 1.0), Minibatch::new(50)).unwrap();
+    check_resume("ubu", &lo, &ubu, &map, &settings, 1_302);
+    let mut re = ReSgldSettings::new(1e-3, &[1.0, 3.0, 9.0]);
+    re.anchor_every = 100;
+    let resgld = ReSgld::new(re, Minibatch::new(50)).unwrap();
+    check_resume("resgld", &lo, &resgld, &map, &settings, 1_303);
+    let all: Vec<usize> = (0..lo.n_data()).collect();
+    let u = lo.potential_prior(&map).unwrap() + lo.potential_data_sum(&map, &all).unwrap();
+    let csgld = Csgld::new(CsgldSettings::new(1e-3, u - 5.0, 1.0, 30), Minibatch::new(50)).unwrap();
+    check_resume("csgld", &lo, &csgld, &map, &settings, 1_304);
     // Streaming moments, without-replacement minibatches (the permutation is state), pSGLD.
     let moments = RunSettings { storage: Storage::Moments, ..settings };
     let psgld = Psgld::new(

@@ -112,6 +112,11 @@ fn the_root_names_every_sampler_coupled_method_and_tuner() {
     runs(&model, &Hamcmc::new(HamcmcSettings::default(), mb()).unwrap());
     runs(&model, &Sgnht::new(SgnhtSettings::default(), mb()).unwrap());
     runs(&model, &CyclicalSgld::new(CyclicalSettings::new(1e-4, 50, 2, 0.5), mb()).unwrap());
+    runs(&model, &sgmcmc::Baoab::new(sgmcmc::KineticSettings::constant(1e-3, 1.0), Minibatch::reshuffled(20)).unwrap());
+    runs(&model, &sgmcmc::Ubu::new(sgmcmc::KineticSettings::constant(1e-3, 1.0), mb()).unwrap());
+    runs(&model, &sgmcmc::ReSgld::new(sgmcmc::ReSgldSettings::new(1e-4, &[1.0, 2.0]), mb()).unwrap());
+    runs(&model, &sgmcmc::Csgld::new(sgmcmc::CsgldSettings::new(1e-4, 0.0, 10.0, 20), mb()).unwrap());
+    let _policy: sgmcmc::Batches = sgmcmc::Batches::RESHUFFLED;
     runs(&model, &Lmc::new(SgldSettings::constant(1e-4), FullGradient::new()).unwrap());
     runs(&model, &Mala::new(MalaSettings { metric: Metric::Dense, adapt_steps: 0, ..Default::default() }).unwrap());
     let _sgrrld: Sgrrld = RichardsonRomberg::new(Sgld::new(SgldSettings::constant(1e-4), mb()).unwrap());

@@ -5,6 +5,8 @@
 //! `cargo test --release --test suite foundations::`.
 
 mod common;
+#[path = "../examples/support/multimodal.rs"]
+mod multimodal;
 #[path = "common/posteriors.rs"]
 mod posteriors;
 #[path = "../examples/support/mod.rs"]
@@ -41,6 +43,8 @@ mod mf;
 mod mlsgld;
 #[path = "model_checks.rs"]
 mod model_checks;
+#[path = "multimodal.rs"]
+mod multimodal_weights;
 #[path = "real_data.rs"]
 mod real_data;
 #[path = "reexports.rs"]

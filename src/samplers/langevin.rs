@@ -387,6 +387,20 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
         ))
     }
 
+    /// Exchanges the positions of two bound samplers, with their gradient estimates (and their
+    /// whitened forms): what a replica-exchange swap does. Kernel and estimator state stay.
+    pub(crate) fn exchange_positions(&mut self, other: &mut Self) {
+        std::mem::swap(&mut self.theta, &mut other.theta);
+        std::mem::swap(&mut self.grad, &mut other.grad);
+        std::mem::swap(&mut self.grad_valid, &mut other.grad_valid);
+        for s in [&mut *self, other] {
+            if let Some(w) = &s.whitening {
+                w.to_phi(&s.theta, &mut s.phi);
+                w.gradient_to_phi(&s.grad, &mut s.grad_phi);
+            }
+        }
+    }
+
     #[inline]
     fn ensure_gradient<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, rng: &mut R) -> Result<()> {
         if self.grad_valid { Ok(()) } else { self.refresh_gradient(model, rng) }

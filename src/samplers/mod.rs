@@ -52,6 +52,7 @@ macro_rules! estimator_costs {
     };
 }
 
+mod contour;
 mod cyclical;
 pub(crate) mod hamcmc;
 mod kernel_tuning;
@@ -60,12 +61,14 @@ mod mala;
 mod noise;
 mod precond;
 mod psgld;
+mod replica;
 mod sghmc;
 mod sgld;
 mod sgnht;
 mod splitting;
 mod whitening;
 
+pub use contour::{ContourKernel, Csgld, CsgldSettings};
 pub use cyclical::{CyclicalKernel, CyclicalSettings, CyclicalSgld};
 pub(crate) use hamcmc::hamcmc_update;
 pub use hamcmc::{Hamcmc, HamcmcSettings};
@@ -76,6 +79,7 @@ pub use noise::{GRADIENT_NOISE_BATCH, GradientNoise, METRIC_CORRECTION_MAX};
 pub use precond::{PreconditionedKernel, PreconditionedSgld};
 pub use psgld::{PSGLD_CORRECTION_TARGET, PSGLD_WHITENED_DAMPING, Psgld, PsgldKernel, PsgldSettings};
 pub(crate) use psgld::{psgld_update, rmsprop_update};
+pub use replica::{ReSgld, ReSgldSettings, ReplicaKernel};
 pub use sghmc::{Sghmc, SghmcKernel, SghmcSettings};
 pub(crate) use sgld::sgld_update;
 pub use sgld::{Lmc, Sgld, SgldKernel, SgldSettings};
