@@ -569,3 +569,20 @@ fn storage_the_machine_cannot_give_is_out_of_memory() {
     let e = Runner::new(&lg(), &sgld(1e-4, 10)).start(&[0.0, 0.0]).settings(settings).run().unwrap_err();
     assert!(matches!(e.root(), Error::OutOfMemory { .. }), "{e:?}");
 }
+
+/// `Sample::chain_starts` checks each start before any tuning: a wrong length is a dimension
+/// mismatch naming the chain starts, a non-finite one a non-finite start; none is an empty run.
+#[test]
+fn chain_starts_are_checked_before_tuning() {
+    let m = lg();
+    let e = Sample::new(&m, sgld(1e-3, 10)).draws(100).chain_starts(&[vec![0.0, 0.0], vec![0.0]]).run().unwrap_err();
+    assert!(
+        matches!(e, Error::DimensionMismatch { what, expected: 2, got: 1 } if what.contains("chain_starts")),
+        "{e}"
+    );
+    let e = Sample::new(&m, sgld(1e-3, 10)).draws(100).chain_starts(&[[0.0, f64::NAN]]).run().unwrap_err();
+    assert!(matches!(e, Error::NonFiniteStart { .. }), "{e}");
+    let none: [[f64; 2]; 0] = [];
+    let e = Sample::new(&m, sgld(1e-3, 10)).draws(100).chain_starts(&none).run().unwrap_err();
+    assert!(matches!(e, Error::InvalidParameter { .. }), "{e}");
+}

@@ -43,6 +43,8 @@ pub struct Sample<'m, M: ?Sized, S> {
     pub(super) burn_in: Option<u64>,
     pub(super) seed: u64,
     pub(super) start: Option<Vec<f64>>,
+    /// The user's chain starts ([`chain_starts`](Sample::chain_starts)), if any.
+    pub(super) chain_starts: Option<Vec<Vec<f64>>>,
     pub(super) tune: TuneSettings,
     pub(super) bias_cost: Option<f64>,
     /// Whether the step-bias check grows where its own noise sets the bound (the default;
@@ -92,6 +94,12 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
             settings.check_memory(d, 1)?;
         }
         let theta0 = self.start.clone().unwrap_or_else(|| vec![0.0; d]);
+        for s in self.chain_starts.iter().flatten() {
+            crate::error::check_len("chain start (Sample::chain_starts)", d, s.len())?;
+            if !crate::error::all_finite(s) {
+                return Err(Error::NonFiniteStart { what: "a chain start (Sample::chain_starts)" });
+            }
+        }
         let layout = self.model.output_layout().cloned();
         let ts = TuneSettings { planned_run: PlannedRun::new(self.draws, self.chains), ..self.tune.clone() };
         Ok((settings, layout, theta0, ts))
@@ -137,6 +145,7 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
             burn_in: None,
             seed: 0,
             start: None,
+            chain_starts: None,
             tune: TuneSettings::default(),
             bias_cost: Some(STEP_BIAS_COST),
             bias_grows: true,
@@ -213,6 +222,41 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
     pub fn start(mut self, theta0: &[f64]) -> Self {
         self.start = Some(theta0.to_vec());
         self
+    }
+
+    /// Where the chains start, one point per chain (their number sets [`chains`](Self::chains)),
+    /// instead of dispersed around the tuned mode (the default: [`START_SPREAD`] Laplace sds).
+    /// The tuner's mode search still starts at [`start`](Self::start).
+    ///
+    /// The verdict's R̂ compares the chains, so it sees only what they visit: on a posterior
+    /// with several modes, chains started around one mode agree with each other and can all
+    /// miss the others — the default starts then give a "converged" verdict on one mode.
+    /// Starts spread over the places a mode may be let R̂ see chains that disagree (NOT
+    /// CONVERGED); a sampler made to cross between modes ([`ReSgld`](crate::ReSgld)) is the
+    /// remedy.
+    ///
+    /// ```
+    /// use sgmcmc::prelude::*;
+    ///
+    /// let model = LinearGaussian::synthetic(500, 2, 1.0, 10.0, 3)?;
+    /// let sgld = Sgld::new(SgldSettings::default(), Minibatch::new(25))?;
+    /// let starts = [[-2.0, -2.0], [2.0, 2.0], [-2.0, 2.0], [2.0, -2.0]];
+    /// let fit = Sample::new(&model, sgld).draws(2_000).chain_starts(&starts).run()?;
+    /// assert_eq!(fit.output.chains.len(), 4);
+    /// # Ok::<(), sgmcmc::Error>(())
+    /// ```
+    pub fn chain_starts<I: AsRef<[f64]>>(mut self, starts: &[I]) -> Self {
+        self.chain_starts = Some(starts.iter().map(|s| s.as_ref().to_vec()).collect());
+        self.chains = starts.len();
+        self
+    }
+
+    /// The chains' starts: the user's, or `dispersed` (the default, around the tuned mode).
+    pub(super) fn chain_starts_or(&self, dispersed: impl FnOnce() -> Result<Vec<Vec<f64>>>) -> Result<Vec<Vec<f64>>> {
+        match &self.chain_starts {
+            Some(s) => Ok(s.clone()),
+            None => dispersed(),
+        }
     }
 
     /// The tuner's settings, for experts; their `planned_run` is replaced by this run's draws ×

@@ -58,7 +58,8 @@ impl<'m, M: Model + ?Sized, S: Tunable + Discretisation> Sample<'m, M, Richardso
         let (settings, layout, theta0, ts) = self.plan()?;
         let names = self.reported_names(layout.as_ref(), layout.as_ref().map_or(self.model.dim(), Layout::dim))?;
         let tuned = tune_rr(self.model, &self.sampler, &theta0, &ts)?;
-        let starts = dispersed_starts(self.model, &tuned.mode, self.chains, START_SPREAD, self.seed)?;
+        let starts =
+            self.chain_starts_or(|| dispersed_starts(self.model, &tuned.mode, self.chains, START_SPREAD, self.seed))?;
         let output = Runner::new(self.model, &tuned.rr).starts(&starts).settings(settings).run()?;
         let rows = match &layout {
             Some(l) => {

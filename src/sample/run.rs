@@ -171,7 +171,8 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
             Some(_) => self.settings_for((tuned.planned_run.iterations / self.thin.max(1)).max(1)),
             None => settings,
         };
-        let starts = tuned.dispersed_starts(self.model, self.chains, START_SPREAD, self.seed)?;
+        let starts =
+            self.chain_starts_or(|| tuned.dispersed_starts(self.model, self.chains, START_SPREAD, self.seed))?;
         let mut spent = tuned.cost.datum_gradients;
         let user = UserStops { observers: &self.observers.0, stopped: AtomicBool::new(false) };
         let runner = Runner::new(self.model, &tuned.sampler).starts(&starts).settings(settings);
