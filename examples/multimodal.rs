@@ -291,6 +291,19 @@ fn verdicts(seed: u64) -> Result<Vec<(String, bool, f64, f64)>> {
     let fit = sgmcmc::Sample::new(&m, Sgld::auto()).seed(seed).chain_starts(&starts).run()?;
     let w = fit.estimate().expectation(|t| below(t.as_slice().unwrap()))?;
     out.push(("Sample, chain_starts -8, -2, 2, 8".into(), fit.convergence.converged, fit.convergence.max_rhat, w));
+    let mut s = ReSgldSettings::new(1e-3, &[1.0, 10.0]);
+    s.swap_every = 5;
+    let fit = sgmcmc::Sample::new(&m, ReSgld::new(s, Minibatch::new(100))?).seed(seed).run()?;
+    let w = fit.estimate().expectation(|t| below(t.as_slice().unwrap()))?;
+    out.push((
+        format!(
+            "Sample with ReSgld (ladder 1, 10), default starts ({})",
+            if fit.target.as_ref().is_some_and(|t| t.reached) { "target reached" } else { "target not reached" }
+        ),
+        fit.convergence.converged,
+        fit.convergence.max_rhat,
+        w,
+    ));
     let mut s = ReSgldSettings::new(0.002, &[1.0, 10.0]);
     s.step_sizes[1] = 0.01;
     s.swap_every = 5;

@@ -13,6 +13,7 @@ use crate::models::model::Model;
 /// |---|---|---|
 /// | any [`Tunable`](crate::tune::Tunable) + [`Discretisation`](crate::Discretisation) (SGLD, SGHMC, SGNHT, pSGLD, a kernel of your own with [`TunableKernel`](crate::TunableKernel)) | [`tune`](crate::tune::tune), dispersed starts, the run, the step-bias companion, the verdict, extensions towards the accuracy | [`Sampled<S>`](crate::Sampled) |
 /// | [`Hamcmc`](crate::Hamcmc) | the same without the companion (not a `Discretisation`) | `Sampled<Hamcmc<E>>` |
+/// | [`ReSgld`](crate::ReSgld) | [`tune`](crate::tune::tune) of its τ = 1 replica as SGLD, the ladder on that step, the run, the step-bias companion of the τ = 1 replica, the verdict on its draws | `Sampled<ReSgld<E>>` |
 /// | [`Mala`](crate::Mala) | the mode and Hessian, MALA's own adaptation, the verdict (no step bias) | `Sampled<Mala>` |
 /// | [`RichardsonRomberg`](crate::RichardsonRomberg) | [`tune_rr`](crate::tune_rr), the pairs, the extrapolated verdict | [`SampledRr<S>`](crate::SampledRr) |
 /// | [`Multilevel`](crate::Multilevel) | [`MlSgld::sgld_tuned`](crate::MlSgld::sgld_tuned), adaptive MLMC to the target | [`SampledMl<E>`](crate::SampledMl) |

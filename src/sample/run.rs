@@ -16,7 +16,7 @@ use crate::run::RunOutput;
 use crate::run::observe::{Budget, Control, Observer, Progress, WallTime};
 use crate::run::runner::{Resume, Runner};
 use crate::sample::builder::outside_chains;
-use crate::samplers::{Discretisation, Hamcmc, Mala, Sampler};
+use crate::samplers::{Discretisation, Hamcmc, Mala, ReSgld, Sampler, Sgld, SgldSettings};
 use crate::trace::estimate::{Estimate, Samples};
 use crate::tune::{Tunable, TuneSettings, Tuned, tune};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,6 +89,56 @@ impl<M: Model + ?Sized, E: GradientEstimator> SamplePath<M> for Hamcmc<E> {
     fn sample(this: Sample<'_, M, Hamcmc<E>>) -> Result<Sampled<Hamcmc<E>>> {
         this.run_path(None, |m, s, t, ts| tune(m, s, t, ts), &|_, _, _, _, _| Ok(None), Some(HAMCMC_UNCHECKED))
     }
+}
+
+impl<M: Model + ?Sized, E: GradientEstimator> Sealed<M> for ReSgld<E> {}
+
+/// The path for replica-exchange SGLD: [`tune`] chooses the τ = 1 replica's SGLD — its step,
+/// whitening, gradient-noise correction and (for [`Auto`](crate::Auto)) estimator — on the
+/// posterior around the mode it finds; every replica takes them, the hotter ones keeping their
+/// steps' ratio to the first, on the ladder as given (adapted in the burn-in with
+/// [`adapt_ladder`](crate::ReSgldSettings::adapt_ladder)). The chains (each a whole ladder)
+/// start dispersed around that mode, or at [`Sample::chain_starts`]; the verdict is on the
+/// τ = 1 replicas' draws, and the step-bias check couples a companion to the τ = 1 replica as
+/// for SGLD (the swaps are left out of it: it measures the SGLD step's bias within the region
+/// each chain ends in). The burn-in is at least the ladder's adaptation.
+///
+/// Errors: as for the other samplers; a model without potentials is
+/// [`Error::Unsupported`](crate::Error::Unsupported) (the swaps need energies).
+impl<M: Model + ?Sized, E: GradientEstimator> SamplePath<M> for ReSgld<E> {
+    type Output = Sampled<ReSgld<E>>;
+
+    fn sample(this: Sample<'_, M, ReSgld<E>>) -> Result<Sampled<ReSgld<E>>> {
+        let adapt = this.sampler.settings().adapt_ladder;
+        let this = match this.burn_in {
+            None if adapt > 0 => {
+                let planned = (this.draws.saturating_mul(this.thin) / 10).max(1_000);
+                Sample { burn_in: Some(planned.max(adapt)), ..this }
+            }
+            _ => this,
+        };
+        let check = |model: &M, re: &ReSgld<E>, out: &RunOutput<ReSgld<E>>, cost: Option<f64>, grows: bool| match cost {
+            Some(cost) => {
+                let cold = out.map_samplers(|r| r.cold().clone());
+                Ok(Some(companion(model, re.cold(), &cold, cost, grows.then_some(STEP_BIAS_MAX_COST))?))
+            }
+            None => Ok(None),
+        };
+        this.run_path(None, resgld_setup, &check, None)
+    }
+}
+
+/// The ladder from a tuned SGLD at τ = 1 (see the [`ReSgld`] path).
+fn resgld_setup<M: Model + ?Sized, E: GradientEstimator>(
+    model: &M,
+    re: &ReSgld<E>,
+    theta0: &[f64],
+    ts: &TuneSettings,
+) -> Result<Tuned<ReSgld<E>>> {
+    let sgld = Sgld::new(SgldSettings::constant(re.settings().step_sizes[0]), re.cold().estimator().clone())?;
+    let tuned = tune(model, &sgld, theta0, ts)?;
+    let ladder = re.tuned_from(&tuned.sampler, tuned.step_size)?;
+    Ok(tuned.with_sampler(ladder))
 }
 
 impl<M: Model + ?Sized> Sealed<M> for Mala {}

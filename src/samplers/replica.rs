@@ -36,6 +36,12 @@ pub struct ReSgldSettings {
     /// datum potentials per replica); the energies of a swap are then control-variate
     /// estimates around the anchors. 0 (the default): plain minibatch energies.
     pub anchor_every: u64,
+    /// Iterations at the start during which the ladder adapts (0, the default: never): after
+    /// each swap round the gaps between adjacent `log τ` move towards equal swap rates (a gap
+    /// whose pair swaps more often than the ladder's average widens), with τ₁ = 1 and the
+    /// hottest τ fixed; the temperatures then stay. The runner refuses a burn-in shorter than
+    /// this (the draws of an adapting ladder are not the posterior's).
+    pub adapt_ladder: u64,
 }
 
 impl ReSgldSettings {
@@ -50,6 +56,7 @@ impl ReSgldSettings {
             energy_batch: 100,
             correction: 1.0,
             anchor_every: 0,
+            adapt_ladder: 0,
         }
     }
 
@@ -101,6 +108,12 @@ impl LangevinKernel for ReplicaKernel {
     #[inline]
     fn time_step(&self, _k: u64) -> f64 {
         self.step
+    }
+
+    /// `c = f h/(2τ)`: the injected `2fhτ(I − cV)` and the gradient noise `(fh)²V` make the
+    /// exact-gradient scheme's `2fhτ I`.
+    fn gradient_noise_weight(&self, _k: u64, fraction: f64) -> Option<f64> {
+        Some(fraction * self.step / (2.0 * self.temperature))
     }
 
     #[inline]
@@ -167,6 +180,10 @@ pub struct ReSgld<E = Minibatch> {
     anchor_energy: Vec<f64>,
     attempts: Vec<u64>,
     accepts: Vec<u64>,
+    /// Ladder adaptation: each pair's smoothed swap rate and log-gap weight `s_p` (the gaps of
+    /// `log τ` are `log τ_K · e^{s_p} / Σ e^{s}`).
+    rates: Vec<f64>,
+    log_gaps: Vec<f64>,
     potentials: u64,
     ready: bool,
 }
@@ -207,6 +224,8 @@ impl<E: GradientEstimator> ReSgld<E> {
             anchor_energy: Vec::new(),
             attempts: vec![0; pairs],
             accepts: vec![0; pairs],
+            rates: Vec::new(),
+            log_gaps: Vec::new(),
             potentials: 0,
             ready: false,
         })
@@ -217,15 +236,40 @@ impl<E: GradientEstimator> ReSgld<E> {
         &self.settings
     }
 
-    /// Each adjacent pair's fraction of accepted swaps so far (pair k: replicas k and k+1);
-    /// 0 for a pair not yet tried.
+    /// Each adjacent pair's fraction of accepted swaps (pair k: replicas k and k+1) since the
+    /// ladder's adaptation ended (since `init` without one); 0 for a pair not yet tried.
     pub fn swap_rates(&self) -> Vec<f64> {
         self.attempts.iter().zip(&self.accepts).map(|(&a, &s)| if a == 0 { 0.0 } else { s as f64 / a as f64 }).collect()
     }
 
-    /// Each adjacent pair's attempted and accepted swaps so far.
+    /// Each adjacent pair's attempted and accepted swaps, counted as [`swap_rates`](Self::swap_rates).
     pub fn swap_counts(&self) -> Vec<(u64, u64)> {
         self.attempts.iter().copied().zip(self.accepts.iter().copied()).collect()
+    }
+
+    /// The temperatures now (adapted, with [`adapt_ladder`](ReSgldSettings::adapt_ladder)).
+    pub fn temperatures(&self) -> &[f64] {
+        &self.settings.temperatures
+    }
+
+    /// The τ = 1 replica (its draws are the sampler's).
+    pub(crate) fn cold(&self) -> &Langevin<ReplicaKernel, E> {
+        &self.replicas[0]
+    }
+
+    /// This ladder with the τ = 1 replica's step `step`, the others' in their ratio to it, every
+    /// replica's estimator, whitening and gradient-noise correction `base`'s: what
+    /// [`Sample`](crate::Sample) makes of a tuned SGLD.
+    pub(crate) fn tuned_from<K: LangevinKernel>(&self, base: &Langevin<K, E>, step: f64) -> Result<Self> {
+        let mut settings = self.settings.clone();
+        let first = settings.step_sizes[0];
+        settings.step_sizes.iter_mut().for_each(|h| *h *= step / first);
+        let mut re = ReSgld::new(settings, base.estimator().clone())?;
+        for r in re.replicas.iter_mut() {
+            *r =
+                r.clone().with_whitening(base.whitening().cloned()).with_gradient_noise(base.gradient_noise().cloned());
+        }
+        Ok(re)
     }
 
     /// The current position of every replica (replica 1, τ = 1, first).
@@ -309,7 +353,11 @@ impl<E: GradientEstimator> ReSgld<E> {
             let log_s = db * d - penalty;
             self.attempts[p] += 1;
             let log_u: f64 = rng.random::<f64>().ln();
-            if log_u < log_s {
+            let accepted = log_u < log_s;
+            if self.k <= self.settings.adapt_ladder {
+                self.rates[p] += LADDER_SMOOTHING * (f64::from(u8::from(accepted)) - self.rates[p]);
+            }
+            if accepted {
                 self.accepts[p] += 1;
                 let (lo, hi) = self.replicas.split_at_mut(p + 1);
                 lo[p].exchange_positions(&mut hi[0]);
@@ -319,9 +367,43 @@ impl<E: GradientEstimator> ReSgld<E> {
                 }
             }
         }
+        if self.k <= self.settings.adapt_ladder && pairs > 1 {
+            self.adapt(round);
+        }
         Ok(())
     }
+
+    /// One step of the ladder's adaptation: each log-gap weight moves by its pair's smoothed
+    /// swap rate's distance from the ladder's mean rate, at a decreasing gain; the temperatures
+    /// follow, τ₁ = 1 and τ_K fixed.
+    fn adapt(&mut self, round: u64) {
+        let mean = self.rates.iter().sum::<f64>() / self.rates.len() as f64;
+        let gain = LADDER_GAIN * LADDER_HALF_LIFE / (LADDER_HALF_LIFE + round as f64);
+        for (s, r) in self.log_gaps.iter_mut().zip(&self.rates) {
+            *s += gain * (r - mean);
+        }
+        let top = self.log_gaps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let total: f64 = self.log_gaps.iter().map(|s| (s - top).exp()).sum();
+        let span = self.settings.temperatures.last().copied().unwrap_or(1.0).ln();
+        let mut log_t = 0.0;
+        let k = self.log_gaps.len();
+        for p in 0..k {
+            log_t += span * (self.log_gaps[p] - top).exp() / total;
+            // The hottest stays exactly where it was (rounding).
+            if p + 1 < k {
+                self.settings.temperatures[p + 1] = log_t.exp();
+                self.replicas[p + 1].kernel_mut().temperature = log_t.exp();
+            }
+        }
+    }
 }
+
+/// The smoothing of a pair's swap rate while the ladder adapts (about the last 50 attempts).
+const LADDER_SMOOTHING: f64 = 0.02;
+/// The adaptation's initial gain on a log-gap weight per unit of swap-rate difference.
+const LADDER_GAIN: f64 = 0.5;
+/// The swap round at which the adaptation's gain has halved.
+const LADDER_HALF_LIFE: f64 = 500.0;
 
 impl<E: GradientEstimator> Sampler for ReSgld<E> {
     fn init<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, theta0: &[f64], rng: &mut R) -> Result<()> {
@@ -357,6 +439,9 @@ impl<E: GradientEstimator> Sampler for ReSgld<E> {
             self.anchor_energy.clear();
         }
         self.attempts.iter_mut().chain(self.accepts.iter_mut()).for_each(|c| *c = 0);
+        let t = &self.settings.temperatures;
+        self.log_gaps = t.windows(2).map(|w| (w[1].ln() - w[0].ln()).ln()).collect();
+        self.rates = vec![0.5; t.len() - 1];
         self.k = 0;
         self.ready = true;
         Ok(())
@@ -376,6 +461,10 @@ impl<E: GradientEstimator> Sampler for ReSgld<E> {
         }
         if self.k.is_multiple_of(self.settings.swap_every) {
             self.swaps(model, rng).map_err(|e| e.at_iteration(at))?;
+        }
+        if self.k == self.settings.adapt_ladder {
+            // The fixed ladder's swaps are counted from here.
+            self.attempts.iter_mut().chain(self.accepts.iter_mut()).for_each(|c| *c = 0);
         }
         Ok(())
     }
@@ -410,6 +499,11 @@ impl<E: GradientEstimator> Sampler for ReSgld<E> {
     /// The estimator's setup, once (the replicas share it).
     fn setup_cost(&self) -> Cost {
         self.replicas[0].setup_cost()
+    }
+
+    /// The ladder's adaptation, if any.
+    fn adaptation_steps(&self) -> u64 {
+        self.settings.adapt_ladder
     }
 }
 

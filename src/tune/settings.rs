@@ -447,6 +447,31 @@ pub struct Tuned<S> {
     pub(crate) hessian: Option<Arc<Array2<f64>>>,
 }
 
+impl<S> Tuned<S> {
+    /// The same record for another sampler made from this one (a replica ladder from a tuned
+    /// SGLD): every choice and cost kept.
+    pub(crate) fn with_sampler<T>(self, sampler: T) -> Tuned<T> {
+        Tuned {
+            sampler,
+            step_size: self.step_size,
+            centre: self.centre,
+            curvature: self.curvature,
+            mode: self.mode,
+            trials: self.trials,
+            cost: self.cost,
+            reason: self.reason,
+            whitening: self.whitening,
+            preconditioning: self.preconditioning,
+            wall_time: self.wall_time,
+            predicted_ess: self.predicted_ess,
+            predicted_rhat: self.predicted_rhat,
+            predicted_error: self.predicted_error,
+            planned_run: self.planned_run,
+            hessian: self.hessian,
+        }
+    }
+}
+
 /// The largest fraction of a gradient-noise correction's limit
 /// ([`Tunable::step_limit`](crate::tune::Tunable::step_limit)) that [`tune`](crate::tune::tune)
 /// chooses: at the limit no noise is injected along the measured noise's top direction, and
