@@ -237,6 +237,32 @@ fn main() {
             bits(&a.estimate) == bits(&b.estimate) && a.cost == b.cost,
             String::new(),
         );
+        // Replica ladders (a chain = a whole ladder: the unit placed on a rank) and contour
+        // SGLD: the same draws, swap counts and learned PDFs on any number of ranks.
+        let mut re = ReSgldSettings::new(1e-4, &[1.0, 3.0, 9.0]);
+        re.anchor_every = 200;
+        let resgld = ReSgld::new(re, Minibatch::new(50)).expect("resgld");
+        let a =
+            Runner::new(&lg, &resgld).starts(&inits).settings(settings).on(&cluster).run().expect("distributed run");
+        let b = Runner::new(&lg, &resgld).starts(&inits).settings(settings).run().expect("serial run");
+        let same_swaps =
+            a.chains.iter().zip(&b.chains).all(|(x, y)| x.sampler.swap_counts() == y.sampler.swap_counts());
+        rep.check(
+            "chains over ranks, replica-exchange SGLD (ladders as units)",
+            bits(&a.estimate) == bits(&b.estimate) && a.cost == b.cost && same_swaps,
+            format!("swap counts of chain 0: {:?}", a.chains[0].sampler.swap_counts()),
+        );
+        let all: Vec<usize> = (0..lg.n_data()).collect();
+        let u = lg.potential_prior(&inits[0]).expect("u0") + lg.potential_data_sum(&inits[0], &all).expect("u");
+        let csgld = Csgld::new(CsgldSettings::new(1e-4, u - 50.0, 5.0, 40), Minibatch::new(50)).expect("csgld");
+        let a = Runner::new(&lg, &csgld).starts(&inits).settings(settings).on(&cluster).run().expect("distributed run");
+        let b = Runner::new(&lg, &csgld).starts(&inits).settings(settings).run().expect("serial run");
+        rep.check(
+            "chains over ranks, contour SGLD",
+            bits(&a.estimate) == bits(&b.estimate)
+                && a.chains.iter().zip(&b.chains).all(|(x, y)| x.sampler.energy_pdf() == y.sampler.energy_pdf()),
+            String::new(),
+        );
         // A constrained model (the Gaussian GLM with σ > 0 through its layout) and a tempered one
         // over ranks: the same draws as serial runs.
         let glm = Glm::synthetic(Family::Gaussian, 1_000, 2, 9).expect("glm").constrained().expect("layout");

@@ -86,35 +86,6 @@ pub struct RunOutput<S> {
     pub(super) model: crate::run::checkpoint::ModelFingerprint,
 }
 
-impl<S> RunOutput<S> {
-    /// The same run with each chain's sampler replaced by `f` of it (a replica ladder's τ = 1
-    /// replica, for the step-bias check); draws, costs and settings kept.
-    pub(crate) fn map_samplers<T>(&self, f: impl Fn(&S) -> T) -> RunOutput<T> {
-        RunOutput {
-            estimate: self.estimate.clone(),
-            chains: self
-                .chains
-                .iter()
-                .map(|c| ChainReport {
-                    sampler: f(&c.sampler),
-                    cost: c.cost,
-                    wall_time: c.wall_time,
-                    iterations: c.iterations,
-                    stopped: c.stopped,
-                    diverged: c.diverged,
-                    rng: c.rng.clone(),
-                })
-                .collect(),
-            cost: self.cost,
-            setup_cost: self.setup_cost,
-            wall_time: self.wall_time,
-            settings: self.settings,
-            divergences: self.divergences.clone(),
-            model: self.model.clone(),
-        }
-    }
-}
-
 impl<S: Sampler + serde::Serialize + serde::de::DeserializeOwned> RunOutput<S> {
     /// Saves the run (every chain's sampler, estimator and generator state, the draws so far, the
     /// cost) to `path`, in the [checkpoint format](crate::run::checkpoint).

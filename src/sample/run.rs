@@ -99,9 +99,10 @@ impl<M: Model + ?Sized, E: GradientEstimator> Sealed<M> for ReSgld<E> {}
 /// steps' ratio to the first, on the ladder as given (adapted in the burn-in with
 /// [`adapt_ladder`](crate::ReSgldSettings::adapt_ladder)). The chains (each a whole ladder)
 /// start dispersed around that mode, or at [`Sample::chain_starts`]; the verdict is on the
-/// τ = 1 replicas' draws, and the step-bias check couples a companion to the τ = 1 replica as
-/// for SGLD (the swaps are left out of it: it measures the SGLD step's bias within the region
-/// each chain ends in). The burn-in is at least the ladder's adaptation.
+/// τ = 1 replicas' draws, and the step-bias check couples a companion ladder at half the step
+/// to each chain's ladder (through the τ = 1 replica's Brownian path: the ladder is a
+/// [`Discretisation`]), so that the bias it measures is the whole method's, the mode weights'
+/// included. The burn-in is at least the ladder's adaptation.
 ///
 /// Errors: as for the other samplers; a model without potentials is
 /// [`Error::Unsupported`](crate::Error::Unsupported) (the swaps need energies).
@@ -118,10 +119,7 @@ impl<M: Model + ?Sized, E: GradientEstimator> SamplePath<M> for ReSgld<E> {
             _ => this,
         };
         let check = |model: &M, re: &ReSgld<E>, out: &RunOutput<ReSgld<E>>, cost: Option<f64>, grows: bool| match cost {
-            Some(cost) => {
-                let cold = out.map_samplers(|r| r.cold().clone());
-                Ok(Some(companion(model, re.cold(), &cold, cost, grows.then_some(STEP_BIAS_MAX_COST))?))
-            }
+            Some(cost) => Ok(Some(companion(model, re, out, cost, grows.then_some(STEP_BIAS_MAX_COST))?)),
             None => Ok(None),
         };
         this.run_path(None, resgld_setup, &check, None)

@@ -1,10 +1,11 @@
 //! Replica-exchange SGLD (reSGLD) with the bias-corrected minibatch swap.
 
-use super::{Langevin, LangevinKernel, Sampler};
+use super::{Discretisation, Langevin, LangevinKernel, Sampler};
 use crate::cost::Cost;
 use crate::error::{Error, Result, check_positive};
 use crate::gradient::{GradientEstimator, Minibatch, Subsample};
 use crate::models::model::Model;
+use crate::numeric::rng::fill_standard_normal;
 use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
 
@@ -184,6 +185,9 @@ pub struct ReSgld<E = Minibatch> {
     /// `log τ` are `log τ_K · e^{s_p} / Σ e^{s}`).
     rates: Vec<f64>,
     log_gaps: Vec<f64>,
+    /// A hotter replica's normals in a coupled step (scratch).
+    #[serde(skip)]
+    hot_noise: Vec<f64>,
     potentials: u64,
     ready: bool,
 }
@@ -226,6 +230,7 @@ impl<E: GradientEstimator> ReSgld<E> {
             accepts: vec![0; pairs],
             rates: Vec::new(),
             log_gaps: Vec::new(),
+            hot_noise: Vec::new(),
             potentials: 0,
             ready: false,
         })
@@ -398,6 +403,59 @@ impl<E: GradientEstimator> ReSgld<E> {
     }
 }
 
+impl<E: GradientEstimator> ReSgld<E> {
+    /// What follows every replica's step: the iteration count, the anchors' refresh, the swaps,
+    /// the end of the ladder's adaptation.
+    fn after_step<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, rng: &mut R) -> Result<()> {
+        self.k += 1;
+        let at = self.k;
+        if !self.anchors.is_empty() && self.k.is_multiple_of(self.settings.anchor_every) {
+            self.refresh_anchors(model).map_err(|e| e.at_iteration(at))?;
+        }
+        if self.k.is_multiple_of(self.settings.swap_every) {
+            self.swaps(model, rng).map_err(|e| e.at_iteration(at))?;
+        }
+        if self.k == self.settings.adapt_ladder {
+            // The fixed ladder's swaps are counted from here.
+            self.attempts.iter_mut().chain(self.accepts.iter_mut()).for_each(|c| *c = 0);
+        }
+        Ok(())
+    }
+}
+
+/// A ladder as a discretisation of the τ = 1 replica's diffusion, for the step-bias check: a
+/// step of `fraction × h` moves the τ = 1 replica with the given increment and every hotter one
+/// with its own normals (from `rng`, as its minibatches), then swaps as [`Sampler::step`] does.
+/// Coupled copies (a companion at half the step) thus share the cold replica's Brownian path
+/// and each keep the ladder's own law; what they measure is the whole method's step bias — the
+/// swaps' and the mode weights' included — not only the cold replica's within a mode.
+impl<E: GradientEstimator> Discretisation for ReSgld<E> {
+    fn time_step(&self, k: u64) -> f64 {
+        self.replicas[0].time_step(k)
+    }
+
+    fn step_fraction<M, R>(&mut self, model: &M, k: u64, fraction: f64, z: &[f64], rng: &mut R) -> Result<()>
+    where
+        M: Model + ?Sized,
+        R: Rng + ?Sized,
+    {
+        if !self.ready {
+            return Err(Error::NotInitialised);
+        }
+        let d = z.len();
+        if self.hot_noise.len() != d {
+            // Only once after loading a stored ladder (init sizes it).
+            self.hot_noise.resize(d, 0.0);
+        }
+        self.replicas[0].step_fraction(model, k, fraction, z, rng)?;
+        for r in self.replicas[1..].iter_mut() {
+            fill_standard_normal(rng, &mut self.hot_noise);
+            r.step_fraction(model, k, fraction, &self.hot_noise, rng)?;
+        }
+        self.after_step(model, rng)
+    }
+}
+
 /// The smoothing of a pair's swap rate while the ladder adapts (about the last 50 attempts).
 const LADDER_SMOOTHING: f64 = 0.02;
 /// The adaptation's initial gain on a log-gap weight per unit of swap-rate difference.
@@ -442,6 +500,7 @@ impl<E: GradientEstimator> Sampler for ReSgld<E> {
         let t = &self.settings.temperatures;
         self.log_gaps = t.windows(2).map(|w| (w[1].ln() - w[0].ln()).ln()).collect();
         self.rates = vec![0.5; t.len() - 1];
+        self.hot_noise.resize(theta0.len(), 0.0);
         self.k = 0;
         self.ready = true;
         Ok(())
@@ -454,19 +513,7 @@ impl<E: GradientEstimator> Sampler for ReSgld<E> {
         for r in self.replicas.iter_mut() {
             r.step(model, rng)?;
         }
-        self.k += 1;
-        let at = self.k;
-        if !self.anchors.is_empty() && self.k.is_multiple_of(self.settings.anchor_every) {
-            self.refresh_anchors(model).map_err(|e| e.at_iteration(at))?;
-        }
-        if self.k.is_multiple_of(self.settings.swap_every) {
-            self.swaps(model, rng).map_err(|e| e.at_iteration(at))?;
-        }
-        if self.k == self.settings.adapt_ladder {
-            // The fixed ladder's swaps are counted from here.
-            self.attempts.iter_mut().chain(self.accepts.iter_mut()).for_each(|c| *c = 0);
-        }
-        Ok(())
+        self.after_step(model, rng)
     }
 
     fn position(&self) -> &[f64] {
