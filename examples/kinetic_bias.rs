@@ -36,8 +36,8 @@ mod vs_nuts;
 use plot::{Series, loglog_svg};
 use sgmcmc::ndarray::{Array1, Array2};
 use sgmcmc::{
-    Baoab, Estimate, Family, FullGradient, Glm, GlmSettings, KineticSettings, LogisticRegression, Minibatch, Model,
-    RunSettings, Runner, Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, Storage, Ubu, Whitening,
+    Baoab, Estimate, Family, FullGradient, Glm, GlmSettings, KineticSettings, Minibatch, Model, RunSettings, Runner,
+    Sampler, Sghmc, SghmcSettings, Sgld, SgldSettings, Storage, Ubu, Whitening,
 };
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -51,30 +51,6 @@ type Res<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 /// Friction per unit time of the underdamped schemes (whitened coordinates).
 const FRICTION: f64 = 1.0;
-
-/// The Wisconsin data, standardised, as `vs_nuts` builds it.
-fn wdbc() -> Res<LogisticRegression> {
-    let text = include_str!("../data/wdbc.csv");
-    let rows: Vec<Vec<f64>> = text
-        .lines()
-        .skip(1)
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.split(',').map(|v| v.trim().parse().unwrap_or(f64::NAN)).collect())
-        .collect();
-    let n = rows.len();
-    let p = rows[0].len() - 1;
-    let mut x = Array2::zeros((n, p + 1));
-    for j in 0..p {
-        let m = rows.iter().map(|r| r[j]).sum::<f64>() / n as f64;
-        let s = (rows.iter().map(|r| (r[j] - m).powi(2)).sum::<f64>() / (n as f64 - 1.0)).sqrt();
-        for i in 0..n {
-            x[[i, j + 1]] = (rows[i][j] - m) / s;
-        }
-    }
-    x.column_mut(0).fill(1.0);
-    let y = Array1::from_iter(rows.iter().map(|r| r[p]));
-    Ok(LogisticRegression::new(&x, &y, 10.0)?)
-}
 
 /// The full gradient `∇U(θ)`.
 fn full_gradient<M: Model + ?Sized>(m: &M, theta: &[f64]) -> Res<Vec<f64>> {
@@ -168,7 +144,7 @@ struct Scheme {
 
 /// Part 1: the integrators on the Wisconsin data.
 fn integrators(quick: bool, text: &mut String) -> Res<(Vec<f64>, Vec<Scheme>)> {
-    let m = wdbc()?;
+    let m = support::wdbc_standardised(10.0)?;
     let d = m.dim();
     let t = Instant::now();
     let (mode, h) = mode_and_hessian(&m, &vec![0.0; d])?;

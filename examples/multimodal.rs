@@ -30,11 +30,11 @@ mod multimodal;
 #[path = "support/plot.rs"]
 mod plot;
 
-use multimodal::{MeanMixture, NoisyMixture};
+use multimodal::{MeanMixture, NoisyMixture, forty_runs};
 use plot::{Series, linear_svg};
 use sgmcmc::{
     Csgld, CsgldSettings, Minibatch, Model, ReSgld, ReSgldSettings, Result, RunOutput, RunSettings, Runner, Sampler,
-    Sgld, SgldSettings, StepSize, Storage, Temperature, Tempered,
+    Sgld, SgldSettings, StepSize, Temperature, Tempered,
 };
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -129,18 +129,6 @@ fn row<S: Sampler>(
     })
 }
 
-fn settings(n_iter: u64, seed: u64) -> RunSettings {
-    RunSettings {
-        n_iter,
-        burn_in: n_iter / 10,
-        n_chains: RUNS,
-        seed,
-        storage: Storage::Samples,
-        parallel: true,
-        ..Default::default()
-    }
-}
-
 /// Runs `sampler` on `model` from `start` and times it.
 fn run<M: Model + Sync + ?Sized, S: Sampler>(
     model: &M,
@@ -168,7 +156,7 @@ fn target_a(quick: bool, seed: u64, rows: &mut Vec<Row>) -> Result<()> {
     let start = [-4.0];
     let (cold, hot) = (0.002, 0.01);
     let sgld = Sgld::new(SgldSettings::constant(cold), Minibatch::new(100))?;
-    let (out, t) = run(&m, &sgld, &start, settings(n_iter, seed))?;
+    let (out, t) = run(&m, &sgld, &start, forty_runs(n_iter, seed))?;
     rows.push(row("A", "SGLD", &out, &mode_of, &truth, true, t)?);
     for (label, f) in [("reSGLD, corrected swaps (F = 1)", 1.0), ("reSGLD, naive swaps", f64::INFINITY)] {
         let mut s = ReSgldSettings::new(cold, &[1.0, 10.0]);
@@ -176,7 +164,7 @@ fn target_a(quick: bool, seed: u64, rows: &mut Vec<Row>) -> Result<()> {
         s.swap_every = 5;
         s.correction = f;
         let re = ReSgld::new(s, Minibatch::new(100))?;
-        let (out, t) = run(&m, &re, &start, settings(n_iter, seed))?;
+        let (out, t) = run(&m, &re, &start, forty_runs(n_iter, seed))?;
         let mut r = row("A", label, &out, &mode_of, &truth, true, t)?;
         r.note = rates(&out);
         rows.push(r);
@@ -191,7 +179,7 @@ fn target_a(quick: bool, seed: u64, rows: &mut Vec<Row>) -> Result<()> {
         s.energy_batch = ne;
         s.sa_step = StepSize::Shifted { a: 10.0, b: 1_000.0, c: 0.8 };
         let cs = Csgld::new(s, Minibatch::new(100))?;
-        let (out, t) = run(&m, &cs, &start, settings(2 * n_iter, seed))?;
+        let (out, t) = run(&m, &cs, &start, forty_runs(2 * n_iter, seed))?;
         rows.push(row("A", label, &out, &mode_of, &truth, weighted, t)?);
     }
     Ok(())
@@ -208,7 +196,7 @@ fn target_b(quick: bool, seed: u64, rows: &mut Vec<Row>) -> Result<()> {
     let start = [-5.0];
     let step = 0.02;
     let sgld = Sgld::new(SgldSettings::constant(step), Minibatch::new(100))?;
-    let (out, t) = run(&t50, &sgld, &start, settings(n_iter, seed))?;
+    let (out, t) = run(&t50, &sgld, &start, forty_runs(n_iter, seed))?;
     rows.push(row("B", "SGLD", &out, &mode_of, &truth, true, t)?);
     let ladder: Vec<f64> = (0..4).map(|i| 20f64.powf(f64::from(i) / 3.0)).collect();
     for (label, f) in [("reSGLD, corrected swaps (F = 1)", 1.0), ("reSGLD, naive swaps", f64::INFINITY)] {
@@ -216,7 +204,7 @@ fn target_b(quick: bool, seed: u64, rows: &mut Vec<Row>) -> Result<()> {
         s.swap_every = 5;
         s.correction = f;
         let re = ReSgld::new(s, Minibatch::new(100))?;
-        let (out, t) = run(&t50, &re, &start, settings(n_iter, seed))?;
+        let (out, t) = run(&t50, &re, &start, forty_runs(n_iter, seed))?;
         let mut r = row("B", label, &out, &mode_of, &truth, true, t)?;
         r.note = rates(&out);
         rows.push(r);
@@ -227,7 +215,7 @@ fn target_b(quick: bool, seed: u64, rows: &mut Vec<Row>) -> Result<()> {
     s.zeta = 0.95;
     s.sa_step = StepSize::Shifted { a: 10.0, b: 1_000.0, c: 0.8 };
     let cs = Csgld::new(s, Minibatch::new(100))?;
-    let (out, t) = run(&base, &cs, &start, settings(4 * n_iter, seed))?;
+    let (out, t) = run(&base, &cs, &start, forty_runs(4 * n_iter, seed))?;
     let mut r = row("B", "CSGLD, weighted, minibatch energies (n_e = 100)", &out, &mode_of, &truth, true, t)?;
     let highest = out.chains.iter().map(|c| c.sampler.partition()).max().unwrap_or(0);
     r.note = format!("barrier partition 95; final partitions up to {highest}");
@@ -245,7 +233,7 @@ fn target_c(quick: bool, seed: u64, rows: &mut Vec<Row>) -> Result<()> {
     let start = [-4.0, -4.0];
     let (cold, hot) = (0.002, 0.01);
     let sgld = Sgld::new(SgldSettings::constant(cold), Minibatch::new(100))?;
-    let (out, t) = run(&m, &sgld, &start, settings(n_iter, seed))?;
+    let (out, t) = run(&m, &sgld, &start, forty_runs(n_iter, seed))?;
     rows.push(row("C", "SGLD", &out, &mode_of, &truth, true, t)?);
     let ladder = [1.0, 4.0, 16.0];
     for (label, f) in [("reSGLD, corrected swaps (F = 1)", 1.0), ("reSGLD, naive swaps", f64::INFINITY)] {
@@ -254,7 +242,7 @@ fn target_c(quick: bool, seed: u64, rows: &mut Vec<Row>) -> Result<()> {
         s.swap_every = 5;
         s.correction = f;
         let re = ReSgld::new(s, Minibatch::new(100))?;
-        let (out, t) = run(&m, &re, &start, settings(n_iter, seed))?;
+        let (out, t) = run(&m, &re, &start, forty_runs(n_iter, seed))?;
         let mut r = row("C", label, &out, &mode_of, &truth, true, t)?;
         r.note = rates(&out);
         rows.push(r);
@@ -267,7 +255,7 @@ fn target_c(quick: bool, seed: u64, rows: &mut Vec<Row>) -> Result<()> {
         s.energy_batch = ne;
         s.sa_step = StepSize::Shifted { a: 10.0, b: 1_000.0, c: 0.8 };
         let cs = Csgld::new(s, Minibatch::new(100))?;
-        let (out, t) = run(&m, &cs, &start, settings(2 * n_iter, seed))?;
+        let (out, t) = run(&m, &cs, &start, forty_runs(2 * n_iter, seed))?;
         rows.push(row("C", label, &out, &mode_of, &truth, weighted, t)?);
     }
     Ok(())

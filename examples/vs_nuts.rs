@@ -100,7 +100,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rows.push(compare(&model, &format!("synthetic N = {n}"), &one, &mut |l| say!("{l}"))?);
     }
     if !quick || real_only {
-        let model = wdbc_standardised()?;
+        let model = support::wdbc_standardised(PRIOR_VAR)?;
         rows.push(compare(&model, "wdbc (real, standardised)", &one, &mut |l| say!("{l}"))?);
     }
     say!("");
@@ -263,29 +263,4 @@ fn crossover(rows: &[&Row]) -> Option<f64> {
             ((a.n as f64).ln() + t * ((b.n as f64).ln() - (a.n as f64).ln())).exp()
         })
     })
-}
-
-/// The Wisconsin breast-cancer data (`data/wdbc.csv`): "benign" on an intercept and the 30
-/// features standardised (mean 0, sd 1: what a NUTS user does before sampling), prior N(0, 10 I).
-fn wdbc_standardised() -> Result<LogisticRegression, Box<dyn std::error::Error>> {
-    let text = include_str!("../data/wdbc.csv");
-    let rows: Vec<Vec<f64>> = text
-        .lines()
-        .skip(1)
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.split(',').map(|v| v.trim().parse().unwrap_or(f64::NAN)).collect())
-        .collect();
-    let n = rows.len();
-    let p = rows[0].len() - 1;
-    let mut x = sgmcmc::ndarray::Array2::zeros((n, p + 1));
-    for j in 0..p {
-        let m = rows.iter().map(|r| r[j]).sum::<f64>() / n as f64;
-        let s = (rows.iter().map(|r| (r[j] - m).powi(2)).sum::<f64>() / (n as f64 - 1.0)).sqrt();
-        for i in 0..n {
-            x[[i, j + 1]] = (rows[i][j] - m) / s;
-        }
-    }
-    x.column_mut(0).fill(1.0);
-    let y = sgmcmc::ndarray::Array1::from_iter(rows.iter().map(|r| r[p]));
-    Ok(LogisticRegression::new(&x, &y, PRIOR_VAR)?)
 }

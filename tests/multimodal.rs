@@ -4,22 +4,8 @@
 //! must come within 3 of it on every mode; the baselines — plain SGLD, naive swaps, contour
 //! SGLD's draws without their weights — must not (the test can fail).
 
-use crate::multimodal::NoisyMixture;
+use crate::multimodal::{NoisyMixture, forty_runs};
 use sgmcmc::*;
-
-const RUNS: usize = 40;
-
-fn settings(n_iter: u64, seed: u64) -> RunSettings {
-    RunSettings {
-        n_iter,
-        burn_in: n_iter / 10,
-        n_chains: RUNS,
-        seed,
-        storage: Storage::Samples,
-        parallel: true,
-        ..Default::default()
-    }
-}
 
 /// Each mode's `z = (mean over runs − truth)/MCSE`, the draws weighted or not.
 fn mode_z<S: Sampler>(out: &RunOutput<S>, m: &NoisyMixture, weighted: bool) -> Vec<f64> {
@@ -67,7 +53,7 @@ fn resgld_with_corrected_swaps_recovers_the_mode_weights_where_naive_swaps_and_s
     let start = [-4.0];
     let out = Runner::new(&m, &resgld(0.002, 0.01, &[1.0, 10.0], 1.0))
         .start(&start)
-        .settings(settings(30_000, 41))
+        .settings(forty_runs(30_000, 41))
         .run()
         .unwrap();
     let z = mode_z(&out, &m, true);
@@ -77,14 +63,14 @@ fn resgld_with_corrected_swaps_recovers_the_mode_weights_where_naive_swaps_and_s
     assert!(rate > 0.05, "swaps happen ({rate})");
     let out = Runner::new(&m, &resgld(0.002, 0.01, &[1.0, 10.0], f64::INFINITY))
         .start(&start)
-        .settings(settings(30_000, 41))
+        .settings(forty_runs(30_000, 41))
         .run()
         .unwrap();
     let z = mode_z(&out, &m, true);
     eprintln!("naive: z {z:?}");
     assert!(max_abs(&z) > 3.0, "naive swaps not told apart: z {z:?}");
     let sgld = Sgld::new(SgldSettings::constant(0.002), Minibatch::new(100)).unwrap();
-    let out = Runner::new(&m, &sgld).start(&start).settings(settings(30_000, 41)).run().unwrap();
+    let out = Runner::new(&m, &sgld).start(&start).settings(forty_runs(30_000, 41)).run().unwrap();
     assert!(max_abs(&mode_z(&out, &m, true)) > 3.0, "plain SGLD crossed the barrier");
 }
 
@@ -94,7 +80,7 @@ fn resgld_recovers_four_mode_weights_in_two_dimensions() {
     let m = NoisyMixture::four_modes(3);
     let out = Runner::new(&m, &resgld(0.002, 0.01, &[1.0, 4.0, 16.0], 1.0))
         .start(&[-4.0, -4.0])
-        .settings(settings(30_000, 42))
+        .settings(forty_runs(30_000, 42))
         .run()
         .unwrap();
     let z = mode_z(&out, &m, true);
@@ -115,7 +101,7 @@ fn contour_sgld_with_its_weights_recovers_the_mode_weights_and_without_them_does
     s.energy_batch = m.n_data();
     s.sa_step = StepSize::Shifted { a: 10.0, b: 1_000.0, c: 0.8 };
     let cs = Csgld::new(s, Minibatch::new(100)).unwrap();
-    let s = RunSettings { burn_in: 100_000, ..settings(200_000, 43) };
+    let s = RunSettings { burn_in: 100_000, ..forty_runs(200_000, 43) };
     let out = Runner::new(&m, &cs).start(&[-4.0]).settings(s).run().unwrap();
     let (zw, zu) = (mode_z(&out, &m, true), mode_z(&out, &m, false));
     eprintln!("CSGLD weighted z {zw:?}, unweighted z {zu:?}");

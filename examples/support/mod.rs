@@ -65,3 +65,29 @@ pub fn symmetric_eigenvalues(what: &str, a: &Array2<f64>) -> Result<Array1<f64>,
     v.sort_by(f64::total_cmp);
     Ok(Array1::from_vec(v))
 }
+
+/// The Wisconsin breast-cancer data (`data/wdbc.csv`): "benign" on an intercept and the 30
+/// features standardised (mean 0, sd 1: what a NUTS user does before sampling), prior
+/// `N(0, prior_var I)`.
+pub fn wdbc_standardised(prior_var: f64) -> sgmcmc::Result<sgmcmc::LogisticRegression> {
+    let text = include_str!("../../data/wdbc.csv");
+    let rows: Vec<Vec<f64>> = text
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split(',').map(|v| v.trim().parse().unwrap_or(f64::NAN)).collect())
+        .collect();
+    let n = rows.len();
+    let p = rows[0].len() - 1;
+    let mut x = Array2::zeros((n, p + 1));
+    for j in 0..p {
+        let m = rows.iter().map(|r| r[j]).sum::<f64>() / n as f64;
+        let s = (rows.iter().map(|r| (r[j] - m).powi(2)).sum::<f64>() / (n as f64 - 1.0)).sqrt();
+        for i in 0..n {
+            x[[i, j + 1]] = (rows[i][j] - m) / s;
+        }
+    }
+    x.column_mut(0).fill(1.0);
+    let y = Array1::from_iter(rows.iter().map(|r| r[p]));
+    sgmcmc::LogisticRegression::new(&x, &y, prior_var)
+}

@@ -13,7 +13,21 @@
 //!   exactly.
 #![allow(dead_code)]
 
-use sgmcmc::{Model, Result};
+use sgmcmc::{Model, Result, RunSettings, Storage};
+
+/// The 40 independent runs of a mode-weight table as one run's chains (one seeded stream each,
+/// draws stored, in parallel), the first tenth of each discarded.
+pub fn forty_runs(n_iter: u64, seed: u64) -> RunSettings {
+    RunSettings {
+        n_iter,
+        burn_in: n_iter / 10,
+        n_chains: 40,
+        seed,
+        storage: Storage::Samples,
+        parallel: true,
+        ..Default::default()
+    }
+}
 
 /// `log Σ exp(v)`.
 fn log_sum_exp(v: &[f64]) -> f64 {

@@ -198,3 +198,14 @@ pub(crate) fn check_shape<M: Model + ?Sized>(model: &M) -> Result<()> {
     }
     Ok(())
 }
+
+/// Checks that the model gives potentials, at `theta` (its prior's and one datum's): a model
+/// without them is [`Error::Unsupported`] naming `who` needs them, at iteration 0.
+pub(crate) fn check_potentials<M: Model + ?Sized>(model: &M, theta: &[f64], who: &'static str) -> Result<()> {
+    let needed = |e: Error| e.needed_by(who).at_iteration(0);
+    model.potential_prior(theta).map_err(needed)?;
+    if model.n_data() > 0 {
+        model.potential_data_sum(theta, &[0]).map_err(needed)?;
+    }
+    Ok(())
+}

@@ -4,7 +4,7 @@ use super::{Langevin, LangevinKernel, Sampler};
 use crate::cost::Cost;
 use crate::error::{Error, Result, check_positive};
 use crate::gradient::{GradientEstimator, Minibatch, Subsample};
-use crate::models::model::Model;
+use crate::models::model::{Model, check_potentials};
 use crate::numeric::schedule::StepSize;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -243,11 +243,8 @@ impl<E: GradientEstimator> Csgld<E> {
 impl<E: GradientEstimator> Sampler for Csgld<E> {
     fn init<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, theta0: &[f64], rng: &mut R) -> Result<()> {
         self.ready = false;
+        check_potentials(model, theta0, "contour SGLD's energies")?;
         let needed = |e: Error| e.needed_by("contour SGLD's energies").at_iteration(0);
-        model.potential_prior(theta0).map_err(needed)?;
-        if model.n_data() > 0 {
-            model.potential_data_sum(theta0, &[0]).map_err(needed)?;
-        }
         let n_data = model.n_data();
         self.exact = self.settings.energy_batch >= n_data;
         if self.exact {

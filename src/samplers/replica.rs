@@ -4,7 +4,7 @@ use super::{Discretisation, Langevin, LangevinKernel, Sampler};
 use crate::cost::Cost;
 use crate::error::{Error, Result, check_positive};
 use crate::gradient::{GradientEstimator, Minibatch, Subsample};
-use crate::models::model::Model;
+use crate::models::model::{Model, check_potentials};
 use crate::numeric::rng::fill_standard_normal;
 use rand::{Rng, RngExt};
 use serde::{Deserialize, Serialize};
@@ -466,11 +466,8 @@ const LADDER_HALF_LIFE: f64 = 500.0;
 impl<E: GradientEstimator> Sampler for ReSgld<E> {
     fn init<M: Model + ?Sized, R: Rng + ?Sized>(&mut self, model: &M, theta0: &[f64], rng: &mut R) -> Result<()> {
         self.ready = false;
+        check_potentials(model, theta0, "replica exchange's swaps")?;
         let needed = |e: Error| e.needed_by("replica exchange's swaps").at_iteration(0);
-        model.potential_prior(theta0).map_err(needed)?;
-        if model.n_data() > 0 {
-            model.potential_data_sum(theta0, &[0]).map_err(needed)?;
-        }
         let n_data = model.n_data();
         self.exact = self.settings.energy_batch >= n_data;
         if self.exact || self.settings.anchor_every > 0 {
