@@ -483,3 +483,33 @@ fn reshuffled_sgld_matches_its_exact_law() {
     eprintln!("against independent minibatches without replacement: largest |z| = {z:.1}");
     assert!(z > Z_LIMIT, "reshuffled and independent minibatches not told apart (|z| = {z})");
 }
+
+/// The default path runs BAOAB (tuned as a `TunableKernel`: its centre step 1/√λ_max, checked by
+/// its companion at half the step) and SGLD on reshuffled minibatches (no gradient-noise
+/// correction: their noise is not independent draws): each run it calls converged is right
+/// within the accuracy it states, every mean and sd against the exact posterior.
+#[test]
+fn baoab_and_reshuffled_sgld_through_sample_are_right_within_their_stated_bounds() {
+    let m = model();
+    let post = m.posterior_covariance();
+    let check = |label: &str, est: &Estimate, conv: &diagnostics::Convergence| {
+        let mean = est.mean().unwrap();
+        let cov = est.covariance().unwrap();
+        let bound = conv.stated_bound();
+        for j in 0..m.dim() {
+            let sd = post[[j, j]].sqrt();
+            let (em, es) = ((mean[j] - m.posterior_mean()[j]).abs() / sd, (cov[[j, j]].sqrt() / sd - 1.0).abs());
+            eprintln!("{label} theta[{j}]: mean error {em:.4} sd, sd error {es:.4}, stated {bound:.4}");
+            assert!(!conv.converged || (em <= bound && es <= bound), "{label}: beyond the stated {bound}");
+        }
+        assert!(conv.converged, "{label}: {conv}");
+    };
+    let baoab = Baoab::new(KineticSettings::default(), Minibatch::new(50)).unwrap();
+    let fit = Sample::new(&m, baoab).seed(137).run().unwrap();
+    eprintln!("BAOAB: {}; step {:.4e}", fit.convergence, fit.tuned.step_size);
+    check("BAOAB", fit.estimate(), &fit.convergence);
+    let rr = Sgld::new(SgldSettings::default(), Minibatch::reshuffled(50)).unwrap();
+    let fit = Sample::new(&m, rr).seed(138).run().unwrap();
+    eprintln!("SGLD reshuffled: {}; {}", fit.convergence, fit.tuned.preconditioning);
+    check("SGLD reshuffled", fit.estimate(), &fit.convergence);
+}

@@ -185,6 +185,33 @@ fn all_bits() -> BTreeMap<String, Vec<u64>> {
     m.insert("lo/sgrrld".into(), rr_bits(&lo, &RichardsonRomberg::new(sgld(1e-3)), &z4));
     m.insert("lg/sgrrhmc".into(), rr_bits(&lg, &RichardsonRomberg::new(sghmc(1e-5)), &z3));
     m.insert("lo/sgrrhmc".into(), rr_bits(&lo, &RichardsonRomberg::new(sghmc(1e-4)), &z4));
+    // The peers' methods (issue 63): the kinetic splittings, reshuffled minibatches, a replica
+    // ladder (with anchors: the swaps draw energy minibatches and uniforms) and contour SGLD.
+    let baoab = |h| Baoab::new(KineticSettings::constant(h, 1.0), Minibatch::new(50)).unwrap();
+    m.insert("lg/baoab".into(), chain_bits(&lg, &baoab(1e-2), &z3));
+    m.insert("lo/baoab".into(), chain_bits(&lo, &baoab(3e-2), &z4));
+    let ubu = |h| Ubu::new(KineticSettings::constant(h, 1.0), Minibatch::new(50)).unwrap();
+    m.insert("lg/ubu".into(), chain_bits(&lg, &ubu(1e-2), &z3));
+    m.insert("lo/ubu".into(), chain_bits(&lo, &ubu(3e-2), &z4));
+    let rr = |g| Sgld::new(SgldSettings::constant(g), Minibatch::reshuffled(45)).unwrap();
+    m.insert("lg/sgld_reshuffled".into(), chain_bits(&lg, &rr(1e-4), &z3));
+    m.insert("lo/sgld_reshuffled".into(), chain_bits(&lo, &rr(1e-3), &z4));
+    let resgld = |g| {
+        let mut s = ReSgldSettings::new(g, &[1.0, 2.0, 4.0]);
+        s.energy_batch = 20;
+        s.anchor_every = 7;
+        ReSgld::new(s, Minibatch::new(50)).unwrap()
+    };
+    m.insert("lg/resgld".into(), chain_bits(&lg, &resgld(1e-4), &z3));
+    m.insert("lo/resgld".into(), chain_bits(&lo, &resgld(1e-3), &z4));
+    let contour = |g, u: f64| Csgld::new(CsgldSettings::new(g, u - 20.0, 2.0, 30), Minibatch::new(50)).unwrap();
+    let energy = |m: &dyn Model, x: &[f64]| {
+        let all: Vec<usize> = (0..m.n_data()).collect();
+        m.potential_prior(x).unwrap() + m.potential_data_sum(x, &all).unwrap()
+    };
+    let (u_lg, u_lo) = (energy(&lg, &z3), energy(&lo, &z4));
+    m.insert("lg/contour_sgld".into(), chain_bits(&lg, &contour(1e-4, u_lg), &z3));
+    m.insert("lo/contour_sgld".into(), chain_bits(&lo, &contour(1e-3, u_lo), &z4));
     for (tag, coupling) in [("antithetic", MlCoupling::Antithetic), ("subsampling", MlCoupling::Subsampling)] {
         m.insert(format!("lg/mlsgld_{tag}"), mlsgld_bits(&lg, &lg_mean, 1e-4, coupling));
         m.insert(format!("lo/mlsgld_{tag}"), mlsgld_bits(&lo, &lo_map, 1e-3, coupling));
