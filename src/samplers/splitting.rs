@@ -203,8 +203,8 @@ fn flight_variance(x: f64, series: bool) -> f64 {
 }
 
 /// The UBU update (the kernel of [`Ubu`]) from the position where the gradient is evaluated:
-/// `v ← v − h ∇Ũ(θ)`, then the exact flow `U(h)` ([`FlowU`]'s formula) with two normals per
-/// coordinate (`z[j]`, `z[d + j]`).
+/// `v ← v − h ∇Ũ(θ)`, then the exact flow `U(h)` of the OU part (Gaussian increments of θ and
+/// v) with two normals per coordinate (`z[j]`, `z[d + j]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UbuKernel {
     settings: KineticSettings,
