@@ -471,3 +471,31 @@ fn a_moments_target_needs_the_kept_points() {
         other => panic!("expected InvalidParameter(target), got {other:?}"),
     }
 }
+
+/// Multilevel UBU, every minibatch all the data (no gradient noise: the levels differ by the
+/// discretisation alone): the coarse path's flow noise is the fine path's two half-steps'
+/// combined (`LangevinKernel::combine_increments`) and the corrections shrink level by level.
+/// At β ≈ 1, not UBU's strong order 2 (β ≈ 4): the crate runs UBU as `B(h)U(h)`, whose states
+/// are UBU's midpoints, and a fine path's midpoints fall a quarter of a coarse step away from
+/// the coarse path's, which costs the coupling its order (measured: the same β with the plain
+/// `(z₁ + z₂)/√2` combination). A finding, stated in `Ubu`'s docs.
+#[test]
+fn multilevel_ubu_couples_its_levels() {
+    let m = LogisticRegression::synthetic(1000, 3, 1.0, 41).unwrap();
+    let map = m.map().unwrap();
+    let map0 = map.clone();
+    let g = move |t: &[f64]| t.iter().zip(map0.iter()).map(|(a, b)| (a - b).powi(2)).sum::<f64>();
+    let settings = MlSgldSettings { coupling: MlCoupling::Antithetic, seed: 53, ..Default::default() };
+    let ubu = Ubu::new(KineticSettings::constant(0.03, 30.0), Minibatch::without_replacement(1000)).unwrap();
+    let ml = MlSgld::new(settings, ubu, map.as_slice().unwrap()).unwrap();
+    let r = ml.run_fixed(&m, &g, &[200, 3000, 3000, 3000, 3000, 3000]).unwrap();
+    let v: Vec<f64> = r.levels.iter().skip(1).map(|l| l.variance).collect();
+    let n = v.len() as f64;
+    let xs: Vec<f64> = (1..=v.len()).map(|l| l as f64).collect();
+    let ys: Vec<f64> = v.iter().map(|x| -x.log2()).collect();
+    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
+    let beta = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum::<f64>()
+        / xs.iter().map(|x| (x - mx).powi(2)).sum::<f64>();
+    eprintln!("multilevel UBU: β = {beta:.2}, V_l = {v:?}");
+    assert!(beta > 0.7 && v.windows(2).all(|w| w[1] < w[0]), "UBU's levels decay at {beta}: {v:?}");
+}

@@ -484,12 +484,13 @@ fn reshuffled_sgld_matches_its_exact_law() {
     assert!(z > Z_LIMIT, "reshuffled and independent minibatches not told apart (|z| = {z})");
 }
 
-/// The default path runs BAOAB (tuned as a `TunableKernel`: its centre step 1/√λ_max, checked by
-/// its companion at half the step) and SGLD on reshuffled minibatches (no gradient-noise
+/// The default path runs BAOAB and UBU (tuned as `TunableKernel`s: centre step 1/√λ_max, checked
+/// by a companion at half the step — UBU's coupled through its combined flow noise) and SGLD on
+/// reshuffled minibatches (no gradient-noise
 /// correction: their noise is not independent draws): each run it calls converged is right
 /// within the accuracy it states, every mean and sd against the exact posterior.
 #[test]
-fn baoab_and_reshuffled_sgld_through_sample_are_right_within_their_stated_bounds() {
+fn kinetic_splittings_and_reshuffled_sgld_through_sample_are_right_within_their_stated_bounds() {
     let m = model();
     let post = m.posterior_covariance();
     let check = |label: &str, est: &Estimate, conv: &diagnostics::Convergence| {
@@ -508,6 +509,10 @@ fn baoab_and_reshuffled_sgld_through_sample_are_right_within_their_stated_bounds
     let fit = Sample::new(&m, baoab).seed(137).run().unwrap();
     eprintln!("BAOAB: {}; step {:.4e}", fit.convergence, fit.tuned.step_size);
     check("BAOAB", fit.estimate(), &fit.convergence);
+    let ubu = Ubu::new(KineticSettings::default(), Minibatch::new(50)).unwrap();
+    let fit = Sample::new(&m, ubu).seed(139).run().unwrap();
+    eprintln!("UBU: {}; step {:.4e}", fit.convergence, fit.tuned.step_size);
+    check("UBU", fit.estimate(), &fit.convergence);
     let rr = Sgld::new(SgldSettings::default(), Minibatch::reshuffled(50)).unwrap();
     let fit = Sample::new(&m, rr).seed(138).run().unwrap();
     eprintln!("SGLD reshuffled: {}; {}", fit.convergence, fit.tuned.preconditioning);

@@ -1,13 +1,15 @@
 //! The shared Gaussian increments of a coupled pair of paths: two fine steps' `z₁`, `z₂` and the
-//! coarse step's `(z₁ + z₂)/√2`.
+//! coarse step's, `(z₁ + z₂)/√2` or as the sampler combines them
+//! ([`Discretisation::combine_increments`]).
 
 use crate::numeric::rng::fill_standard_normal;
+use crate::samplers::Discretisation;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 /// The Gaussian increments of one coarse step and the two fine steps it spans: `z₁`, `z₂`
-/// drive the fine steps (time step h/2 each), `(z₁ + z₂)/√2` the coarse one (time step h), so
-/// both paths follow one Brownian path.
+/// drive the fine steps (time step h/2 each), the coarse increment the coarse one (time step h),
+/// so both paths follow one Brownian path.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct SharedIncrements {
     pub z1: Vec<f64>,
@@ -16,18 +18,17 @@ pub(crate) struct SharedIncrements {
 }
 
 impl SharedIncrements {
-    pub fn new(dim: usize) -> Self {
-        SharedIncrements { z1: vec![0.0; dim], z2: vec![0.0; dim], coarse: vec![0.0; dim] }
+    /// Increments of `len` normals (a sampler's [`increment_len`](Discretisation::increment_len)).
+    pub fn new(len: usize) -> Self {
+        SharedIncrements { z1: vec![0.0; len], z2: vec![0.0; len], coarse: vec![0.0; len] }
     }
 
-    /// Draws `z₁` then `z₂` from `rng` and sets the coarse increment `(z₁ + z₂)/√2`.
+    /// Draws `z₁` then `z₂` from `rng` and sets the coarse increment of `sampler`'s step of
+    /// `fraction × h_k`.
     #[inline]
-    pub fn draw<R: Rng + ?Sized>(&mut self, rng: &mut R) {
+    pub fn draw<S: Discretisation, R: Rng + ?Sized>(&mut self, sampler: &S, k: u64, fraction: f64, rng: &mut R) {
         fill_standard_normal(rng, &mut self.z1);
         fill_standard_normal(rng, &mut self.z2);
-        let r2 = std::f64::consts::FRAC_1_SQRT_2;
-        for ((c, a), b) in self.coarse.iter_mut().zip(&self.z1).zip(&self.z2) {
-            *c = (a + b) * r2;
-        }
+        sampler.combine_increments(k, fraction, &self.z1, &self.z2, &mut self.coarse);
     }
 }

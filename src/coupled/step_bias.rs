@@ -247,7 +247,7 @@ impl<S: Discretisation> TripleRun<S> {
             rz: stream(seed, &[c, 0]),
             rf,
             start: start.to_vec(),
-            zc: vec![0.0; start.len()],
+            zc: vec![0.0; sampler.increment_len(start.len())],
             t: 0,
             burn_in,
             plus_rows: Vec::new(),
@@ -258,8 +258,8 @@ impl<S: Discretisation> TripleRun<S> {
 
     /// Advances to iteration `to`.
     fn advance<M: Model + ?Sized>(&mut self, model: &M, to: u64) -> Result<()> {
-        let d = self.start.len();
-        let (mut z1, mut z2) = (vec![0.0; d], vec![0.0; d]);
+        let len = self.zc.len();
+        let (mut z1, mut z2) = (vec![0.0; len], vec![0.0; len]);
         while self.t < to {
             let t = self.t + 1;
             fill_standard_normal(&mut self.rz, &mut z1);
@@ -281,9 +281,7 @@ impl<S: Discretisation> TripleRun<S> {
             }
             let first_next = self.rf.clone();
             self.fine.step_fraction(model, 2 * t, 0.5, &z2, &mut self.rf)?;
-            for ((z, a), b) in self.zc.iter_mut().zip(&z1).zip(&z2) {
-                *z = (a + b) * std::f64::consts::FRAC_1_SQRT_2;
-            }
+            self.plus.combine_increments(t, 1.0, &z1, &z2, &mut self.zc);
             self.plus.step_fraction(model, t, 1.0, &self.zc, &mut first_next.clone())?;
             if t > self.burn_in {
                 self.fine_rows.extend_from_slice(self.fine.position());

@@ -97,10 +97,23 @@ pub trait LangevinKernel: Clone + std::fmt::Debug + Send + Sync + 'static {
     }
 
     /// The number m of standard normals per coordinate a step takes: `z` has `m·d` entries
-    /// (coordinate j's are `z[j]`, `z[d + j]`, …). Default 1. A kernel with m > 1 (UBU) cannot be
-    /// driven by coupled methods, which supply one normal per coordinate.
+    /// (coordinate j's are `z[j]`, `z[d + j]`, …). Default 1. A kernel with m > 1 (UBU) says in
+    /// [`combine_increments`](Self::combine_increments) how coupled methods combine them.
     fn normals_per_coordinate(&self) -> usize {
         1
+    }
+
+    /// The increment of one step of `fraction × h_k` on the Brownian path of two steps of half
+    /// that time step driven by `z1` then `z2` (see
+    /// [`Discretisation::combine_increments`]). Default `(z₁ + z₂)/√2`, entry by entry: right
+    /// for a kernel whose step's noise is its increment scaled by the square root of its time
+    /// step.
+    fn combine_increments(&self, k: u64, fraction: f64, z1: &[f64], z2: &[f64], coarse: &mut [f64]) {
+        let _ = (k, fraction);
+        let r2 = std::f64::consts::FRAC_1_SQRT_2;
+        for ((c, a), b) in coarse.iter_mut().zip(z1).zip(z2) {
+            *c = (a + b) * r2;
+        }
     }
 
     /// One step of time step `fraction × h_k` (`fraction` in (0, 1]) from `theta`, with the
@@ -374,19 +387,6 @@ impl<K: LangevinKernel, E: GradientEstimator> Langevin<K, E> {
         if all_finite(&self.theta) { Ok(()) } else { Err(Error::NonFiniteState { iteration: self.k }) }
     }
 
-    /// Coupled steps supply one normal per coordinate: an error for a kernel that takes more.
-    fn check_coupled_noise(&self) -> Result<()> {
-        if self.kernel.normals_per_coordinate() == 1 {
-            return Ok(());
-        }
-        Err(Error::invalid(
-            "sampler",
-            self.kernel.normals_per_coordinate(),
-            "normals per coordinate: this kernel (UBU) takes more than one, and coupled methods (Richardson–Romberg, \
-             multilevel, the step-bias check) supply one; run it with Runner, or couple BAOAB",
-        ))
-    }
-
     /// Exchanges the positions of two bound samplers, with their gradient estimates (and their
     /// whitened forms): what a replica-exchange swap does. Kernel and estimator state stay.
     pub(crate) fn exchange_positions(&mut self, other: &mut Self) {
@@ -444,15 +444,22 @@ impl<K: LangevinKernel, E: GradientEstimator> Discretisation for Langevin<K, E> 
         self.kernel.time_step(k)
     }
 
+    fn increment_len(&self, dim: usize) -> usize {
+        dim * self.kernel.normals_per_coordinate()
+    }
+
+    fn combine_increments(&self, k: u64, fraction: f64, z1: &[f64], z2: &[f64], coarse: &mut [f64]) {
+        self.kernel.combine_increments(k, fraction, z1, z2, coarse);
+    }
+
     fn step_fraction<M, R>(&mut self, model: &M, k: u64, fraction: f64, z: &[f64], rng: &mut R) -> Result<()>
     where
         M: Model + ?Sized,
         R: Rng + ?Sized,
     {
         check_fraction(fraction)?;
-        self.check_coupled_noise()?;
         self.check_ready(model)?;
-        check_len("noise increment z", self.theta.len(), z.len())?;
+        check_len("noise increment z", self.noise.len(), z.len())?;
         self.ensure_gradient(model, rng)?;
         self.advance_checked(k, fraction, false, z)?;
         self.refresh_gradient(model, rng)
@@ -471,16 +478,14 @@ impl<K: LangevinKernel, E: SubsampledEstimator> SubsampledDiscretisation for Lan
 
     fn restart<M: Model + ?Sized>(&mut self, model: &M, theta0: &[f64]) -> Result<()> {
         self.ready = false;
-        self.check_coupled_noise()?;
         self.bind(model, theta0)
     }
 
     #[inline]
     fn step_on<M: Model + ?Sized>(&mut self, model: &M, k: u64, fraction: f64, z: &[f64], idx: &[usize]) -> Result<()> {
         check_fraction(fraction)?;
-        self.check_coupled_noise()?;
         self.check_ready(model)?;
-        check_len("noise increment z", self.theta.len(), z.len())?;
+        check_len("noise increment z", self.noise.len(), z.len())?;
         let n_data = model.n_data();
         if idx.is_empty() || idx.iter().any(|&i| i >= n_data) {
             return Err(Error::InvalidBatchSize { batch_size: idx.len(), n_data });

@@ -90,11 +90,32 @@ pub trait Discretisation: Sampler {
     /// position (drawing its minibatch from `rng`).
     ///
     /// The increment is scaled so that a step of size h driven by `(z₁ + z₂)/√2` has the law of
-    /// two steps of size h/2 driven by `z₁`, `z₂`: they share one Brownian path.
+    /// two steps of size h/2 driven by `z₁`, `z₂`: they share one Brownian path (for a sampler
+    /// whose increments are not one normal per coordinate, by
+    /// [`combine_increments`](Self::combine_increments)).
     fn step_fraction<M, R>(&mut self, model: &M, k: u64, fraction: f64, z: &[f64], rng: &mut R) -> Result<()>
     where
         M: Model + ?Sized,
         R: Rng + ?Sized;
+
+    /// The number of standard normals in a step's increment `z`, for a model of dimension
+    /// `dim`. Default `dim` (one per coordinate); UBU takes two per coordinate.
+    fn increment_len(&self, dim: usize) -> usize {
+        dim
+    }
+
+    /// Writes into `coarse` the increment of one step of time step `fraction × h_k` that follows
+    /// the Brownian path of two steps of half that time step driven by `z1` then `z2` (each
+    /// [`increment_len`](Self::increment_len) normals): the coarse increment coupled methods
+    /// (Richardson–Romberg, multilevel, the step-bias companion) give the coarser path. It must
+    /// be standard normal when `z1`, `z2` are. Default `(z₁ + z₂)/√2`, entry by entry.
+    fn combine_increments(&self, k: u64, fraction: f64, z1: &[f64], z2: &[f64], coarse: &mut [f64]) {
+        let _ = (k, fraction);
+        let r2 = std::f64::consts::FRAC_1_SQRT_2;
+        for ((c, a), b) in coarse.iter_mut().zip(z1).zip(z2) {
+            *c = (a + b) * r2;
+        }
+    }
 }
 
 /// A [`Discretisation`] whose gradient estimate subsamples the data, so that a coupled method

@@ -34,7 +34,7 @@ impl<S: SubsampledDiscretisation> Work<S> {
             fine: base.clone(),
             c1: base.clone(),
             c2: base.clone(),
-            z: SharedIncrements::new(d),
+            z: SharedIncrements::new(base.increment_len(d)),
             idx1: vec![0; n],
             idx2: vec![0; n],
             pool: vec![0; 2 * n],
@@ -220,8 +220,8 @@ impl<S: SubsampledDiscretisation> MlSgld<S> {
         for k in 1..=coupled {
             w.fine.draw_indices(&mut rng, &mut w.idx1);
             w.fine.draw_indices(&mut rng, &mut w.idx2);
-            w.z.draw(&mut rng);
             let (kf, kc) = ((alone + 2 * k - 1) as u64, k as u64);
+            w.z.draw(&w.fine, kc, fc, &mut rng);
             w.fine.step_on(model, kf, ff, &w.z.z1, &w.idx1).map_err(&fine_at)?;
             avg_f.add(alone + 2 * k - 1, g, w.fine.position());
             w.fine.step_on(model, kf + 1, ff, &w.z.z2, &w.idx2).map_err(&fine_at)?;

@@ -34,7 +34,7 @@ impl<S: Discretisation> CoupledChain<S> {
         self.sampler.init(model, theta0, &mut self.rng)?;
         let per = if self.fine { 2 } else { 1 };
         self.recorder = Some(Recorder::new(settings, model.dim(), per, self.sampler.gradient().is_some())?);
-        self.z = SharedIncrements::new(model.dim());
+        self.z = SharedIncrements::new(self.sampler.increment_len(model.dim()));
         Ok(())
     }
 
@@ -42,7 +42,7 @@ impl<S: Discretisation> CoupledChain<S> {
         let rec = self.recorder.as_mut().ok_or(Error::NotInitialised)?;
         let (s, z) = (&mut self.sampler, &mut self.z);
         for k in self.iteration + 1..=to {
-            z.draw(&mut self.noise);
+            z.draw(&*s, k, 1.0, &mut self.noise);
             let keep = settings.keeps(k);
             let w = s.time_step(k + 1);
             if self.fine {
@@ -285,11 +285,11 @@ impl<S: Discretisation> Resumable for RrOutput<S> {
             let rec_a = Recorder::from_part(&settings, d, 1, a.gradient().is_some(), coarse.next())?;
             let rec_b = Recorder::from_part(&settings, d, 2, b.gradient().is_some(), fine.next())?;
             let mk = |sampler: S, noise, rng, recorder, fine| CoupledChain {
+                z: SharedIncrements::new(sampler.increment_len(d)),
                 sampler,
                 noise,
                 rng,
                 recorder: Some(recorder),
-                z: SharedIncrements::new(d),
                 fine,
                 iteration: k,
             };
