@@ -17,7 +17,7 @@
 //! 31 coordinates, of a mean in posterior sds and of an sd relative to the sd, against a long
 //! NUTS reference; ± is twice the Monte Carlo error of that coordinate (errors inside it are
 //! noise, not bias). With exact gradients the error is the discretisation bias (Euler-type and
-//! SGLD O(h), BAOAB and UBU O(h²)); with minibatches of 57 (10 %) the gradient noise adds its
+//! SGLD O(h), BAOAB and UBU O(h²)); with minibatches of 56 (10 %) the gradient noise adds its
 //! own bias, which the splittings do not remove.
 //!
 //! Part 2, reshuffling (`data/randhie.csv`: Poisson regression of doctor visits on 9
