@@ -63,14 +63,16 @@ fn decay(coupling: MlCoupling, seed: u64) -> (f64, Vec<f64>) {
     let ml = MlSgld::sgld(settings, 1.0 / 1000.0, Minibatch::new(10), map.as_slice().unwrap()).unwrap();
     let r = ml.run_fixed(&m, &g, &[200, 3000, 3000, 3000, 3000, 3000]).unwrap();
     let v: Vec<f64> = r.levels.iter().skip(1).map(|l| l.variance).collect();
-    // Least-squares slope of −log₂ V_l over l = 1..5.
+    (decay_rate(&v), v)
+}
+
+/// β of `V_l ∝ 2^(−βl)`: the least-squares slope of −log₂ V_l over l = 1, 2, ….
+fn decay_rate(v: &[f64]) -> f64 {
     let n = v.len() as f64;
     let xs: Vec<f64> = (1..=v.len()).map(|l| l as f64).collect();
     let ys: Vec<f64> = v.iter().map(|x| -x.log2()).collect();
     let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
-    let beta = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum::<f64>()
-        / xs.iter().map(|x| (x - mx).powi(2)).sum::<f64>();
-    (beta, v)
+    xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum::<f64>() / xs.iter().map(|x| (x - mx).powi(2)).sum::<f64>()
 }
 
 /// Var[Δ_l] decays like 2^(−βl): β ≈ 1 for Algorithm 1's subsampling coupling, β ≈ 2 for the
@@ -490,12 +492,7 @@ fn multilevel_ubu_couples_its_levels() {
     let ml = MlSgld::new(settings, ubu, map.as_slice().unwrap()).unwrap();
     let r = ml.run_fixed(&m, &g, &[200, 3000, 3000, 3000, 3000, 3000]).unwrap();
     let v: Vec<f64> = r.levels.iter().skip(1).map(|l| l.variance).collect();
-    let n = v.len() as f64;
-    let xs: Vec<f64> = (1..=v.len()).map(|l| l as f64).collect();
-    let ys: Vec<f64> = v.iter().map(|x| -x.log2()).collect();
-    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
-    let beta = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum::<f64>()
-        / xs.iter().map(|x| (x - mx).powi(2)).sum::<f64>();
+    let beta = decay_rate(&v);
     eprintln!("multilevel UBU: β = {beta:.2}, V_l = {v:?}");
     assert!(beta > 0.7 && v.windows(2).all(|w| w[1] < w[0]), "UBU's levels decay at {beta}: {v:?}");
 }
