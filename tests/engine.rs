@@ -510,3 +510,58 @@ fn sample_observers_watch_without_changing_and_stop_with_what_was_drawn() {
     let err = Sample::new(&model, sgld()).draws(2_000).seed(4).observer(&none).run().unwrap_err();
     assert!(matches!(err.root(), Error::NoSamples { .. }), "{err}");
 }
+
+#[test]
+fn sample_observers_are_asked_in_the_step_bias_check_and_may_stop_it() {
+    use sgmcmc::observe::{Control, Observer};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // Asked during the check every 40 companion iterations; stops it once `at` is reached.
+    struct Check {
+        at: u64,
+        asked: AtomicU64,
+        last: AtomicU64,
+    }
+    impl Observer for Check {
+        fn interval(&self) -> u64 {
+            40
+        }
+        fn observe_bias_check(&self, iteration: u64, n_iter: u64) -> Control {
+            assert!(
+                iteration <= n_iter && (iteration.is_multiple_of(40) || iteration == n_iter),
+                "{iteration}/{n_iter}"
+            );
+            self.asked.fetch_add(1, Ordering::Relaxed);
+            self.last.store(iteration, Ordering::Relaxed);
+            if iteration >= self.at { Control::Stop } else { Control::Continue }
+        }
+    }
+    let model = LinearGaussian::synthetic(2_000, 2, 1.0, 10.0, 9).unwrap();
+    let sgld = || Sgld::new(SgldSettings::default(), Minibatch::new(50)).unwrap();
+    let plain = Sample::new(&model, sgld()).draws(3_000).seed(4).run().unwrap();
+    let check = |at| Check { at, asked: AtomicU64::new(0), last: AtomicU64::new(0) };
+
+    // Never stopping: asked all along the companion, and nothing changes (draws, bound, text).
+    let never = check(u64::MAX);
+    let watched = Sample::new(&model, sgld()).draws(3_000).seed(4).observer(&never).run().unwrap();
+    let companion = plain.bias.as_ref().unwrap().iterations;
+    assert_eq!(never.last.load(Ordering::Relaxed), companion);
+    assert!(never.asked.load(Ordering::Relaxed) >= companion / 40, "{:?}", never.asked);
+    assert_eq!(plain.estimate().stacked_draws().unwrap(), watched.estimate().stacked_draws().unwrap());
+    assert_eq!(format!("{plain}"), format!("{watched}"));
+    assert!(!watched.stopped);
+
+    // Stopping the check at its 400th iteration: every chain's draws kept (the same draws), the
+    // check skipped, the run marked stopped.
+    let early = check(400);
+    let fit = Sample::new(&model, sgld()).draws(3_000).seed(4).observer(&early).run().unwrap();
+    assert_eq!(early.last.load(Ordering::Relaxed), 400);
+    assert!(fit.stopped && fit.bias.is_none() && fit.convergence.bias_bound.is_none());
+    assert!(fit.output.chains.iter().all(|c| c.iterations == fit.output.settings.n_iter && !c.stopped));
+    assert_eq!(plain.estimate().stacked_draws().unwrap(), fit.estimate().stacked_draws().unwrap());
+
+    // Aiming at an accuracy: a stopped check is not extended and does not declare the target met.
+    let fit = Sample::new(&model, sgld()).accuracy(0.5).seed(4).observer(&check(400)).run().unwrap();
+    let target = fit.target.as_ref().unwrap();
+    assert!(fit.stopped && !target.reached && target.extensions == 0, "{target}");
+    assert!(target.why.as_deref().unwrap().contains("stopped by an observer"), "{target}");
+}

@@ -29,18 +29,21 @@ pub struct State {
     n_iter: AtomicU64,
     chains: Mutex<Vec<u64>>,
     finished: AtomicU64,
+    /// The step-bias check's companion: iterations done and planned (0 planned before it starts).
+    check_done: AtomicU64,
+    check_n: AtomicU64,
 }
 
 /// The model as the run sees it: the user's, with a check of the stop request in every method
-/// outside the chains (the mode search, the tuning, the step-bias check), so that Ctrl-C ends
-/// those within one gradient; in the chains, the observer stops them and keeps their draws.
+/// during the set-up (the mode search, the tuning), so that Ctrl-C ends it within one gradient;
+/// in the chains and the step-bias check, the observer stops them and the draws are kept.
 struct Guarded {
     inner: Arc<Dyn>,
     state: Arc<State>,
 }
 
 fn guard(g: &Guarded, method: &'static str) -> sgmcmc::Result<()> {
-    if g.state.stop.load(Ordering::Relaxed) && g.state.phase.load(Ordering::Relaxed) != CHAINS {
+    if g.state.stop.load(Ordering::Relaxed) && g.state.phase.load(Ordering::Relaxed) == SETUP {
         return Err(Error::ModelFailure { method, iteration: None, message: "interrupted (KeyboardInterrupt)".into() });
     }
     Ok(())
@@ -48,7 +51,7 @@ fn guard(g: &Guarded, method: &'static str) -> sgmcmc::Result<()> {
 
 forward_model!(Guarded, |s| s.inner, guard);
 
-/// Watches the chains: their progress for the bar, the stop request.
+/// Watches the chains and the step-bias check: their progress for the bar, the stop request.
 struct Watch {
     state: Arc<State>,
     interval: u64,
@@ -70,6 +73,7 @@ impl Watch {
 impl Observer for Watch {
     fn init(&self, p: &Progress<'_>) -> Control {
         self.state.phase.store(CHAINS, Ordering::Relaxed);
+        self.state.check_n.store(0, Ordering::Relaxed);
         self.record(p)
     }
     fn observe(&self, p: &Progress<'_>) -> Control {
@@ -85,6 +89,12 @@ impl Observer for Watch {
     }
     fn interval(&self) -> u64 {
         self.interval
+    }
+    fn observe_bias_check(&self, iteration: u64, n_iter: u64) -> Control {
+        self.state.phase.store(CHECKS, Ordering::Relaxed);
+        self.state.check_done.store(iteration, Ordering::Relaxed);
+        self.state.check_n.store(n_iter, Ordering::Relaxed);
+        if self.state.stop.load(Ordering::Relaxed) { Control::Stop } else { Control::Continue }
     }
 }
 
@@ -358,13 +368,15 @@ impl Run {
     }
 
     /// Asks the run to stop: chains stop at their next check (every `check_interval` iterations)
-    /// and keep their draws; the set-up and the checks stop at the next gradient.
+    /// and keep their draws; the step-bias check stops likewise (skipped, the draws kept); the
+    /// set-up stops at the next gradient (an error: there is nothing drawn to keep).
     fn stop(&self) {
         self.state.stop.store(true, Ordering::Relaxed);
     }
 
-    /// `(phase, iterations done, iterations planned)`: phase "setup" (mode, tuning), "chains", or
-    /// "checks" (the step-bias check, the verdict).
+    /// `(phase, iterations done, iterations planned)`: phase "setup" (mode, tuning), "chains"
+    /// (summed over the chains), or "checks" (the step-bias check's companion, once it reports;
+    /// the chains' figures before).
     fn progress(&self) -> (String, u64, u64) {
         let phase = match self.state.phase.load(Ordering::Relaxed) {
             SETUP => "setup",
@@ -372,7 +384,9 @@ impl Run {
             CHECKS => "checks",
             _ => "done",
         };
+        let check_n = self.state.check_n.load(Ordering::Relaxed);
         let (done, n) = match self.state.chains.lock() {
+            _ if phase == "checks" && check_n > 0 => (self.state.check_done.load(Ordering::Relaxed), check_n),
             Ok(c) => (c.iter().sum(), self.state.n_iter.load(Ordering::Relaxed) * c.len() as u64),
             Err(_) => (0, 0),
         };

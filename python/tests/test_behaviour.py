@@ -2,6 +2,7 @@
 bar, stubs."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -116,6 +117,46 @@ def test_ctrl_c_in_the_chains_returns_what_was_drawn_within_a_second():
     assert "interrupted" in err and "INTERRUPTED" in out
 
 
+CHECK_INTERRUPT = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    import sgmcmc
+    sent = []
+    class Bar:
+        # sample's progress bar, polled every 0.1 s: Ctrl-C once the step-bias check reports.
+        def __init__(self):
+            self.phases = []
+        def update(self, phase, done, total):
+            self.phases.append(phase)
+            if phase == "checks" and done > 0 and not sent:
+                sent.append(time.time())
+                os.kill(os.getpid(), signal.SIGINT)
+        def close(self):
+            print("PHASES", " ".join(dict.fromkeys(self.phases)), flush=True)
+    sgmcmc._Bar = Bar
+    m = sgmcmc.LogisticRegression.synthetic(20_000, 5, 10.0, 1)
+    fit = sgmcmc.sample(m, "sgld-cv", draws=20_000, thin=50, burn_in=1_000, chains=4, seed=1, show=False,
+                        progress=True)
+    print("RETURNED", time.time() - sent[0], fit.interrupted, fit.draws.shape[1], fit.info["stopped"], flush=True)
+    print(fit, flush=True)
+    """
+)
+
+
+def test_ctrl_c_in_the_step_bias_check_returns_every_draw_within_a_second():
+    p = subprocess.run([sys.executable, "-c", CHECK_INTERRUPT], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    lines = p.stdout.split("\n")
+    # (The set-up may end before the bar's first poll.)
+    assert lines[0].split()[-2:] == ["chains", "checks"], lines[0]
+    word, after, interrupted, draws, stopped = lines[1].split()
+    assert word == "RETURNED" and interrupted == "True" and stopped == "True", lines[1]
+    # Every chain kept all its draws: the stop came after them.
+    assert int(draws) == 20_000, lines[1]
+    assert float(after) < 1.5, after
+    assert "interrupted" in p.stderr and "INTERRUPTED" in p.stdout
+
+
 def test_ctrl_c_in_the_setup_raises_keyboard_interrupt():
     slow = textwrap.dedent(
         """
@@ -170,7 +211,9 @@ def test_progress_bar_on_request_and_off_when_not_a_tty(capsys):
     m = sgmcmc.LinearGaussian.synthetic(1_000, 2, seed=1)[0]
     sgmcmc.sample(m, "sgld", draws=5_000, seed=1, show=False, progress=True)
     err = capsys.readouterr().err
-    assert "24000/24000" in err, err[-300:]  # (4 chains x (5 000 + 1 000 burn-in)) done at the end
+    # At the end, the step-bias check done: its companion's iterations (a quarter of the chains'
+    # 6 000: 5 000 draws + 1 000 burn-in).
+    assert re.search(r"checks \[#{30}\] 100\.0% 1500/1500\n$", err), err[-300:]
     sgmcmc.sample(m, "sgld", draws=5_000, seed=1, show=False)  # stderr is captured: not a TTY
     assert capsys.readouterr().err == ""
 

@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::models::model::Model;
 use crate::numeric::rng::{fill_standard_normal, stream};
 use crate::run::RunOutput;
+use crate::run::observe::{Control, Observer};
 use crate::samplers::Discretisation;
 use crate::trace::diagnostics::{
     Convergence, Summary, bound_z, chains_of, convergence_of, mcse_mean, mcse_sd, nan_max, relative_bound, summary,
@@ -112,7 +113,10 @@ pub fn step_bias<M: Model + ?Sized, S: Discretisation>(
     out: &RunOutput<S>,
     cost: f64,
 ) -> Result<StepBias> {
-    companion(model, sampler, out, cost, None).map(|c| c.bias)
+    // Without an observer nothing stops the companion: `None` cannot come back.
+    companion(model, sampler, out, cost, None, None)?
+        .map(|c| c.bias)
+        .ok_or(Error::NoSamples { reason: "the step-bias companion was stopped" })
 }
 
 /// [`step_bias`], keeping the companion's draws: per chain of the run that did not diverge, an
@@ -121,14 +125,18 @@ pub fn step_bias<M: Model + ?Sized, S: Discretisation>(
 /// its first fifth discarded, seeded from the run's seed; the triples run in parallel when the run
 /// did. With `grow_to` (a larger cost share), the triples then go on, where their own noise is
 /// the larger part of the bound, to the length that minimises the cost of a bound: see
-/// [`companion_growth`].
+/// [`companion_growth`]. An `observer` is asked every [`Observer::interval`] iterations
+/// ([`Observer::observe_bias_check`]) whether to go on: `Ok(None)` when it stopped the
+/// companion. Observing changes no draw (each triple draws from its own streams, whatever the
+/// blocks it advances in).
 pub(crate) fn companion<M: Model + ?Sized, S: Discretisation>(
     model: &M,
     sampler: &S,
     out: &RunOutput<S>,
     cost: f64,
     grow_to: Option<f64>,
-) -> Result<Companion> {
+    observer: Option<&dyn Observer>,
+) -> Result<Option<Companion>> {
     if !(cost > 0.0 && cost <= 10.0) {
         return Err(Error::invalid("step-bias cost", cost, "must be in (0, 10] (a fraction of the run's iterations)"));
     }
@@ -148,14 +156,28 @@ pub(crate) fn companion<M: Model + ?Sized, S: Discretisation>(
         .enumerate()
         .map(|(c, start)| TripleRun::new(model, sampler, start, burn_in, seed, c as u64))
         .collect::<Result<_>>()?;
-    let advance = |triples: &mut Vec<TripleRun<S>>, to: u64| -> Result<()> {
-        if parallel {
-            triples.par_iter_mut().try_for_each(|t| t.advance(model, to))
-        } else {
-            triples.iter_mut().try_for_each(|t| t.advance(model, to))
+    // Advances every triple to iteration `to`, in blocks of the observer's interval; `false`
+    // when the observer stopped it.
+    let every = observer.map_or(u64::MAX, |o| o.interval().max(1));
+    let advance = |triples: &mut Vec<TripleRun<S>>, to: u64| -> Result<bool> {
+        let mut at = triples.iter().map(|t| t.t).min().unwrap_or(to);
+        while at < to {
+            let next = (at / every).saturating_add(1).saturating_mul(every).min(to);
+            if parallel {
+                triples.par_iter_mut().try_for_each(|t| t.advance(model, next))?;
+            } else {
+                triples.iter_mut().try_for_each(|t| t.advance(model, next))?;
+            }
+            at = next;
+            if observer.is_some_and(|o| o.observe_bias_check(at, to) == Control::Stop) {
+                return Ok(false);
+            }
         }
+        Ok(true)
     };
-    advance(&mut triples, n_iter)?;
+    if !advance(&mut triples, n_iter)? {
+        return Ok(None);
+    }
     let mut draws = CompanionDraws::of(model, &triples)?;
     let mut b = triple_biases(&draws)?;
     let mut total = n_iter;
@@ -175,7 +197,9 @@ pub(crate) fn companion<M: Model + ?Sized, S: Discretisation>(
         let want = companion_growth(&mcse, &b, s0).map_or(n_iter, |f| burn_in + (kept * f).ceil() as u64);
         let to = want.clamp(n_iter, most);
         if to > n_iter {
-            advance(&mut triples, to)?;
+            if !advance(&mut triples, to)? {
+                return Ok(None);
+            }
             draws = CompanionDraws::of(model, &triples)?;
             b = triple_biases(&draws)?;
             total = to;
@@ -185,7 +209,7 @@ pub(crate) fn companion<M: Model + ?Sized, S: Discretisation>(
     b.cost_ratio = b.cost.datum_gradients as f64 / run_gradients as f64;
     b.iterations = total;
     b.wall_time = started.elapsed();
-    Ok(Companion { bias: b, draws })
+    Ok(Some(Companion { bias: b, draws }))
 }
 
 /// How much longer the companion should run, as a factor on its kept iterations, from its cost

@@ -82,6 +82,18 @@ pub trait Observer: Sync {
     fn interval(&self) -> u64 {
         1
     }
+
+    /// Called during the step-bias check that follows a [`Sample`](crate::Sample) run's chains
+    /// (its companion at half the step: [`step_bias`](crate::step_bias)), every
+    /// [`interval`](Self::interval) of the companion's iterations, with the iterations done and
+    /// planned (the plan may grow once, where the companion's noise sets the bound). `Stop` ends
+    /// the check: the run is then judged as it stands, as one stopped in its chains is
+    /// ([`Sampled::stopped`](crate::Sampled::stopped): the draws kept, no step-bias bound).
+    /// Observing never changes the companion's draws. Default: continue.
+    fn observe_bias_check(&self, iteration: u64, n_iter: u64) -> Control {
+        let _ = (iteration, n_iter);
+        Control::Continue
+    }
 }
 
 /// Stops each chain once it has spent its share of a datum-gradient budget: chain c stops after
@@ -145,7 +157,9 @@ impl Observer for WallTime {
 }
 
 /// Stops every chain when the flag is raised (by another thread, a signal handler, a UI): the
-/// run then returns what was drawn so far. Clones share the flag.
+/// run then returns what was drawn so far. Raised during a [`Sample`](crate::Sample) run's
+/// step-bias check, it ends the check (see [`Observer::observe_bias_check`]). Clones share the
+/// flag.
 #[derive(Debug, Clone, Default)]
 pub struct StopFlag {
     flag: Arc<AtomicBool>,
@@ -175,6 +189,10 @@ impl Observer for StopFlag {
     }
 
     fn observe(&self, _p: &Progress<'_>) -> Control {
+        if self.is_raised() { Control::Stop } else { Control::Continue }
+    }
+
+    fn observe_bias_check(&self, _iteration: u64, _n_iter: u64) -> Control {
         if self.is_raised() { Control::Stop } else { Control::Continue }
     }
 

@@ -288,11 +288,14 @@ impl<'m, M: Model + ?Sized, S> Sample<'m, M, S> {
     }
 
     /// Adds an observer of the run's chains (the first run and its extensions; not the tuner's
-    /// pilots nor the step-bias companion): a progress display, a [`StopFlag`](crate::observe::StopFlag)
-    /// raised by a signal handler or a user interface, any [`Observer`]. Observers do not change
-    /// the draws of a run they do not stop.
+    /// pilots): a progress display, a [`StopFlag`](crate::observe::StopFlag) raised by a signal
+    /// handler or a user interface, any [`Observer`]. It is also asked, through
+    /// [`Observer::observe_bias_check`], during the step-bias check that follows the chains.
+    /// Observers do not change the draws (nor the check's) of a run they do not stop.
     ///
-    /// An observer that stops a chain ends the run there: the result keeps what the chains drew,
+    /// An observer that stops the step-bias check ends the run as one stopped in its chains: the
+    /// chains' draws are all kept, the check is skipped. An observer that stops a chain ends the
+    /// run there: the result keeps what the chains drew,
     /// the step-bias check is skipped (its companion would cost a share of the run, and the user
     /// asked to stop), so the verdict's bound is the Monte Carlo error alone, and a run aiming at an
     /// accuracy is not extended: its [`Target`](crate::sample::Target) is not reached and says why.
@@ -406,7 +409,7 @@ pub struct Sampled<S> {
     /// a fixed run ([`Sample::draws`]).
     pub target: Option<Target>,
     /// Whether an observer of the user's ([`Sample::observer`]) stopped the run before its end
-    /// (the step-bias check then did not run).
+    /// or stopped its step-bias check (the check then did not run, or gave no bound).
     pub stopped: bool,
 }
 
@@ -507,13 +510,19 @@ impl<S> std::fmt::Display for Sampled<S> {
         if let Some(t) = &self.target {
             writeln!(f, "{t}")?;
         }
+        // The chains judged (a stopped run's that drew), at the kept draws they were cut to.
+        let s = &self.output.settings;
+        let kept = (self.output.chains.iter().filter(|c| !c.diverged))
+            .map(|c| c.iterations.saturating_sub(s.burn_in) / s.thin.max(1))
+            .filter(|&k| k > 0);
+        let (chains, draws) = kept.fold((0, u64::MAX), |(n, m), k| (n + 1, m.min(k)));
         writeln!(
             f,
             "step {:.4e}{} ({} chains x {} kept draws); {}",
             self.tuned.step_size,
             if self.tuned.whitening.is_some() { " in whitened coordinates" } else { "" },
-            self.settings.n_chains,
-            self.settings.n_iter - self.settings.burn_in,
+            chains,
+            if chains == 0 { 0 } else { draws },
             self.tuned
                 .predicted_error
                 .map_or("no error prediction".to_string(), |e| format!("tune predicted a worst error of {e:.3} sd")),

@@ -22,7 +22,10 @@ use crate::tune::{Tunable, TuneSettings, Tuned, tune};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What a path's step-bias check is: the companion of a [`Discretisation`], or none.
-type Check<'a, M, S> = dyn Fn(&M, &S, &RunOutput<S>, Option<f64>, bool) -> Result<Option<Companion>> + 'a;
+/// Its observer (the user's, through [`UserStops`]) may stop it: `Ok(None)` then, and the run is
+/// judged as it stands.
+type Check<'a, M, S> =
+    dyn Fn(&M, &S, &RunOutput<S>, Option<f64>, bool, Option<&dyn Observer>) -> Result<Option<Companion>> + 'a;
 
 impl<M: Model + ?Sized, S: Tunable + Discretisation> Sealed<M> for S {}
 
@@ -40,8 +43,13 @@ impl<M: Model + ?Sized, S: Tunable + Discretisation> SamplePath<M> for S {
 
     fn sample(this: Sample<'_, M, S>) -> Result<Sampled<S>> {
         let hint = this.sampler.start_hint().map(<[f64]>::to_vec);
-        let check = |model: &M, sampler: &S, out: &RunOutput<S>, cost: Option<f64>, grows: bool| match cost {
-            Some(cost) => Ok(Some(companion(model, sampler, out, cost, grows.then_some(STEP_BIAS_MAX_COST))?)),
+        let check = |model: &M,
+                     sampler: &S,
+                     out: &RunOutput<S>,
+                     cost: Option<f64>,
+                     grows: bool,
+                     observer: Option<&dyn Observer>| match cost {
+            Some(cost) => companion(model, sampler, out, cost, grows.then_some(STEP_BIAS_MAX_COST), observer),
             None => Ok(None),
         };
         this.run_path(hint, |m, s, t, ts| tune(m, s, t, ts), &check, None)
@@ -87,7 +95,7 @@ impl<M: Model + ?Sized, E: GradientEstimator> SamplePath<M> for Hamcmc<E> {
     type Output = Sampled<Hamcmc<E>>;
 
     fn sample(this: Sample<'_, M, Hamcmc<E>>) -> Result<Sampled<Hamcmc<E>>> {
-        this.run_path(None, |m, s, t, ts| tune(m, s, t, ts), &|_, _, _, _, _| Ok(None), Some(HAMCMC_UNCHECKED))
+        this.run_path(None, |m, s, t, ts| tune(m, s, t, ts), &|_, _, _, _, _, _| Ok(None), Some(HAMCMC_UNCHECKED))
     }
 }
 
@@ -118,8 +126,13 @@ impl<M: Model + ?Sized, E: GradientEstimator> SamplePath<M> for ReSgld<E> {
             }
             _ => this,
         };
-        let check = |model: &M, re: &ReSgld<E>, out: &RunOutput<ReSgld<E>>, cost: Option<f64>, grows: bool| match cost {
-            Some(cost) => Ok(Some(companion(model, re, out, cost, grows.then_some(STEP_BIAS_MAX_COST))?)),
+        let check = |model: &M,
+                     re: &ReSgld<E>,
+                     out: &RunOutput<ReSgld<E>>,
+                     cost: Option<f64>,
+                     grows: bool,
+                     observer: Option<&dyn Observer>| match cost {
+            Some(cost) => companion(model, re, out, cost, grows.then_some(STEP_BIAS_MAX_COST), observer),
             None => Ok(None),
         };
         this.run_path(None, resgld_setup, &check, None)
@@ -158,7 +171,7 @@ impl<M: Model + ?Sized> SamplePath<M> for Mala {
             None => Sample { burn_in: Some(adapt.max(1_000)), ..this },
             Some(_) => this,
         };
-        this.run_path(None, mala_setup, &|_, _, _, _, _| Ok(None), None)
+        this.run_path(None, mala_setup, &|_, _, _, _, _, _| Ok(None), None)
     }
 }
 
@@ -233,13 +246,15 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
         };
         let mut extensions = 0;
         loop {
-            // A run the user's observer stopped is judged as it stands, without the companion.
-            let stopped = user.stopped.load(Ordering::Relaxed);
-            let companion = if stopped {
+            // A run the user's observer stopped, in its chains or in the step-bias check, is
+            // judged as it stands, without the companion.
+            let companion = if user.stopped.load(Ordering::Relaxed) {
                 None
             } else {
-                check(self.model, &tuned.sampler, &output, self.bias_cost, self.bias_grows)?
+                let observer = (!self.observers.0.is_empty()).then_some(&user as &dyn Observer);
+                check(self.model, &tuned.sampler, &output, self.bias_cost, self.bias_grows, observer)?
             };
+            let stopped = user.stopped.load(Ordering::Relaxed);
             // A stopped run's chains may differ in length (a chain not started has none): it is
             // judged on the chains that drew, cut to the shortest (the output keeps every draw).
             let cut;
@@ -292,19 +307,19 @@ impl<'m, M: Model + ?Sized, S: Sampler> Sample<'m, M, S> {
                     stopped,
                 })
             };
+            if stopped {
+                target.why = Some(format!(
+                    "stopped by an observer (Sample::observer) at {draws} kept draws per chain: the step-bias check \
+                     was skipped, so the bound is the Monte Carlo error alone and the target is not declared reached"
+                ));
+                return finish(target, output);
+            }
             if convergence.converged && bound <= accuracy {
                 match unchecked {
                     // The Monte Carlo error alone meets the target; the step's bias is unknown.
                     Some(why) => target.why = Some(why.to_string()),
                     None => target.reached = true,
                 }
-                return finish(target, output);
-            }
-            if stopped {
-                target.why = Some(format!(
-                    "stopped by an observer (Sample::observer) at {draws} kept draws per chain: the step-bias check \
-                     was skipped, so the bound is the Monte Carlo error alone and the target is not declared reached"
-                ));
                 return finish(target, output);
             }
             if !output.is_complete() {
@@ -404,7 +419,7 @@ fn run_cost<S>(out: &RunOutput<S>) -> u64 {
     out.cost.datum_gradients.saturating_sub(out.setup_cost.datum_gradients)
 }
 
-/// The kept draws per chain of a run so far (the fewest over its chains).
+/// The kept draws per chain of a run so far (after thinning; the fewest over its chains).
 fn kept_draws<S>(out: &RunOutput<S>) -> u64 {
     let s = &out.settings;
     out.chains.iter().map(|c| c.iterations.saturating_sub(s.burn_in) / s.thin.max(1)).min().unwrap_or(0)
@@ -454,6 +469,23 @@ impl Observer for UserStops<'_, '_> {
         for o in self.observers {
             o.finish(p);
         }
+    }
+
+    fn observe_bias_check(&self, iteration: u64, n_iter: u64) -> Control {
+        // Each observer is asked at its own interval (and at the end of the plan).
+        let any = self.observers.iter().fold(Control::Continue, |c, o| {
+            if !iteration.is_multiple_of(o.interval().max(1)) && iteration != n_iter {
+                return c;
+            }
+            match o.observe_bias_check(iteration, n_iter) {
+                Control::Stop => Control::Stop,
+                Control::Continue => c,
+            }
+        });
+        if any == Control::Stop {
+            self.stopped.store(true, Ordering::Relaxed);
+        }
+        any
     }
 
     fn interval(&self) -> u64 {

@@ -263,11 +263,13 @@ def sample(
         (off: the bound is the Monte Carlo error alone).
     progress: show a progress bar (default: when stderr is a terminal or in a notebook).
     show: print the verdict and summary table (the text the Rust path prints).
-    check_interval: iterations between a chain's checks of Ctrl-C and the progress bar.
+    check_interval: iterations between a chain's (and the step-bias check's) checks of Ctrl-C and
+        the progress bar.
 
-    Ctrl-C stops the run within about a second: chains keep what they drew and the Fit returned
-    says ``interrupted`` (its verdict without the step-bias check); during the set-up (mode,
-    tuning) or the final checks it raises ``KeyboardInterrupt``.
+    Ctrl-C stops the run within about a second: in the chains, they keep what they drew; in the
+    step-bias check that follows them, every draw is kept; either way the Fit returned says
+    ``interrupted`` (its verdict without the step-bias check). During the set-up (mode, tuning),
+    with nothing drawn yet, it raises ``KeyboardInterrupt``.
 
     Raises :class:`SgmcmcError` (``.variant`` names the crate's error) for invalid settings or a
     failed run.
@@ -324,7 +326,7 @@ def sample(
             raise KeyboardInterrupt("sgmcmc.sample was interrupted before its chains kept a draw") from e
         raise
     fit = Fit(core, model, interrupted=interrupted)
-    if interrupted:
+    if fit.interrupted:
         warnings.warn(
             f"sgmcmc.sample interrupted: {fit.draws.shape[1]} kept draws per chain; the step-bias check was skipped",
             RuntimeWarning,

@@ -18,8 +18,10 @@ class Fit:
         self._core = core
         self._model = model
         self._info: Dict[str, Any] = dict(core.info())
-        #: Whether Ctrl-C stopped the run (its chains keep what they drew; no step-bias check).
-        self.interrupted = bool(interrupted)
+        #: Whether Ctrl-C stopped the run, in its chains (they keep what they drew) or in its
+        #: step-bias check (every draw kept): the check is then skipped. False when the run had
+        #: ended before the stop reached it (nothing was cut).
+        self.interrupted = bool(interrupted) and bool(self._info.get("stopped", True))
         self._draws: Optional[np.ndarray] = None
 
     # --- draws -------------------------------------------------------------------------------
@@ -72,7 +74,7 @@ class Fit:
         return [dict(zip(keys, row)) for row in self._core.table()]
 
     def __str__(self) -> str:
-        head = "INTERRUPTED (Ctrl-C): verdict on the draws so far, step-bias check skipped\n" if self.interrupted else ""
+        head = "INTERRUPTED (Ctrl-C): verdict on the draws kept, step-bias check skipped\n" if self.interrupted else ""
         return head + self.summary
 
     def __repr__(self) -> str:
