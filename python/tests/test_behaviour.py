@@ -82,7 +82,8 @@ def test_a_python_model_that_raises_is_a_model_failure_not_a_panic():
 
 INTERRUPT = textwrap.dedent(
     """
-    import sys, time, warnings
+    import signal, sys, time, warnings
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # (a shell's background job ignores it)
     import sgmcmc
     m = sgmcmc.LogisticRegression.synthetic(20_000, 5, 10.0, 1)
     t0 = time.time()
@@ -120,6 +121,7 @@ def test_ctrl_c_in_the_chains_returns_what_was_drawn_within_a_second():
 CHECK_INTERRUPT = textwrap.dedent(
     """
     import os, signal, sys, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # (a shell's background job ignores it)
     import sgmcmc
     sent = []
     class Bar:
@@ -160,7 +162,8 @@ def test_ctrl_c_in_the_step_bias_check_returns_every_draw_within_a_second():
 def test_ctrl_c_in_the_setup_raises_keyboard_interrupt():
     slow = textwrap.dedent(
         """
-        import sys, time
+        import signal, sys, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # (a shell's background job ignores it)
         import numpy as np
         import sgmcmc
         class Slow:
